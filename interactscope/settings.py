@@ -1,0 +1,93 @@
+"""Collection settings of a run (SPEC §2). Every knob is a named, recorded setting in ``run.json``.
+
+Nested groups mirror the SPEC's dotted names (``grid.step_s``, ``frames.max``, ...). Model configs
+(``configs/models/*.yaml``) and CLI options override the defaults; the merged result is frozen into
+``run.json`` and a resumed run must match it exactly.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class GridSettings(_Group):
+    step_s: float = Field(1.0, gt=0, description="decision grid step; 1 = per second (SPEC §2)")
+
+
+class FrameSettings(_Group):
+    max: int = Field(32, ge=1, description="frames per call at most")
+    cap_policy: Literal["uniform", "recent"] = "uniform"
+    max_side: int | None = Field(None, ge=16, description="downscale so the long side is <= this")
+
+
+class AudioSettings(_Group):
+    mode: Literal["native", "asr", "none"] = "native"
+    sample_rate: int = Field(16000, gt=0, description="Hz")
+    asr_strict: bool = Field(
+        False, description="re-transcribe the causal prefix at each t instead of one whole-file pass"
+    )
+
+
+class HistorySettings(_Group):
+    n: int = Field(0, ge=0, description="show the model its own last n non-silent responses")
+
+
+class Settings(_Group):
+    """All collection settings. ``adapter`` holds backend-specific options (e.g. ``delay_s``)."""
+
+    protocol: Literal["offline", "online"] = "offline"
+    grid: GridSettings = Field(default_factory=GridSettings)
+    frames: FrameSettings = Field(default_factory=FrameSettings)
+    audio: AudioSettings = Field(default_factory=AudioSettings)
+    history: HistorySettings = Field(default_factory=HistorySettings)
+    cooldown_s: float = Field(0.0, ge=0)
+    scene: Literal["full", "none"] = "full"
+    silence_token: str = "<SILENT>"
+    prompt_version: str = "v1"
+    adapter: dict[str, Any] = Field(default_factory=dict)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"grid": {"step_s": 1}}`` -> ``{"grid.step_s": 1}``."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``overrides`` (nested dicts or dotted keys like ``"grid.step_s"``) into ``base``."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, value in overrides.items():
+        parts = key.split(".")
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"setting {key!r}: {p!r} is not a group")
+        leaf = parts[-1]
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = apply_overrides(node[leaf], value)
+        else:
+            node[leaf] = value
+    return out
+
+
+def diff_settings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """Human-readable list of dotted settings whose values differ between two settings dicts."""
+    fa, fb = flatten(a), flatten(b)
+    return [
+        f"{k}: {fa.get(k, '<unset>')!r} != {fb.get(k, '<unset>')!r}"
+        for k in sorted(set(fa) | set(fb))
+        if fa.get(k, "<unset>") != fb.get(k, "<unset>")
+    ]
