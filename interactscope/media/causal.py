@@ -1,0 +1,631 @@
+"""Causal frames and audio at a decision time (SPEC §2 "Causal observation at t").
+
+:class:`CausalMedia` decodes a file **once** (the first time anything is asked) and answers every
+decision time from memory:
+
+* video: only the 1 fps samples are kept -- the frame shown at grid second k is the last decoded
+  frame with pts <= k (exact rational comparison in the stream's own time base), which is right
+  for variable frame rate and B-frame reordering (the decoder hands frames out in presentation
+  order). Samples are stored as yuv420p frames (1.5 bytes/pixel) and converted to upright RGB on
+  request (small LRU cache), so a 10-minute 720p clip holds about 0.8 GB at most; a clip whose
+  estimate exceeds ``max_memory_bytes`` is stored downscaled.
+* audio: the whole track resampled once to mono float32 at ``sample_rate`` (16 kHz: 3.8 MB per
+  minute), placed on the file clock (zeros before a late stream start).
+
+Audio-only files (wav, flac, m4a, ...) are accepted: soundfile reads what libsndfile can, PyAV
+the rest; ``frames_until`` then returns ``[]``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import av
+import numpy as np
+
+from interactscope.media.probe import (
+    MediaError,
+    MediaInfo,
+    _check_file,
+    file_origin,
+    open_container,
+    rotation_of,
+)
+
+if TYPE_CHECKING:
+    from interactscope.media.asr import AsrSettings, Transcript
+
+log = logging.getLogger(__name__)
+
+POLICIES = ("uniform", "recent")
+DEFAULT_SAMPLE_RATE = 16_000
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One causal 1 fps sample.
+
+    Attributes:
+        second: the grid second k (int, s) at which this frame is the one shown.
+        pts_s: the frame's own presentation time (s, file clock); pts_s <= second.
+        image: (H, W, 3) uint8 RGB, upright (display rotation applied), read-only (copy it
+            before modifying).
+    """
+
+    second: int
+    pts_s: float
+    image: np.ndarray
+
+
+@dataclass
+class _Sample:
+    second: int
+    pts_s: float
+    store: int  # index into CausalMedia._stored
+
+
+def select_indices(n: int, max_frames: int, policy: str = "uniform") -> list[int]:
+    """Indices (0..n-1, ascending) of the samples kept under the frame cap (SPEC §2).
+
+    ``uniform``: ``floor(i*(n-1)/(m-1) + 0.5)`` for i = 0..m-1 (evenly spaced over the prefix,
+    always the oldest and the newest); ``recent``: the newest m. m = min(n, max_frames).
+
+    Raises:
+        ValueError: unknown policy or max_frames < 1.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"frames policy must be one of {POLICIES}, got {policy!r}")
+    if max_frames < 1:
+        raise ValueError(f"max_frames must be >= 1, got {max_frames}")
+    if n <= max_frames:
+        return list(range(n))
+    if policy == "recent":
+        return list(range(n - max_frames, n))
+    if max_frames == 1:
+        return [n - 1]
+    m = max_frames
+    return [int(math.floor(i * (n - 1) / (m - 1) + 0.5)) for i in range(m)]
+
+
+def _n_samples(t: float, sample_rate: int) -> int:
+    return int(round(t * sample_rate))
+
+
+def _fit_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
+    """Scale (w, h) so the longer side is at most max_side (aspect kept, even sizes >= 2)."""
+    if not max_side or max(w, h) <= max_side:
+        return w, h
+    s = max_side / max(w, h)
+    return max(2, int(round(w * s / 2)) * 2), max(2, int(round(h * s / 2)) * 2)
+
+
+def _resample_array(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
+    """(n, ch) float32 at sr_in -> mono float32 at sr_out, with PyAV's resampler (flushed)."""
+    x = np.asarray(x, dtype=np.float32)
+    if x.ndim == 1:
+        x = x[:, None]
+    ch = x.shape[1]
+    if sr_in == sr_out and ch == 1:
+        return x[:, 0].copy()
+    layout = {1: "mono", 2: "stereo"}.get(ch)
+    if layout is None:  # rare multichannel: downmix by mean, then resample mono
+        x = x.mean(axis=1, keepdims=True)
+        layout, ch = "mono", 1
+        if sr_in == sr_out:
+            return x[:, 0].copy()
+    res = av.AudioResampler(format="flt", layout="mono", rate=sr_out)
+    out: list[np.ndarray] = []
+    step = 1 << 16
+    for i in range(0, x.shape[0], step):
+        chunk = np.ascontiguousarray(x[i : i + step]).reshape(1, -1)
+        fr = av.AudioFrame.from_ndarray(chunk, format="flt", layout=layout)
+        fr.sample_rate = sr_in
+        fr.pts = i
+        fr.time_base = Fraction(1, sr_in)
+        for o in res.resample(fr):
+            out.append(o.to_ndarray().reshape(-1))
+    for o in res.resample(None):
+        out.append(o.to_ndarray().reshape(-1))
+    return np.concatenate(out).astype(np.float32) if out else np.zeros(0, np.float32)
+
+
+def load_audio(
+    path: str | Path, sample_rate: int = DEFAULT_SAMPLE_RATE
+) -> tuple[np.ndarray, float, str]:
+    """Read the first audio stream of any file as mono float32 at ``sample_rate`` Hz.
+
+    soundfile (libsndfile) first, PyAV for what libsndfile cannot read (m4a/AAC, mp3 in old
+    libsndfile, any video container). Used for audio attachments (SPEC §1 ``attachments``).
+
+    Returns:
+        (samples (n,) float32 in [-1, 1], start_s = file-clock time of samples[0] (s),
+        backend: "soundfile" or "pyav").
+
+    Raises:
+        MediaError: missing/empty/unreadable file or no audio stream (message names the file).
+    """
+    p = Path(path)
+    _check_file(p)
+    try:
+        import soundfile as sf
+
+        data, sr = sf.read(str(p), dtype="float32", always_2d=True)
+        return _resample_array(data, int(sr), sample_rate), 0.0, "soundfile"
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - libsndfile refuses the format: fall back
+        log.debug("%s: soundfile cannot read (%s); using PyAV", p, exc)
+    cm = CausalMedia(p, sample_rate=sample_rate)
+    cm._decode(video=False)
+    if cm._audio is None:
+        raise MediaError(f"{p}: no audio stream")
+    return cm._audio, 0.0, "pyav"
+
+
+class CausalMedia:
+    """Causal view of one media file (SPEC §2): frames, audio and transcript up to time t.
+
+    Construction is cheap (checks the file exists); the file is decoded once, on the first
+    ``frames_until``/``audio_until``/``transcript_until``/``info`` call, and every later call is
+    answered from memory. Thread-safe for concurrent readers.
+
+    Args:
+        path: a video file (any container/codec FFmpeg reads) or a plain audio file.
+        sample_rate: rate (Hz) the audio track is resampled to once; ``audio_until`` with another
+            rate resamples the prefix on the fly.
+        max_memory_bytes: bound on the stored 1 fps frames (yuv420p, 1.5 B/pixel); a clip whose
+            header-estimated need exceeds it is stored downscaled. Default 1 GiB.
+        asr: settings for ``transcript_until`` (default: :class:`AsrSettings` defaults).
+        rgb_cache_frames: how many converted RGB frames to keep (LRU).
+
+    Raises (from the first decoding call):
+        MediaError: missing, 0-byte, unreadable file, or a file with neither decodable video nor
+            audio. A truncated file yields its decodable prefix (``info.duration_s`` shorter).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        sample_rate: int = DEFAULT_SAMPLE_RATE,
+        max_memory_bytes: int = 1 << 30,
+        asr: AsrSettings | None = None,
+        rgb_cache_frames: int = 64,
+    ) -> None:
+        self.path = Path(path)
+        _check_file(self.path)
+        self.sample_rate = int(sample_rate)
+        self.max_memory_bytes = int(max_memory_bytes)
+        self.asr = asr
+        self._rgb_cache_frames = rgb_cache_frames
+        self._lock = threading.RLock()
+        self._loaded = False
+        self._info: MediaInfo | None = None
+        self._samples: list[_Sample] = []
+        self._stored: list[av.VideoFrame] = []
+        self._rotation = 0
+        self._audio: np.ndarray | None = None  # mono float32 on the file clock from 0
+        self.audio_backend: str | None = None  # "pyav" | "soundfile" | None (no audio)
+        self._rgb: OrderedDict[tuple[int, int | None], np.ndarray] = OrderedDict()
+        self._transcript: Transcript | None = None
+        self._strict_cache: dict[int, Transcript] = {}
+        self.decode_count = 0  # how many times the file was decoded (1 after loading)
+
+    # ------------------------------------------------------------------ loading
+    @property
+    def info(self) -> MediaInfo:
+        """MediaInfo measured during the single decode pass (decodes on first access)."""
+        self._ensure()
+        assert self._info is not None
+        return self._info
+
+    @property
+    def duration_s(self) -> float:
+        """Measured duration (s): latest packet end over the video and audio streams."""
+        return self.info.duration_s
+
+    @property
+    def has_audio(self) -> bool:
+        return self.info.has_audio
+
+    def _ensure(self) -> None:
+        if self._loaded:
+            return
+        with self._lock:
+            if not self._loaded:
+                self._load()
+                self._loaded = True
+
+    def _load(self) -> None:
+        # Plain audio files first through libsndfile (it refuses video containers).
+        try:
+            import soundfile as sf
+
+            sfi = sf.info(str(self.path))
+        except Exception:  # noqa: BLE001 - not a libsndfile format
+            sfi = None
+        if sfi is not None:
+            try:
+                data, sr = sf.read(str(self.path), dtype="float32", always_2d=True)
+            except Exception as exc:  # noqa: BLE001
+                log.debug("%s: soundfile read failed (%s); using PyAV", self.path, exc)
+            else:
+                self._audio = _resample_array(data, int(sr), self.sample_rate)
+                self.audio_backend = "soundfile"
+                self.decode_count += 1
+                self._info = MediaInfo(
+                    duration_s=round(data.shape[0] / sr, 3),
+                    has_audio=True,
+                    width=0,
+                    height=0,
+                    audio_start_s=0.0,
+                    audio_end_s=data.shape[0] / sr,
+                    audio_sample_rate=int(sr),
+                    audio_channels=int(data.shape[1]),
+                    format_name=str(sfi.format).lower(),
+                    has_video=False,
+                )
+                return
+        self._decode(video=True)
+
+    def _decode(self, video: bool = True) -> None:
+        """The single PyAV pass: demux once, decode video (1 fps samples) and audio."""
+        p = self.path
+        c = open_container(p)
+        try:
+            self._decode_open(c, video)
+        except MediaError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - PyAV raises many types
+            raise MediaError(f"{p}: cannot decode ({exc})") from exc
+        finally:
+            c.close()
+        self.decode_count += 1
+
+    def _decode_open(self, c: av.container.InputContainer, want_video: bool) -> None:
+        p = self.path
+        v = c.streams.video[0] if (want_video and c.streams.video) else None
+        a = c.streams.audio[0] if c.streams.audio else None
+        if v is None and a is None:
+            raise MediaError(f"{p}: no video or audio stream")
+        origin = file_origin(c)
+        if v is not None:
+            v.thread_type = "AUTO"
+        sr = self.sample_rate
+        # Frame-store size bound (estimated from the header duration, refined nowhere else).
+        store_side: int | None = None
+        if v is not None:
+            cw, ch = v.codec_context.width or 0, v.codec_context.height or 0
+            est_s = (c.duration or 0) / 1e6 - float(origin)
+            n_est = max(1.0, est_s + 2)
+            need = n_est * cw * ch * 1.5
+            if cw and ch and need > self.max_memory_bytes:
+                scale = math.sqrt(self.max_memory_bytes / need)
+                store_side = max(16, int(max(cw, ch) * scale))
+                log.info("%s: storing 1 fps frames downscaled to max side %d", p, store_side)
+
+        ends: dict[int, Fraction] = {}
+        starts: dict[int, Fraction] = {}
+        prev: av.VideoFrame | None = None
+        prev_pts: Fraction | None = None
+        rotation: int | None = None
+        resampler = av.AudioResampler(format="flt", layout="mono", rate=sr) if a else None
+        chunks: list[np.ndarray] = []
+        audio_start: Fraction | None = None
+        n_video_frames = 0
+        n_audio_frames = 0
+
+        def store(frame: av.VideoFrame) -> int:
+            if store_side is not None:
+                w, h = _fit_size(frame.width, frame.height, store_side)
+                frame = frame.reformat(width=w, height=h, format="yuv420p")
+            elif frame.format.name != "yuv420p":
+                frame = frame.reformat(format="yuv420p")
+            self._stored.append(frame)
+            return len(self._stored) - 1
+
+        def emit(frame: av.VideoFrame, pts: Fraction, until: Fraction | None, last_k: int) -> None:
+            """Record `frame` as shown at every integer k with pts <= k < until (or <= last_k)."""
+            k0 = max(0, math.ceil(pts))
+            k1 = (math.ceil(until) - 1) if until is not None else last_k
+            if k1 < k0:
+                return
+            idx = store(frame)
+            for k in range(k0, k1 + 1):
+                self._samples.append(_Sample(k, float(pts), idx))
+
+        def on_video(fr: av.VideoFrame) -> None:
+            nonlocal prev, prev_pts, rotation, n_video_frames
+            ts = fr.pts
+            if ts is None:
+                return
+            pts = ts * fr.time_base - origin
+            if prev_pts is not None and pts <= prev_pts:
+                log.debug("%s: non-increasing video pts %s after %s dropped", p, pts, prev_pts)
+                return
+            n_video_frames += 1
+            if rotation is None:
+                rotation = rotation_of(fr)
+            if prev is not None:
+                emit(prev, prev_pts, pts, 0)
+            prev, prev_pts = fr, pts
+
+        def on_audio(fr: av.AudioFrame) -> None:
+            nonlocal audio_start, n_audio_frames
+            if audio_start is None:
+                audio_start = (fr.pts * fr.time_base - origin) if fr.pts is not None else 0
+            n_audio_frames += 1
+            for o in resampler.resample(fr):
+                chunks.append(o.to_ndarray().reshape(-1))
+
+        streams = [s for s in (v, a) if s is not None]
+        error: Exception | None = None
+        try:
+            for pkt in c.demux(*streams):
+                if pkt.pts is not None or pkt.dts is not None:
+                    ts = pkt.pts if pkt.pts is not None else pkt.dts
+                    i = pkt.stream.index
+                    st = ts * pkt.time_base - origin
+                    en = (ts + (pkt.duration or 0)) * pkt.time_base - origin
+                    starts[i] = min(starts.get(i, st), st)
+                    ends[i] = max(ends.get(i, en), en)
+                try:
+                    decoded = pkt.decode()
+                except av.error.FFmpegError as exc:
+                    log.warning("%s: undecodable packet at %s skipped (%s)", p, pkt.pts, exc)
+                    continue
+                for fr in decoded:
+                    if isinstance(fr, av.VideoFrame):
+                        on_video(fr)
+                    else:
+                        on_audio(fr)
+        except av.error.FFmpegError as exc:
+            error = exc
+            log.warning("%s: decoding stopped early (%s); keeping the decoded prefix", p, exc)
+            for s in streams:  # flush whatever the decoders hold
+                try:
+                    for fr in s.codec_context.decode(None):
+                        on_video(fr) if isinstance(fr, av.VideoFrame) else on_audio(fr)
+                except av.error.FFmpegError:
+                    pass
+        if resampler is not None and audio_start is not None:
+            try:
+                for o in resampler.resample(None):
+                    chunks.append(o.to_ndarray().reshape(-1))
+            except av.error.FFmpegError:
+                pass
+
+        if v is not None and n_video_frames == 0:
+            if a is None or n_audio_frames == 0:
+                raise MediaError(f"{p}: no decodable video frame" + (f" ({error})" if error else ""))
+            log.warning("%s: video stream has no decodable frame; using audio only", p)
+            v = None
+        if a is not None and n_audio_frames == 0:
+            a = None
+        if not ends or (v is None and a is None):
+            raise MediaError(f"{p}: nothing decodable" + (f" ({error})" if error else ""))
+
+        live = [s.index for s in (v, a) if s is not None]
+        duration = max([ends[i] for i in live if i in ends] + [Fraction(0)])
+        if v is not None and prev is not None:
+            emit(prev, prev_pts, None, int(math.floor(duration + Fraction(1, 10**9))))
+        self._rotation = rotation or 0
+
+        if a is not None and chunks:
+            track = np.concatenate(chunks).astype(np.float32, copy=False)
+            off = _n_samples(float(audio_start or 0), sr)
+            if off >= 0:
+                track = np.concatenate([np.zeros(off, np.float32), track])
+            else:
+                track = track[-off:]
+            self._audio = track
+            self.audio_backend = "pyav"
+
+        def _f(i: int | None, d: dict[int, Fraction]) -> float | None:
+            return None if i is None or i not in d else round(float(d[i]), 6)
+
+        cw = self._stored[0].width if self._stored else (v.codec_context.width if v else 0)
+        ch = self._stored[0].height if self._stored else (v.codec_context.height if v else 0)
+        if v is not None:
+            cw, ch = v.codec_context.width, v.codec_context.height
+        w, h = (ch, cw) if self._rotation in (90, 270) else (cw, ch)
+        self._info = MediaInfo(
+            duration_s=round(float(duration), 3),
+            has_audio=a is not None,
+            width=w,
+            height=h,
+            rotation_deg=self._rotation,
+            video_start_s=_f(v.index if v else None, starts) or 0.0,
+            audio_start_s=_f(a.index if a else None, starts),
+            coded_width=cw,
+            coded_height=ch,
+            video_end_s=_f(v.index if v else None, ends),
+            audio_end_s=_f(a.index if a else None, ends),
+            fps=float(v.average_rate) if v is not None and v.average_rate else None,
+            audio_sample_rate=a.codec_context.sample_rate if a is not None else None,
+            audio_channels=a.codec_context.layout.nb_channels if a is not None else None,
+            format_name=c.format.name,
+            has_video=v is not None,
+        )
+
+    # ------------------------------------------------------------------ frames
+    def seconds_available(self) -> list[int]:
+        """Grid seconds k (ascending) for which a frame is shown (k <= duration)."""
+        self._ensure()
+        return [s.second for s in self._samples]
+
+    def _rgb_of(self, store: int, max_side: int | None) -> np.ndarray:
+        key = (store, max_side)
+        with self._lock:
+            img = self._rgb.get(key)
+            if img is not None:
+                self._rgb.move_to_end(key)
+                return img
+        fr = self._stored[store]
+        rot = self._rotation
+        dw, dh = (fr.height, fr.width) if rot in (90, 270) else (fr.width, fr.height)
+        tw, th = _fit_size(dw, dh, max_side)
+        cw, chh = (th, tw) if rot in (90, 270) else (tw, th)
+        if (cw, chh) == (fr.width, fr.height):
+            img = fr.to_ndarray(format="rgb24")
+        else:
+            img = fr.to_ndarray(format="rgb24", width=cw, height=chh, interpolation="AREA")
+        if rot:
+            img = np.rot90(img, k=rot // 90)  # display matrix angle is counter-clockwise
+        img = np.ascontiguousarray(img)
+        img.setflags(write=False)
+        with self._lock:
+            self._rgb[key] = img
+            while len(self._rgb) > self._rgb_cache_frames:
+                self._rgb.popitem(last=False)
+        return img
+
+    def frames_until(
+        self,
+        t: float,
+        max_frames: int = 32,
+        policy: str = "uniform",
+        max_side: int | None = None,
+    ) -> list[Frame]:
+        """The causal 1 fps frames at decision time ``t`` (SPEC §2 "Frames").
+
+        The frame shown at grid second k (integer, 0 <= k <= t, k <= duration) is the last
+        frame with pts <= k; seconds before the video's first frame have none. When more than
+        ``max_frames`` exist, ``policy`` picks them (:func:`select_indices`): ``uniform`` evenly
+        spaced over the prefix, always keeping the newest; ``recent`` the newest ones.
+
+        Args:
+            t: decision time (s, file clock).
+            max_frames: cap (SPEC ``frames.max``, default 32).
+            policy: ``"uniform"`` or ``"recent"`` (SPEC ``frames.cap_policy``).
+            max_side: if set, downscale so the longer side is at most this many pixels.
+
+        Returns:
+            Frames in time order; each ``image`` is (H, W, 3) uint8 RGB, upright, read-only.
+            ``[]`` for audio-only files or t before the first frame.
+
+        Raises:
+            MediaError: the file cannot be decoded (first call only).
+            ValueError: bad policy/max_frames, or t is NaN.
+        """
+        if t != t:
+            raise ValueError("t is NaN")
+        select_indices(1, max_frames, policy)  # validate arguments early
+        self._ensure()
+        tk = math.floor(round(float(t), 9))
+        prefix = [s for s in self._samples if s.second <= tk]
+        picked = [prefix[i] for i in select_indices(len(prefix), max_frames, policy)]
+        return [Frame(s.second, s.pts_s, self._rgb_of(s.store, max_side)) for s in picked]
+
+    # ------------------------------------------------------------------ audio
+    @property
+    def audio_track(self) -> np.ndarray:
+        """The whole decoded track, mono float32 at ``self.sample_rate`` Hz, sample 0 at file
+        time 0 (zeros before a late start); empty without audio. Read-only view."""
+        self._ensure()
+        if self._audio is None:
+            return np.zeros(0, np.float32)
+        view = self._audio.view()
+        view.setflags(write=False)
+        return view
+
+    def audio_until(self, t: float, sample_rate: int | None = None) -> np.ndarray:
+        """The causal waveform [0, t] (SPEC §2 "Audio", mode ``native``).
+
+        Args:
+            t: decision time (s, file clock), t >= 0.
+            sample_rate: output rate in Hz (default: ``self.sample_rate``, 16000).
+
+        Returns:
+            float32 mono array of exactly ``round(t * sample_rate)`` samples; sample i is file
+            time i / sample_rate. Zero-filled where the audio starts late, ends early, or the
+            file has no audio. A fresh array (safe to modify).
+
+        Raises:
+            MediaError: the file cannot be decoded (first call only).
+            ValueError: t < 0 or NaN.
+        """
+        if not t >= 0:
+            raise ValueError(f"t must be >= 0, got {t}")
+        self._ensure()
+        sr = self.sample_rate if sample_rate is None else int(sample_rate)
+        n = _n_samples(t, sr)
+        out = np.zeros(n, np.float32)
+        if self._audio is None or n == 0:
+            return out
+        if sr == self.sample_rate:
+            src = self._audio
+        else:
+            m = min(len(self._audio), _n_samples(t, self.sample_rate) + self.sample_rate // 10)
+            src = _resample_array(self._audio[:m], self.sample_rate, sr)
+        k = min(n, len(src))
+        out[:k] = src[:k]
+        return out
+
+    # ------------------------------------------------------------------ transcript
+    def transcript(self) -> Transcript:
+        """The transcript of the whole file (one ASR pass, cached); words on the file clock with
+        ends clipped to the duration. Empty, without loading a model, when there is no audio.
+
+        Raises:
+            AsrError: the ASR backend or its model is unavailable.
+        """
+        from interactscope.media.asr import AsrSettings, Transcript, transcribe
+
+        self._ensure()
+        with self._lock:
+            if self._transcript is None:
+                if self._audio is None or not np.any(self._audio):
+                    self._transcript = Transcript((), self.duration_s)
+                else:
+                    settings = self.asr or AsrSettings()
+                    self._transcript = transcribe(
+                        self._audio, settings, sample_rate=self.sample_rate,
+                        duration_s=self.duration_s,
+                    )  # fmt: skip
+            return self._transcript
+
+    def transcript_until(self, t: float) -> Transcript:
+        """The causal transcript at ``t`` (SPEC §2 "Audio", mode ``asr``).
+
+        Default: words of the whole-file transcript whose end (clipped to the media duration)
+        is <= t, compared in milliseconds. Caveat: the whole-file pass let the decoder hear
+        audio after t (context can change earlier words); with ``AsrSettings(strict=True)``
+        the causal prefix [0, t] is transcribed instead (one ASR call per distinct t, cached).
+
+        Returns:
+            Transcript (``.words``: Word(text, start_s, end_s, probability); ``.text``).
+
+        Raises:
+            AsrError: the ASR backend or its model is unavailable (never for a file without
+                audio, whose transcript is empty).
+            ValueError: t < 0 or NaN.
+        """
+        from interactscope.media.asr import AsrSettings, Transcript, transcribe
+
+        if not t >= 0:
+            raise ValueError(f"t must be >= 0, got {t}")
+        settings = self.asr or AsrSettings()
+        if not settings.strict:
+            return self.transcript().until(t)
+        self._ensure()
+        if self._audio is None or not np.any(self._audio[: _n_samples(t, self.sample_rate)]):
+            return Transcript((), min(t, self.duration_s))
+        key = int(round(t * 1000))
+        with self._lock:
+            got = self._strict_cache.get(key)
+        if got is None:
+            bound = min(float(t), self.duration_s)
+            got = transcribe(
+                self.audio_until(t), settings, sample_rate=self.sample_rate, duration_s=bound
+            ).until(t)
+            with self._lock:
+                self._strict_cache[key] = got
+        return got

@@ -1,0 +1,417 @@
+"""Run folder I/O: ``run.json`` + append-only ``responses.jsonl``, resume, shards and merge.
+
+A run folder is self-describing and re-scorable (SPEC §1). Records are appended one per decision
+point, flushed and fsynced, so a killed run loses at most the line being written; reopening the
+folder drops such a torn last line with a warning and resumes without duplicates or gaps.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import logging
+import os
+import platform
+import socket
+import subprocess
+import sys
+from collections.abc import Iterable
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from interactscope.schema import ResponseRecord, RunManifest
+from interactscope.settings import diff_settings
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "run.json"
+RESPONSES = "responses.jsonl"
+TRACKED_PACKAGES = (
+    "interactscope",
+    "av",
+    "numpy",
+    "pydantic",
+    "torch",
+    "transformers",
+    "vllm",
+    "openai",
+    "faster-whisper",
+    "ctranslate2",
+)
+"""Distributions whose versions are written into ``run.json``."""
+IDENTITY_FIELDS = ("model", "backend", "protocol", "shard")
+"""Manifest fields that must match for a run folder to be resumed."""
+
+
+class RunLogError(RuntimeError):
+    """A run folder cannot be opened, resumed or merged; the message says why."""
+
+
+def now_iso() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def git_revision(path: Path | None = None) -> str | None:
+    """The project's git revision (``+dirty`` if the tree has changes), or None outside git."""
+    here = path or Path(__file__).resolve().parent
+    try:
+        rev = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=here, capture_output=True, text=True, timeout=5
+        )
+        if rev.returncode != 0:
+            return None
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=here,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        )
+        return rev.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+def host_facts() -> dict[str, str]:
+    return {"host": socket.gethostname(), "python": sys.version.split()[0] + " " + platform.platform()}
+
+
+# --------------------------------------------------------------------------- sharding
+
+
+def parse_shard(spec: str | None) -> tuple[int, int] | None:
+    """``"2/4"`` -> (2, 4). Shards are 1-based: K in 1..N.
+
+    Raises:
+        ValueError: malformed spec or K outside 1..N.
+    """
+    if spec is None:
+        return None
+    try:
+        k_s, n_s = spec.split("/")
+        k, n = int(k_s), int(n_s)
+    except ValueError as exc:
+        raise ValueError(f"--shard must look like K/N (e.g. 2/4), got {spec!r}") from exc
+    if n < 1 or not 1 <= k <= n:
+        raise ValueError(f"--shard {spec}: need 1 <= K <= N")
+    return k, n
+
+
+def in_shard(interaction_id: str, shard: tuple[int, int] | None) -> bool:
+    """Deterministic shard assignment by a hash of the interaction id (stable across machines
+    and benchmark orderings)."""
+    if shard is None:
+        return True
+    k, n = shard
+    h = int.from_bytes(hashlib.sha256(interaction_id.encode()).digest()[:8], "big")
+    return h % n == k - 1
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def _read_lines(path: Path, *, repair: bool) -> list[ResponseRecord]:
+    """Parse ``responses.jsonl``. A torn last line (no newline, or unparseable) is dropped with a
+    warning, and with ``repair`` truncated from the file. A bad line elsewhere is an error."""
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    records: list[ResponseRecord] = []
+    pos = 0
+    lineno = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        end = len(data) if nl < 0 else nl
+        chunk = data[pos:end]
+        lineno += 1
+        if chunk.strip():
+            try:
+                rec = ResponseRecord.model_validate_json(chunk)
+            except ValueError as exc:
+                if nl >= 0 and data[nl + 1 :].strip():
+                    raise RunLogError(f"{path}:{lineno}: corrupt record ({exc})") from exc
+                rec = None
+            # A last line that does not parse, or lacks its newline, was being written when the
+            # run was killed: drop it (it is collected again on resume).
+            if rec is None or nl < 0:
+                log.warning(
+                    "%s:%d: dropping a half-written last line (%d bytes)", path, lineno, len(chunk)
+                )
+                if repair:
+                    with open(path, "r+b") as fh:
+                        fh.truncate(pos)
+                        fh.flush()
+                        os.fsync(fh.fileno())
+                break
+            records.append(rec)
+        pos = end + 1
+    return records
+
+
+def dedupe(records: Iterable[ResponseRecord]) -> list[ResponseRecord]:
+    """One record per (interaction id, t): the first written wins."""
+    seen: set[tuple[str, float]] = set()
+    out = []
+    for r in records:
+        if r.key in seen:
+            continue
+        seen.add(r.key)
+        out.append(r)
+    return out
+
+
+class RunFolder:
+    """Read access to a finished or partial run folder."""
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        if not (self.path / MANIFEST).exists():
+            raise RunLogError(f"{self.path}: not a run folder (no {MANIFEST})")
+
+    @property
+    def manifest(self) -> RunManifest:
+        return RunManifest.model_validate_json((self.path / MANIFEST).read_text(encoding="utf-8"))
+
+    def responses(self) -> list[ResponseRecord]:
+        """All records, deduplicated, sorted by (interaction id, t). A torn last line is ignored."""
+        recs = dedupe(_read_lines(self.path / RESPONSES, repair=False))
+        return sorted(recs, key=lambda r: (r.interaction_id, r.t))
+
+    def benchmark(self, **kwargs: Any):
+        """Load the benchmark this run was collected on, checking its fingerprint."""
+        from interactscope.bench import load_benchmark
+
+        m = self.manifest
+        bench = load_benchmark(m.benchmark.path, **kwargs)
+        if bench.fingerprint != m.benchmark.fingerprint:
+            log.warning(
+                "%s: the benchmark at %s changed since the run (fingerprint %s, run has %s)",
+                self.path,
+                m.benchmark.path,
+                bench.fingerprint,
+                m.benchmark.fingerprint,
+            )
+        return bench
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class RunWriter:
+    """Append-only writer. Use ``open_run`` to create or resume one."""
+
+    def __init__(self, path: Path, manifest: RunManifest, records: list[ResponseRecord]):
+        self.path = path
+        self.manifest = manifest
+        self.done: set[tuple[str, float]] = {r.key for r in records}
+        # only non-silent records are kept in memory (history control, cooldown); a paper-scale
+        # run has ~180k mostly silent records
+        self._spoken: dict[str, list[ResponseRecord]] = {}
+        for r in records:
+            self._remember(r)
+        self._fh = open(path / RESPONSES, "a", encoding="utf-8")
+
+    def append(self, record: ResponseRecord) -> None:
+        """Write one record durably (flush + fsync). A key already present is an error."""
+        if record.key in self.done:
+            raise RunLogError(f"{self.path}: record {record.key} already written")
+        self._fh.write(record.model_dump_json() + "\n")
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+        self.done.add(record.key)
+        self._remember(record)
+
+    def _remember(self, r: ResponseRecord) -> None:
+        if not r.silent and not r.error:
+            self._spoken.setdefault(r.interaction_id, []).append(r)
+
+    def spoken(self, interaction_id: str) -> list[ResponseRecord]:
+        """Non-silent, error-free records of one interaction written so far, in time order."""
+        return sorted(self._spoken.get(interaction_id, []), key=lambda r: r.t)
+
+    def finish(self, summary: dict[str, Any] | None = None) -> None:
+        self.manifest.ended_at = now_iso()
+        if summary is not None:
+            self.manifest.summary = summary
+        write_manifest(self.path, self.manifest)
+        self.close()
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self._fh.close()
+
+    def __enter__(self) -> RunWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def write_manifest(path: Path, manifest: RunManifest) -> None:
+    tmp = path / (MANIFEST + ".tmp")
+    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    tmp.replace(path / MANIFEST)
+
+
+def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
+    """Differences that forbid resuming (or merging): identity fields, settings, benchmark."""
+    diffs = [
+        f"{f}: {getattr(old, f)!r} != {getattr(new, f)!r}"
+        for f in IDENTITY_FIELDS
+        if getattr(old, f) != getattr(new, f)
+    ]
+    if old.benchmark.fingerprint != new.benchmark.fingerprint:
+        diffs.append(
+            f"benchmark: {old.benchmark.name}@{old.benchmark.fingerprint} != "
+            f"{new.benchmark.name}@{new.benchmark.fingerprint}"
+        )
+    diffs += [f"settings.{d}" for d in diff_settings(old.settings, new.settings)]
+    return diffs
+
+
+def open_run(
+    path: str | Path,
+    manifest: RunManifest,
+    *,
+    retry_errors: bool = False,
+    redo_partial: dict[str, list[float]] | None = None,
+) -> RunWriter:
+    """Create a run folder, or resume the one at ``path``.
+
+    Resuming keeps every record already written (key: interaction id + decision time), drops a
+    half-written last line with a warning, and refuses a run started with different settings.
+
+    Args:
+        path: run folder (created if missing).
+        manifest: the new run's manifest; on resume the original ``started_at`` is kept.
+        retry_errors: drop records carrying an infrastructure ``error`` so they are collected again.
+        redo_partial: expected decision times per interaction id; interactions with some but not
+            all of them recorded are removed and redone (Online Rolling cannot restore a session
+            mid-interaction).
+
+    Raises:
+        RunLogError: the folder holds a different run (the message lists every differing setting)
+            or a corrupt record before the last line.
+    """
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    mpath = p / MANIFEST
+    records: list[ResponseRecord] = []
+    if mpath.exists():
+        old = RunManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+        diffs = manifest_differences(old, manifest)
+        if diffs:
+            raise RunLogError(
+                f"{p} holds a run with different settings; refusing to resume. Use another --out "
+                "or the original options. Differences (existing != requested):\n  "
+                + "\n  ".join(diffs)
+            )
+        records = dedupe(_read_lines(p / RESPONSES, repair=True))
+        drop = partial_interactions(records, redo_partial) if redo_partial else set()
+        if drop:
+            log.warning("redoing %d partially collected interaction(s): %s", len(drop), sorted(drop))
+        keep = [
+            r for r in records if not (retry_errors and r.error) and r.interaction_id not in drop
+        ]
+        if len(keep) != len(records):
+            _rewrite(p / RESPONSES, keep)
+            records = keep
+        manifest.started_at = old.started_at
+        manifest.ended_at = None
+        log.info("resuming %s: %d records already written", p, len(records))
+    elif (p / RESPONSES).exists() and (p / RESPONSES).stat().st_size:
+        raise RunLogError(f"{p}: {RESPONSES} exists without {MANIFEST}; refusing to append")
+    manifest.started_at = manifest.started_at or now_iso()
+    write_manifest(p, manifest)
+    return RunWriter(p, manifest, records)
+
+
+def _rewrite(path: Path, records: list[ResponseRecord]) -> None:
+    tmp = path.with_suffix(".jsonl.tmp")
+    with open(tmp, "w", encoding="utf-8") as fh:
+        for r in records:
+            fh.write(r.model_dump_json() + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    tmp.replace(path)
+
+
+def partial_interactions(records: list[ResponseRecord], expected: dict[str, list[float]]) -> set[str]:
+    """Interaction ids with some but not all of their expected decision times recorded."""
+    have: dict[str, set[float]] = {}
+    for r in records:
+        have.setdefault(r.interaction_id, set()).add(r.t)
+    return {
+        iid
+        for iid, ts in have.items()
+        if iid in expected and ts and not set(expected[iid]) <= ts
+    }
+
+
+# --------------------------------------------------------------------------- merge
+
+
+def merge_runs(sources: list[str | Path], out: str | Path) -> RunManifest:
+    """Join shard run folders into one.
+
+    Raises:
+        RunLogError: fewer than 2 sources, ``out`` already holds a run, setting/benchmark
+            mismatches between shards (listed), or overlapping interactions/records.
+    """
+    if len(sources) < 2:
+        raise RunLogError("merge needs at least two run folders")
+    outp = Path(out)
+    if (outp / MANIFEST).exists() or ((outp / RESPONSES).exists()):
+        raise RunLogError(f"{outp} already holds a run; choose an empty --out")
+    folders = [RunFolder(s) for s in sources]
+    manifests = [f.manifest for f in folders]
+    base = manifests[0]
+    problems: list[str] = []
+    for f, m in zip(folders[1:], manifests[1:]):
+        m_cmp = m.model_copy(update={"shard": base.shard})
+        for d in manifest_differences(base, m_cmp):
+            problems.append(f"{folders[0].path} vs {f.path}: {d}")
+    owner: dict[str, Path] = {}
+    all_records: list[ResponseRecord] = []
+    for f in folders:
+        recs = f.responses()
+        for iid in sorted({r.interaction_id for r in recs}):
+            if iid in owner:
+                problems.append(f"interaction {iid} appears in both {owner[iid]} and {f.path}")
+            owner[iid] = f.path
+        all_records.extend(recs)
+    if problems:
+        raise RunLogError("cannot merge:\n  " + "\n  ".join(problems))
+    ids: list[str] = []
+    for m in manifests:
+        ids.extend(m.interaction_ids or [])
+    merged = base.model_copy(
+        update={
+            "shard": None,
+            "interaction_ids": sorted(set(ids)) or None,
+            "started_at": min((m.started_at or "") for m in manifests) or None,
+            "ended_at": max((m.ended_at or "") for m in manifests) or None,
+            "merged_from": [str(Path(s).resolve()) for s in sources],
+            "summary": None,
+        }
+    )
+    outp.mkdir(parents=True, exist_ok=True)
+    _rewrite(outp / RESPONSES, sorted(all_records, key=lambda r: (r.interaction_id, r.t)))
+    write_manifest(outp, merged)
+    return merged
+
+
+def manifest_json(manifest: RunManifest) -> dict[str, Any]:
+    return json.loads(manifest.model_dump_json())
