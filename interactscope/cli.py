@@ -41,7 +41,9 @@ def _fail(msg: str, code: int = 1) -> None:
 
 @app.command()
 def validate(
-    bench: Path = typer.Argument(..., help="Benchmark folder (benchmark.json + interactions.jsonl)."),
+    bench: Path = typer.Argument(
+        ..., help="Benchmark folder (benchmark.json + interactions.jsonl)."
+    ),
     no_probe: bool = typer.Option(False, "--no-probe", help="Do not open the media files."),
 ) -> None:
     """Check a benchmark folder; print every problem (file, line, interaction, field) or a summary.
@@ -78,15 +80,38 @@ def _parse_sets(items: list[str]) -> dict[str, Any]:
 
 @app.command()
 def collect(
-    model: str = typer.Option(..., "--model", "-m", help="Model config name (configs/models/NAME.yaml) or a YAML path. Baselines: silent, oracle, blind-fire."),
+    model: str = typer.Option(
+        ...,
+        "--model",
+        "-m",
+        help="Model config name (configs/models/NAME.yaml) or a YAML path. Baselines: silent, oracle, blind-fire.",
+    ),
     bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder; an existing one is resumed."),
-    protocol: str | None = typer.Option(None, help="offline (Offline Probing) or online (Online Rolling); default from the model config."),
-    set_: list[str] = typer.Option([], "--set", help="Override a setting, e.g. --set grid.step_s=2 --set cooldown_s=10 --set history.n=5 --set scene=none --set audio.mode=asr."),
-    shard: str | None = typer.Option(None, help="Collect only shard K of N (1-based, e.g. 2/4); join shards with `interactscope merge`."),
-    limit: int | None = typer.Option(None, help="Only the first N interactions (after sharding); for smoke tests."),
-    batch_size: int = typer.Option(16, help="Decision points per adapter batch in Offline Probing."),
-    retry_errors: bool = typer.Option(False, "--retry-errors", help="On resume, collect again the records that carry an infrastructure error."),
+    protocol: str | None = typer.Option(
+        None,
+        help="offline (Offline Probing) or online (Online Rolling); default from the model config.",
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Override a setting, e.g. --set grid.step_s=2 --set cooldown_s=10 --set history.n=5 --set scene=none --set audio.mode=asr.",
+    ),
+    shard: str | None = typer.Option(
+        None,
+        help="Collect only shard K of N (1-based, e.g. 2/4); join shards with `interactscope merge`.",
+    ),
+    limit: int | None = typer.Option(
+        None, help="Only the first N interactions (after sharding); for smoke tests."
+    ),
+    batch_size: int = typer.Option(
+        16, help="Decision points per adapter batch in Offline Probing."
+    ),
+    retry_errors: bool = typer.Option(
+        False,
+        "--retry-errors",
+        help="On resume, collect again the records that carry an infrastructure error.",
+    ),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
@@ -119,6 +144,57 @@ def collect(
 
 
 @app.command()
+def score(
+    run: Path = typer.Argument(..., help="Run folder made by `interactscope collect`."),
+    judge: str = typer.Option(
+        "lexical",
+        "--judge",
+        "-j",
+        help="Content judge for T2–T8: openai[:MODEL] (paper: openai:gpt-4o), local:PATH, "
+        "embedding, lexical (default; offline approximation), file:PATH, toolset (T1 only).",
+    ),
+    tolerance: float = typer.Option(2.0, "--tolerance", help="Window half-width δ, seconds."),
+    merge_s: float = typer.Option(2.0, "--merge", help="Response grouping span, seconds (T1–T7)."),
+    rejudge: int = typer.Option(
+        0, "--rejudge", help="Re-ask N cached verdicts and report the flip rate (rejudge.json)."
+    ),
+    cache: Path | None = typer.Option(
+        None, "--cache", help="Verdict cache file (default RUN/scores/verdicts.sqlite)."
+    ),
+    verbose: bool = typer.Option(False, "-v", "--verbose"),
+) -> None:
+    """Score a run: first-response allocation (T1–T7), order-preserving matching (T8).
+
+    Writes RUN/scores/{targets,interactions,clusters}.csv and summary.json (byte-identical on
+    re-score) and prints the paper's tables."""
+    _setup_logging(verbose)
+    from interactscope.judges import JudgeError
+    from interactscope.runlog import RunLogError
+    from interactscope.scoring.run import score_run
+
+    try:
+        result = score_run(
+            run,
+            judge=judge,
+            tolerance_s=tolerance,
+            merge_s=merge_s,
+            rejudge=rejudge,
+            cache_path=cache,
+        )
+    except (JudgeError, RunLogError, ValueError) as exc:
+        _fail(str(exc))
+    typer.echo(result.table)
+    rep = result.judge_report
+    typer.echo(
+        f"judge {judge}: {rep.pairs} pairs, {rep.unique} unique, {rep.cache_hits} cached, "
+        f"{rep.calls} judged now, {rep.unparseable} unparseable"
+    )
+    if rep.rejudged:
+        typer.echo(f"rejudge: {rep.flips}/{rep.rejudged} flipped (flip rate {rep.flip_rate:.3f})")
+    typer.echo(f"wrote {run / 'scores'}")
+
+
+@app.command()
 def merge(
     runs: list[Path] = typer.Argument(..., help="Shard run folders."),
     out: Path = typer.Option(..., "--out", "-o", help="New run folder for the merged run."),
@@ -139,8 +215,12 @@ def merge(
 @app.command()
 def demo(
     model: str = typer.Option(DEFAULT_DEMO_MODEL, "--model", "-m", help="Model config name."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Run folder (default runs/demo-MODEL)."),
-    judge: str | None = typer.Option(None, help="Judge for scoring (default: the scorer's default)."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Run folder (default runs/demo-MODEL)."
+    ),
+    judge: str | None = typer.Option(
+        None, help="Judge for scoring (default: the scorer's default)."
+    ),
 ) -> None:
     """Collect (and score, when scoring is installed) the bundled demo benchmark."""
     out = out or Path("runs") / f"demo-{model}"

@@ -85,7 +85,10 @@ def git_revision(path: Path | None = None) -> str | None:
 
 
 def host_facts() -> dict[str, str]:
-    return {"host": socket.gethostname(), "python": sys.version.split()[0] + " " + platform.platform()}
+    return {
+        "host": socket.gethostname(),
+        "python": sys.version.split()[0] + " " + platform.platform(),
+    }
 
 
 # --------------------------------------------------------------------------- sharding
@@ -321,7 +324,9 @@ def open_run(
         records = dedupe(_read_lines(p / RESPONSES, repair=True))
         drop = partial_interactions(records, redo_partial) if redo_partial else set()
         if drop:
-            log.warning("redoing %d partially collected interaction(s): %s", len(drop), sorted(drop))
+            log.warning(
+                "redoing %d partially collected interaction(s): %s", len(drop), sorted(drop)
+            )
         keep = [
             r for r in records if not (retry_errors and r.error) and r.interaction_id not in drop
         ]
@@ -348,15 +353,15 @@ def _rewrite(path: Path, records: list[ResponseRecord]) -> None:
     tmp.replace(path)
 
 
-def partial_interactions(records: list[ResponseRecord], expected: dict[str, list[float]]) -> set[str]:
+def partial_interactions(
+    records: list[ResponseRecord], expected: dict[str, list[float]]
+) -> set[str]:
     """Interaction ids with some but not all of their expected decision times recorded."""
     have: dict[str, set[float]] = {}
     for r in records:
         have.setdefault(r.interaction_id, set()).add(r.t)
     return {
-        iid
-        for iid, ts in have.items()
-        if iid in expected and ts and not set(expected[iid]) <= ts
+        iid for iid, ts in have.items() if iid in expected and ts and not set(expected[iid]) <= ts
     }
 
 
@@ -379,7 +384,7 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> RunManifest:
     manifests = [f.manifest for f in folders]
     base = manifests[0]
     problems: list[str] = []
-    for f, m in zip(folders[1:], manifests[1:]):
+    for f, m in zip(folders[1:], manifests[1:], strict=True):
         m_cmp = m.model_copy(update={"shard": base.shard})
         for d in manifest_differences(base, m_cmp):
             problems.append(f"{folders[0].path} vs {f.path}: {d}")

@@ -30,7 +30,8 @@ class AudioSettings(_Group):
     mode: Literal["native", "asr", "none"] = "native"
     sample_rate: int = Field(16000, gt=0, description="Hz")
     asr_strict: bool = Field(
-        False, description="re-transcribe the causal prefix at each t instead of one whole-file pass"
+        False,
+        description="re-transcribe the causal prefix at each t instead of one whole-file pass",
     )
 
 

@@ -13,7 +13,7 @@ A ratio is given as three 1-D arrays of the same length ``n``:
 * ``numerators``   – float, finite (e.g. ``hit`` 0/1 per target row, or per-cluster hit sums);
 * ``denominators`` – float, finite, ``>= 0`` (e.g. 1 per target row, or ``K_i`` per cluster);
   ``None`` means 1 per row (a plain hit rate);
-* ``clusters``     – hashable labels of one dtype kind (all str or all int), e.g. the video
+* ``clusters``     – labels, all numbers or all strings, none missing, e.g. the video
   record id.
 
 Rows may be per item (per target) or already per cluster; rows with the same label are summed
@@ -27,6 +27,8 @@ of about 2**18 cells from ``numpy.random.default_rng(seed)``: uniform indices + 
 is multiplied by the per-cluster sums, so every ratio of every resample is one matrix product —
 there is no Python loop over resamples. For a fixed seed the draws depend only on ``(C,
 n_resamples)``; different metrics over the same cluster set therefore share their resamples.
+:func:`bootstrap_metrics` / :func:`paired_metrics` resample the union of all labels they are
+given (the run's video records), so every metric moves with the same clusters.
 
 Units: ratios are fractions in [0, 1]; paired differences are percentage points (``b − a``).
 
@@ -39,7 +41,8 @@ Decisions on degenerate input (SPEC §3.4, issue 6):
   the per-cluster ratios, so resampled values are clipped to [min, max] of the per-cluster
   ratios (this only removes floating-point rounding);
 * two identical paired runs → exactly ``[0, 0]`` (both runs go through identical arithmetic);
-* observed Σ denominators = 0 → :class:`UndefinedRatioError` (a ``ValueError``);
+* observed Σ denominators = 0 → :class:`UndefinedRatioError` (a ``ValueError``); the
+  many-metric functions take ``undefined="nan"`` to get a NaN result with a note instead;
 * a *resample* whose Σ denominators is 0 (the ratio is undefined there, e.g. a task present in
   few clusters) is **dropped**: the interval is taken over the remaining resamples, the result
   records ``n_valid`` / ``n_dropped`` and a :class:`StatsWarning` says how many were dropped.
@@ -129,6 +132,10 @@ class Ratio:
             raise ValueError("numerators and denominators must be finite (no NaN/inf)")
         if np.any(den < 0):
             raise ValueError("denominators must be >= 0")
+        if clusters.dtype.kind == "f" and np.any(np.isnan(clusters)):
+            raise ValueError("cluster labels must not be missing (NaN)")
+        if clusters.dtype.kind == "O" and any(c is None or c != c for c in clusters):
+            raise ValueError("cluster labels must not be missing (None/NaN)")
         object.__setattr__(self, "numerators", num)
         object.__setattr__(self, "denominators", den)
         object.__setattr__(self, "clusters", clusters)
@@ -530,16 +537,50 @@ def _single_result(
     )
 
 
-def _run(metrics: Mapping[str, MetricLike], opts: dict[str, Any]) -> dict[str, BootstrapResult]:
+def _run(
+    metrics: Mapping[str, MetricLike], opts: dict[str, Any], undefined: str = "raise"
+) -> dict[str, BootstrapResult]:
+    _check_undefined(undefined)
     plan = _Plan()
     specs = {name: plan.add(m) for name, m in metrics.items()}
     design = _Design(plan.ratios)
     obs = design.observed()
     boot = design.resample(opts["n_resamples"], opts["seed"]) if design.n_clusters >= 2 else None
-    return {
-        name: _single_result(design, obs, boot, spec, label=name, opts=opts)
-        for name, spec in specs.items()
-    }
+    out: dict[str, BootstrapResult] = {}
+    for name, spec in specs.items():
+        try:
+            out[name] = _single_result(design, obs, boot, spec, label=name, opts=opts)
+        except UndefinedRatioError as exc:
+            if undefined == "raise":
+                raise
+            out[name] = _undefined_result(BootstrapResult, exc, _own_clusters(design, spec), opts)
+    return out
+
+
+def _check_undefined(undefined: str) -> None:
+    if undefined not in ("raise", "nan"):
+        raise ValueError('undefined must be "raise" or "nan"')
+
+
+def _undefined_result(cls, exc: Exception, n_clusters: int, opts: dict[str, Any], **extra):
+    """NaN result for an undefined metric (``undefined="nan"``), with a warning."""
+    msg = f"undefined: {exc}"
+    warnings.warn(msg, StatsWarning, stacklevel=4)
+    nan = float("nan")
+    return cls(
+        estimate=nan,
+        low=nan,
+        high=nan,
+        boot_mean=nan,
+        boot_se=nan,
+        n_valid=0,
+        note=msg,
+        n_clusters=n_clusters,
+        n_resamples=opts["n_resamples"],
+        confidence=opts["confidence"],
+        seed=opts["seed"],
+        **extra,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -633,13 +674,17 @@ def bootstrap_metrics(
     confidence: float = 0.95,
     seed: int = 0,
     keep_distribution: bool = False,
+    undefined: str = "raise",
 ) -> dict[str, BootstrapResult]:
     """Bootstrap many metrics of one run with one shared set of resampled clusters.
 
     ``metrics`` maps a metric name to a ratio (``Ratio`` / 3-tuple) or to a mapping of
     component ratios (a balanced mean). Clusters are the union of all labels, so correlated
     metrics (T1 on-time and joint, per-task scores and their mean) are resampled jointly and
-    the random matrix is drawn once. Raises/warns as :func:`cluster_bootstrap`.
+    the random matrix is drawn once. Raises/warns as :func:`cluster_bootstrap`, except that
+    with ``undefined="nan"`` a metric whose denominators sum to 0 (e.g. T1 conditional
+    accuracy of a model with no on-time response) gets a NaN result with a note and a
+    :class:`StatsWarning` instead of raising :class:`UndefinedRatioError`.
     """
     _check_options(n_resamples, confidence, seed)
     opts = dict(
@@ -648,7 +693,7 @@ def bootstrap_metrics(
         seed=int(seed),
         keep_distribution=keep_distribution,
     )
-    return _run(dict(metrics), opts)
+    return _run(dict(metrics), opts, undefined)
 
 
 def _paired_run(
@@ -656,7 +701,9 @@ def _paired_run(
     opts: dict[str, Any],
     scale: float,
     strict: bool,
+    undefined: str = "raise",
 ) -> dict[str, PairedDifference]:
+    _check_undefined(undefined)
     plan = _Plan()
     specs: dict[str, tuple[Any, Any]] = {}
     for name, (a, b) in pairs.items():
@@ -673,10 +720,19 @@ def _paired_run(
     design = _Design(plan.ratios)
     obs = design.observed()
     boot = design.resample(opts["n_resamples"], opts["seed"]) if design.n_clusters >= 2 else None
-    return {
-        name: _paired_result(design, obs, boot, sa, sb, name, opts, scale)
-        for name, (sa, sb) in specs.items()
-    }
+    out: dict[str, PairedDifference] = {}
+    for name, (sa, sb) in specs.items():
+        try:
+            out[name] = _paired_result(design, obs, boot, sa, sb, name, opts, scale)
+        except UndefinedRatioError as exc:
+            if undefined == "raise":
+                raise
+            n_cl = max(_own_clusters(design, sa), _own_clusters(design, sb))
+            ea, eb = _values(design, obs, sa)[0][0], _values(design, obs, sb)[0][0]
+            out[name] = _undefined_result(
+                PairedDifference, exc, n_cl, opts, estimate_a=float(ea), estimate_b=float(eb)
+            )
+    return out
 
 
 def _cols(spec: tuple[str, Any]) -> list[int]:
@@ -805,10 +861,12 @@ def paired_metrics(
     seed: int = 0,
     strict: bool = True,
     keep_distribution: bool = False,
+    undefined: str = "raise",
 ) -> dict[str, PairedDifference]:
     """Paired differences ``b − a`` of every metric two runs share, with one shared set of
     resampled clusters (for ``interactscope compare``). Metrics present in only one run raise
-    ``ValueError``. Otherwise as :func:`paired_difference`.
+    ``ValueError``. ``undefined="nan"``: a metric undefined in either run gets a NaN result
+    (see :func:`bootstrap_metrics`). Otherwise as :func:`paired_difference`.
     """
     _check_options(n_resamples, confidence, seed)
     if set(a) != set(b):
@@ -819,7 +877,7 @@ def paired_metrics(
         seed=int(seed),
         keep_distribution=keep_distribution,
     )
-    return _paired_run({k: (a[k], b[k]) for k in a}, opts, 100.0, strict)
+    return _paired_run({k: (a[k], b[k]) for k in a}, opts, 100.0, strict, undefined)
 
 
 def permutation_reference(

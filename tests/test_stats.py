@@ -414,3 +414,26 @@ def test_confidence_changes_interval_width():
     narrow = cluster_bootstrap(hits, None, clusters, confidence=0.5)
     assert wide.low < narrow.low <= narrow.high < wide.high
     assert narrow.confidence == 0.5
+
+
+def test_undefined_metric_nan_option_in_many_metric_functions():
+    hits, clusters = _synthetic()
+    metrics = {
+        "joint": (hits, None, clusters),
+        "conditional": (np.zeros_like(hits), np.zeros_like(hits), clusters),  # no on-time
+    }
+    with pytest.raises(UndefinedRatioError, match="conditional"):
+        bootstrap_metrics(metrics, n_resamples=200)
+    with pytest.warns(StatsWarning, match="undefined"):
+        res = bootstrap_metrics(metrics, n_resamples=200, undefined="nan")
+    assert math.isnan(res["conditional"].estimate) and res["conditional"].n_valid == 0
+    assert res["joint"] == cluster_bootstrap(hits, None, clusters, n_resamples=200)
+    with pytest.warns(StatsWarning, match="undefined"):
+        pm = paired_metrics(metrics, metrics, n_resamples=200, undefined="nan")
+    assert math.isnan(pm["conditional"].low) and pm["joint"].low == 0.0
+
+
+@pytest.mark.parametrize("labels", [[0.0, np.nan], np.array(["a", None], dtype=object)])
+def test_missing_cluster_labels_are_rejected(labels):
+    with pytest.raises(ValueError, match="missing"):
+        cluster_bootstrap([1, 0], None, labels)

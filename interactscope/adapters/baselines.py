@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from typing import Any
 
@@ -19,12 +20,21 @@ from interactscope.protocol.grid import decision_grid
 from interactscope.schema import Interaction, Target, ToolCall, VideoRecord
 
 
+def _simulate_latency(config: dict[str, Any]) -> None:
+    """``options.simulate_latency_s`` in a baseline's config sleeps per call (for exercising
+    progress bars, kills and resume without a model)."""
+    delay = float((config.get("options") or {}).get("simulate_latency_s", 0.0))
+    if delay > 0:
+        time.sleep(delay)
+
+
 class SilentAdapter(Adapter):
     backend = "silent"
     needs_media = False
     supports_online = False
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
+        _simulate_latency(self.config)
         return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
 
 
@@ -48,7 +58,9 @@ class OracleAdapter(Adapter):
     needs_media = False
 
     def _plan(self, interaction: Interaction, video: VideoRecord) -> dict[float, Target]:
-        grid = decision_grid(interaction.q, video.duration_s or interaction.q, self.settings.grid.step_s)
+        grid = decision_grid(
+            interaction.q, video.duration_s or interaction.q, self.settings.grid.step_s
+        )
         tol = float(self.config.get("tolerance_s", 2.0))
         plan: dict[float, Target] = {}
         for tg in interaction.targets:
@@ -56,6 +68,7 @@ class OracleAdapter(Adapter):
         return plan
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
+        _simulate_latency(self.config)
         tg = self._plan(request.interaction, request.video).get(round(request.t, 3))
         if tg is None:
             return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)

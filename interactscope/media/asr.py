@@ -22,7 +22,6 @@ The transcript at t holds the words whose end time, clipped to the media duratio
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import logging
 import os
@@ -391,7 +390,3 @@ def transcribe(
         return Transcript((), duration_s)
     return transcript_from_segments(run_asr(audio, settings, sample_rate), duration_s)
 
-
-def audio_fingerprint(audio: np.ndarray) -> str:
-    """Short content hash of a waveform (for caching transcripts across processes)."""
-    return hashlib.sha1(np.ascontiguousarray(audio, dtype=np.float32).tobytes()).hexdigest()[:16]

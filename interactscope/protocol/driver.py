@@ -81,7 +81,9 @@ def to_record(
     Silence and tool calls follow SPEC §2: an answer with ``silent=None`` is classified from its
     text by ``parse_response``; native ``tool_calls`` win over calls parsed from text."""
     if isinstance(out, BaseException):
-        return ResponseRecord(interaction_id=interaction_id, t=t, silent=False, error=_error_text(out))
+        return ResponseRecord(
+            interaction_id=interaction_id, t=t, silent=False, error=_error_text(out)
+        )
     from interactscope.protocol.parsing import parse_response
 
     parsed = parse_response(out.text or "", settings.silence_token)
@@ -266,8 +268,11 @@ def _collect_interaction(
                 outs = adapter.respond_batch(reqs) if reqs else []
             except Exception as exc:  # noqa: BLE001 - a failed batch fails its points
                 outs = [exc] * len(reqs)
+            if len(outs) != len(reqs):
+                bad = RuntimeError(f"adapter returned {len(outs)} answers for {len(reqs)} requests")
+                outs = [bad] * len(reqs)
             per = (time.perf_counter() - start) / max(1, len(reqs))
-            by_t = {r.t: o for r, o in zip(reqs, outs)}
+            by_t = {r.t: o for r, o in zip(reqs, outs, strict=True)}
             for t in chunk:
                 out = failed.get(t) or by_t[t]
                 if isinstance(out, AdapterOutput) and out.latency_s is None:
@@ -298,7 +303,9 @@ def _in_cooldown(writer: RunWriter, interaction_id: str, t: float, settings: Set
     return t0 < t <= round(t0 + settings.cooldown_s, 3)
 
 
-def _online(adapter, settings, it, video, pending, request, timed, writer) -> Iterator[ResponseRecord]:
+def _online(
+    adapter, settings, it, video, pending, request, timed, writer
+) -> Iterator[ResponseRecord]:
     try:
         session = adapter.open_session(it, video)
     except Exception as exc:  # noqa: BLE001

@@ -1,0 +1,82 @@
+"""What a model would receive at decision time t (SPEC §2), as a JSON-ready dict.
+
+Backs ``interactscope observe VIDEO --at T --json``: a tool for checking causality by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from interactscope.media.asr import AsrSettings
+from interactscope.media.causal import CausalMedia
+
+AUDIO_MODES = ("native", "asr", "none")
+
+
+def observe(
+    path: str | Path,
+    t: float,
+    *,
+    audio: str = "native",
+    max_frames: int = 32,
+    policy: str = "uniform",
+    max_side: int | None = None,
+    sample_rate: int = 16000,
+    asr: AsrSettings | None = None,
+    media: CausalMedia | None = None,
+) -> dict[str, Any]:
+    """Summarise the causal observation of ``path`` at ``t`` (SPEC §2 "Causal observation").
+
+    Args:
+        path: media file.
+        t: decision time (s, file clock), >= 0.
+        audio: ``"native"`` (waveform), ``"asr"`` (transcript) or ``"none"``.
+        max_frames, policy, max_side: as :meth:`CausalMedia.frames_until`.
+        sample_rate: audio rate (Hz) for ``native``.
+        asr: ASR settings for ``asr`` (default :class:`AsrSettings`).
+        media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode).
+
+    Returns:
+        ``{"path", "t", "duration_s", "has_audio", "frames_pts_s" (list of s),
+        "frames_second" (grid seconds), "frame_size" ([w, h] of the returned frames, or None),
+        "audio_mode", "sample_rate", "audio_samples" (int; 0 unless native),
+        "audio_rms" (float or None), "transcript" (str or None unless asr),
+        "words" ([{text, start_s, end_s, probability}] or None)}``.
+
+    Raises:
+        MediaError: unreadable file. AsrError: ``asr`` without a usable ASR model.
+        ValueError: bad mode, policy, max_frames, or t.
+    """
+    if audio not in AUDIO_MODES:
+        raise ValueError(f"audio must be one of {AUDIO_MODES}, got {audio!r}")
+    cm = media or CausalMedia(path, sample_rate=sample_rate, asr=asr)
+    if asr is not None:
+        cm.asr = asr
+    frames = cm.frames_until(t, max_frames=max_frames, policy=policy, max_side=max_side)
+    out: dict[str, Any] = {
+        "path": str(path),
+        "t": float(t),
+        "duration_s": cm.duration_s,
+        "has_audio": cm.has_audio,
+        "frames_pts_s": [round(f.pts_s, 6) for f in frames],
+        "frames_second": [f.second for f in frames],
+        "frame_size": [int(frames[-1].image.shape[1]), int(frames[-1].image.shape[0])]
+        if frames
+        else None,
+        "audio_mode": audio,
+        "sample_rate": sample_rate if audio == "native" else None,
+        "audio_samples": 0,
+        "audio_rms": None,
+        "transcript": None,
+        "words": None,
+    }
+    if audio == "native":
+        wav = cm.audio_until(t, sample_rate=sample_rate)
+        out["audio_samples"] = int(wav.shape[0])
+        out["audio_rms"] = float((wav.astype("float64") ** 2).mean() ** 0.5) if len(wav) else 0.0
+    elif audio == "asr":
+        tr = cm.transcript_until(t)
+        out["transcript"] = tr.text
+        out["words"] = tr.to_dict()["words"]
+    return out

@@ -1,0 +1,22 @@
+"""Scoring (SPEC §3): first-response allocation (T1–T7), order-preserving matching (T8), metrics.
+
+The run-level entry point is :func:`interactscope.scoring.run.score_run` (``interactscope score``).
+"""
+
+from interactscope.scoring.allocation import (
+    OUTCOMES,
+    Group,
+    TargetAllocation,
+    allocate_first_response,
+)
+from interactscope.scoring.matching import MatchResult, match_order_preserving, match_with_unjudged
+
+__all__ = [
+    "OUTCOMES",
+    "Group",
+    "MatchResult",
+    "TargetAllocation",
+    "allocate_first_response",
+    "match_order_preserving",
+    "match_with_unjudged",
+]

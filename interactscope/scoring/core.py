@@ -1,0 +1,229 @@
+"""Per-interaction scoring: which pairs need a content verdict, and the target outcomes (SPEC §3).
+
+Record handling (setting ``records``, recorded in ``summary.json``):
+
+* a record with ``error`` set is an infrastructure error: not a response and not silence; it is
+  left out of allocation/matching and counted under ``health.infrastructure_errors``;
+* a ``suppressed`` record (cooldown control) is silent;
+* a non-silent record before q cannot exist on the decision grid; if one does it is ignored.
+
+Content check C (SPEC §3): a target with ``tools`` (T1) is checked by the exact tool-name set
+(:func:`~interactscope.judges.toolset.toolset_match`); every other target by the text judge's
+verdict on (request, reference, candidate = the record's raw text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from interactscope.judges.toolset import tool_names, toolset_match
+from interactscope.schema import Interaction, ResponseRecord
+from interactscope.scoring.allocation import allocate_first_response, candidate_responses, ms
+from interactscope.scoring.matching import match_with_unjudged
+
+__all__ = ["InteractionScore", "pairs_that_matter", "score_interaction", "uses_matching"]
+
+Verdict = bool | None
+TextVerdicts = Callable[[str, int], tuple[Verdict, str]]
+"""(target id, response time in ms) -> (verdict, label) for text-judged pairs."""
+
+
+def uses_matching(task: str) -> bool:
+    """T8-* use order-preserving matching (SPEC §3.2); T1–T7 first-response allocation (§3.1)."""
+    return task.startswith("T8")
+
+
+def _in_window(t: float, window: tuple[float, float]) -> bool:
+    return ms(window[0]) <= ms(t) <= ms(window[1])
+
+
+def pairs_that_matter(
+    interaction: Interaction,
+    records: Sequence[ResponseRecord],
+    *,
+    tolerance_s: float = 2.0,
+    merge_s: float = 2.0,
+) -> list[tuple[int, int]]:
+    """(target index, record index) pairs whose content verdict can change the score.
+
+    T1–T7: the in-window members of the group each target consumes (consumption does not depend
+    on content, so responses in later groups of a region are never judged). T8: every candidate
+    response inside a target's window.
+    """
+    targets = interaction.targets
+    if uses_matching(interaction.task):
+        order = candidate_responses(records, interaction.q)
+        return [
+            (k, j)
+            for k, tgt in enumerate(targets)
+            for j in order
+            if _in_window(records[j].t, tgt.window(tolerance_s))
+        ]
+    allocs = allocate_first_response(
+        targets,
+        records,
+        lambda k, j: False,
+        q=interaction.q,
+        tolerance_s=tolerance_s,
+        merge_s=merge_s,
+    )
+    out = []
+    for a in allocs:
+        if a.group is None:
+            continue
+        out.extend(
+            (a.target_index, j) for j in a.group.members if _in_window(records[j].t, a.window_s)
+        )
+    return out
+
+
+@dataclass
+class InteractionScore:
+    """Rows for ``targets.csv`` and one row for ``interactions.csv``."""
+
+    targets: list[dict[str, Any]] = field(default_factory=list)
+    interaction: dict[str, Any] = field(default_factory=dict)
+
+
+def score_interaction(
+    interaction: Interaction,
+    records: Sequence[ResponseRecord],
+    text_verdict: TextVerdicts,
+    *,
+    cluster: str,
+    tolerance_s: float = 2.0,
+    merge_s: float = 2.0,
+) -> InteractionScore:
+    """Score one interaction: outcome per target (SPEC §3.1 / §3.2) plus the volume figures.
+
+    Args:
+        records: every record of the interaction in this run (silent and error ones included).
+        text_verdict: lookup of text-judge verdicts for the pairs of :func:`pairs_that_matter`.
+        cluster: the video's bootstrap cluster.
+    """
+    targets = interaction.targets
+    cache: dict[tuple[int, int], tuple[Verdict, str]] = {}
+
+    def content(k: int, j: int) -> tuple[Verdict, str]:
+        if (k, j) not in cache:
+            tgt, rec = targets[k], records[j]
+            if tgt.tools is not None:
+                ok = toolset_match(rec.tool_calls, tgt.tools)
+                cache[(k, j)] = (ok, "yes" if ok else "no")
+            else:
+                cache[(k, j)] = text_verdict(tgt.id, ms(rec.t))
+        return cache[(k, j)]
+
+    base = {
+        "interaction_id": interaction.id,
+        "task": interaction.task,
+        "panel": interaction.panel,
+        "video_id": interaction.video_id,
+        "cluster": cluster,
+    }
+    rows: list[dict[str, Any]] = []
+    complete: int | None = None
+    if uses_matching(interaction.task):
+        order = candidate_responses(records, interaction.q)
+        matrix: list[list[Verdict]] = [
+            [
+                content(k, j)[0] if _in_window(records[j].t, tgt.window(tolerance_s)) else False
+                for j in order
+            ]
+            for k, tgt in enumerate(targets)
+        ]
+        result = match_with_unjudged(matrix)
+        matched = {k: order[j] for k, j in result.pairs}
+        excluded = set(result.excluded)
+        for k, tgt in enumerate(targets):
+            j = matched.get(k)
+            outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
+            rows.append(
+                _row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content)
+            )
+        if interaction.task == "T8-C" and not excluded:
+            complete = int(result.count == len(targets))
+    else:
+        allocs = allocate_first_response(
+            targets,
+            records,
+            lambda k, j: content(k, j)[0],
+            q=interaction.q,
+            tolerance_s=tolerance_s,
+            merge_s=merge_s,
+        )
+        for a in allocs:
+            tgt = targets[a.target_index]
+            j: int | None = a.matched
+            if j is None and a.group is not None:
+                inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
+                j = inside[0] if inside else a.group.members[0]
+            rows.append(
+                _row(
+                    base,
+                    a.target_index,
+                    tgt,
+                    tolerance_s,
+                    a.outcome,
+                    a.on_time,
+                    a.group,
+                    j,
+                    records,
+                    content,
+                )
+            )
+    responses = [r for r in records if not r.error and not r.suppressed and not r.silent]
+    times = [r.t for r in records]
+    probed_s = max(0.0, max(times) - interaction.q) if times else 0.0
+    summary = {
+        **base,
+        "targets": len(targets),
+        "scored": sum(1 for r in rows if r["outcome"] != "unjudged"),
+        "hits": sum(1 for r in rows if r["outcome"] == "hit"),
+        "records": len(records),
+        "responses": len(responses),
+        "probed_s": round(probed_s, 3),
+        "infrastructure_errors": sum(1 for r in records if r.error),
+        "suppressed": sum(1 for r in records if r.suppressed),
+        "parse_errors": sum(1 for r in records if r.parse_error),
+        "complete": complete,
+    }
+    return InteractionScore(targets=rows, interaction=summary)
+
+
+def _row(
+    base: dict[str, Any],
+    k: int,
+    tgt: Any,
+    tolerance_s: float,
+    outcome: str,
+    on_time: bool | None,
+    group: Any,
+    j: int | None,
+    records: Sequence[ResponseRecord],
+    content: Callable[[int, int], tuple[Verdict, str]],
+) -> dict[str, Any]:
+    lo, hi = tgt.window(tolerance_s)
+    rec = records[j] if j is not None else None
+    in_window = rec is not None and _in_window(rec.t, (lo, hi))
+    return {
+        **base,
+        "target_id": tgt.id,
+        "target_index": k,
+        "evidence": tgt.evidence,
+        "anchor_s": round(tgt.anchor_s, 3),
+        "window_lo_s": round(lo, 3),
+        "window_hi_s": round(hi, 3),
+        "outcome": outcome,
+        "hit": int(outcome == "hit"),
+        "scored": int(outcome != "unjudged"),
+        "on_time": None if on_time is None else int(on_time),
+        "group_open_s": None if group is None else group.opened_s,
+        "group_size": None if group is None else len(group.members),
+        "response_t": None if rec is None else rec.t,
+        "response_text": "" if rec is None else rec.text,
+        "response_tools": "" if rec is None else " ".join(sorted(tool_names(rec.tool_calls))),
+        "verdict": content(k, j)[1] if (rec is not None and in_window) else "",
+    }

