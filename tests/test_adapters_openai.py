@@ -443,7 +443,7 @@ def test_real_server_round_trip(smollm2_server, tmp_path: Path, monkeypatch) -> 
             "api_key_optional": True,
             "max_retries": 1,
             "timeout_s": 120,
-            "generation": {"max_new_tokens": 24},
+            "generation": {"max_new_tokens": 12},
             "max_concurrency": 2,
         },
         Settings(scene="none"),
@@ -464,7 +464,7 @@ def test_real_server_round_trip(smollm2_server, tmp_path: Path, monkeypatch) -> 
         assert isinstance(out, AdapterOutput), out
         assert out.text.strip()  # a real reply came back and was read
         assert out.prompt_tokens and out.prompt_tokens > 10
-        assert out.completion_tokens and 0 < out.completion_tokens <= 24
+        assert out.completion_tokens and 0 < out.completion_tokens <= 12
     # the driver's parser classifies the reply (tool calls, if any, are parsed from text)
     from interactscope.protocol.driver import to_record
 
@@ -485,10 +485,111 @@ def test_real_server_with_build_messages(smollm2_server, tmp_path: Path, monkeyp
             "model": smollm2_server["model"],
             "base_url_env": URL_ENV,
             "api_key_optional": True,
-            "generation": {"max_new_tokens": 16},
+            "generation": {"max_new_tokens": 8},
             "native_tools": False,
         },
         Settings(scene="none"),
     )
     out = adapter.respond(make_request(tmp_path, 2.0))
     assert isinstance(out.text, str) and out.prompt_tokens and out.prompt_tokens > 20
+
+
+@pytest.mark.slow
+def test_real_server_that_drops_audio_is_caught(smollm2_server, tmp_path, monkeypatch) -> None:
+    """``transformers serve`` with a text-only model accepts ``input_audio`` and ignores it
+    (HTTP 200, same prompt_tokens): exactly the silent failure the check exists for."""
+    monkeypatch.setenv(URL_ENV, smollm2_server["url"])
+    adapter = OpenAIAdapter(
+        "smollm2-serve",
+        {
+            "backend": "openai",
+            "model": smollm2_server["model"],
+            "base_url_env": URL_ENV,
+            "api_key_optional": True,
+            "generation": {"max_new_tokens": 4},
+            "check_audio": True,
+        },
+        Settings(),
+    )
+    msgs = fake_messages(2.0, audio_s=2.0)
+    msgs[1]["content"] = [p for p in msgs[1]["content"] if p["type"] != "image"]
+    monkeypatch.setattr(adapter, "_build", lambda r: msgs)
+    (out,) = adapter.respond_batch([make_request(tmp_path, 2.0)])
+    assert isinstance(out, AdapterError) and "silently dropped the audio" in str(out)
+    check = adapter.describe()["audio_check"]
+    assert check["prompt_tokens_with_audio"] == check["prompt_tokens_without_audio"] > 0
+
+
+# --------------------------------------------------------------------------- real prompt pipeline
+
+
+@pytest.fixture(scope="module")
+def av_clip(tmp_path_factory) -> Path:
+    from media_fixtures import write_av_clip
+
+    return write_av_clip(tmp_path_factory.mktemp("clip") / "clip.mp4", seconds=5)
+
+
+def _observe(path: Path, request: DecisionRequest) -> DecisionRequest:
+    from interactscope.protocol.observation import Observer
+
+    obs = Observer(path, request.settings, bench_root=path.parent).observe(
+        request.t, request.interaction
+    )
+    request.observation = obs
+    return request
+
+
+def test_real_prompt_frames_and_audio_reach_the_server(stub: Stub, tmp_path, av_clip) -> None:
+    """build_messages on a real observation: one image_url per causal frame, the causal audio
+    as WAV with round(t * 16000) samples, audio consumption checked on the first request."""
+    import soundfile as sf
+
+    stub.responder = lambda body: (200, completion("x", prompt_tokens=_tokens_by_size(body)), {})
+    adapter = make_adapter(check_audio=True)
+    t = 3.0
+    request = _observe(av_clip, make_request(tmp_path, t))
+    out = adapter.respond(request)
+    assert out.text == "x"
+    body = stub.requests[-1]
+    user = body["messages"][1]["content"]
+    images = [p for p in user if p["type"] == "image_url"]
+    assert len(images) == request.observation.n_frames == 4  # frames at 0, 1, 2, 3 s
+    (audio,) = [p for p in user if p["type"] == "input_audio"]
+    wave, sr = sf.read(io.BytesIO(base64.b64decode(audio["input_audio"]["data"])))
+    assert sr == 16000 and wave.shape == (round(t * 16000),)
+    text = json.dumps(body["messages"])
+    assert "<SILENT>" in text and "t = 3.0 s" in text
+    assert len(stub.requests) == 3  # audio probe with / without, then the request
+
+
+def test_online_rolling_keeps_the_conversation(stub: Stub, tmp_path, av_clip) -> None:
+    replies = iter(["<SILENT>", "A tone is playing.", "<SILENT>"])
+    stub.responder = lambda body: (200, completion(next(replies)), {})
+    adapter = make_adapter(settings=Settings(protocol="online"))
+    req0 = make_request(tmp_path, 1.0)
+    session = adapter.open_session(req0.interaction, req0.video)
+    outs = [session.step(_observe(av_clip, make_request(tmp_path, t))) for t in (1.0, 2.0, 3.0)]
+    assert [o.text for o in outs] == ["<SILENT>", "A tone is playing.", "<SILENT>"]
+    last = stub.requests[-1]["messages"]
+    roles = [m["role"] for m in last]
+    assert roles == ["system", "user", "assistant", "user", "assistant", "user"]
+    assert last[4]["content"] == "A tone is playing."
+
+    def n_images(m: dict) -> int:
+        c = m["content"]
+        return 0 if isinstance(c, str) else sum(p["type"] == "image_url" for p in c)
+
+    # replay 0..1 s (frames 0, 1), then only the new frame at each step
+    assert [n_images(m) for m in last if m["role"] == "user"] == [2, 1, 1]
+    import soundfile as sf
+
+    new_audio = [
+        sf.read(io.BytesIO(base64.b64decode(p["input_audio"]["data"])))[0].shape[0]
+        for m in last
+        if m["role"] == "user" and not isinstance(m["content"], str)
+        for p in m["content"]
+        if p["type"] == "input_audio"
+    ]
+    assert new_audio == [16000, 16000, 16000]
+    session.close()

@@ -295,10 +295,111 @@ def test_video_mode_pads_to_even(fake_vllm, monkeypatch, tmp_path, n_frames) -> 
     adapter = make_adapter(monkeypatch, frames_as="video")
     out = adapter.respond(make_request(tmp_path, n_frames - 1 + 0.5))
     (inp,) = FakeLLM.instances[-1].calls[-1]
-    video = inp["multi_modal_data"]["video"]
+    (video,) = inp["multi_modal_data"]["video"]
     assert video.shape[0] == n_frames + n_frames % 2
+    assert inp["mm_processor_kwargs"] == {"fps": 1.0}
+    assert "image" not in inp["multi_modal_data"]
     np.testing.assert_array_equal(video[-1], frame(n_frames - 1))
     assert inp["prompt"].count("<|VIDEO|>") == 1 and "<|IMAGE|>" not in inp["prompt"]
     assert out.extra["frames_true"] == n_frames
     assert out.extra["frames_sent"] == video.shape[0]
-    assert FakeLLM.instances[-1].kwargs["limit_mm_per_prompt"] == {"video": 1, "audio": 2}
+    assert FakeLLM.instances[-1].kwargs["limit_mm_per_prompt"] == {
+        "image": 4,
+        "video": 1,
+        "audio": 2,
+    }
+
+
+# --------------------------------------------------------------------------- real prompt pipeline
+
+
+@pytest.fixture(scope="module")
+def av_clip(tmp_path_factory) -> Path:
+    from media_fixtures import write_av_clip
+
+    return write_av_clip(tmp_path_factory.mktemp("clip") / "clip.mp4", seconds=6)
+
+
+@pytest.mark.parametrize("frames_as", ["image", "video"])
+@pytest.mark.parametrize("t", [1.0, 3.5, 6.0])
+def test_real_observation_is_causal(
+    fake_vllm, monkeypatch, tmp_path, av_clip, t, frames_as
+) -> None:
+    """Observer + build_messages + the adapter: the engine gets exactly the causal frames and
+    round(t * 16000) audio samples, and the prompt states the silence token and stream time."""
+    from interactscope.adapters.vllm_backend import VLLMAdapter
+    from interactscope.protocol.observation import Observer
+    from interactscope.protocol.prompts import fmt_time
+
+    settings = Settings()
+    request = make_request(tmp_path, t)
+    obs = Observer(av_clip, settings, bench_root=av_clip.parent).observe(t, request.interaction)
+    request.observation = obs
+    adapter = VLLMAdapter(
+        "qwen-test",
+        {
+            "backend": "vllm",
+            "checkpoint": "Qwen/Qwen2.5-Omni-7B",
+            "template": "tokenizer",
+            "frames_as": frames_as,
+        },
+        settings,
+    )
+    out = adapter.respond(request)
+    assert isinstance(out, AdapterOutput)
+    (inp,) = FakeLLM.instances[-1].calls[-1]
+    prompt, mm = inp["prompt"], inp["multi_modal_data"]
+    assert settings.silence_token in prompt and f"t = {fmt_time(t)}" in prompt
+
+    assert obs.frames and all(f.pts_s <= t + 1e-9 for f in obs.frames)
+    if frames_as == "image":
+        assert len(mm["image"]) == len(obs.frames) == prompt.count("<|IMAGE|>")
+        sent = mm["image"]
+    else:
+        (video,) = mm["video"]
+        assert prompt.count("<|VIDEO|>") == 1 and "image" not in mm
+        assert video.shape[0] == len(obs.frames) + len(obs.frames) % 2
+        sent = list(video[: len(obs.frames)])
+        np.testing.assert_array_equal(video[-1], obs.frames[-1].image)
+    for img, f in zip(sent, obs.frames, strict=True):
+        np.testing.assert_array_equal(img, f.image)
+    ((wave, sr),) = mm["audio"]
+    assert sr == SR and wave.shape == (round(t * SR),)
+    np.testing.assert_array_equal(wave, obs.audio)
+
+
+def test_zero_audio_attachments_and_audio_window(fake_vllm, monkeypatch, tmp_path) -> None:
+    """t = 0: no audio item; an image attachment stays an image in video mode; audio past the
+    window keeps its newest samples; ``processor_kwargs`` (transformers' key) is accepted."""
+    adapter = make_adapter(
+        monkeypatch,
+        frames_as="video",
+        audio_window_s=2.0,
+        processor_kwargs={"max_pixels": 200704},
+    )
+    attach = np.full((30, 40, 3), 200, np.uint8)
+
+    def messages(r: DecisionRequest) -> list[dict[str, Any]]:
+        msgs = fake_messages(r)
+        msgs[1]["content"].insert(
+            0, {"type": "image", "image": attach, "pts_s": 1.0, "attachment": True}
+        )
+        return msgs
+
+    monkeypatch.setattr(adapter, "_messages", messages)
+    outs = adapter.respond_batch([make_request(tmp_path, 0.0), make_request(tmp_path, 5.0)])
+    assert all(isinstance(o, AdapterOutput) for o in outs), outs
+    first, second = FakeLLM.instances[-1].calls[-1]
+    assert "audio" not in first["multi_modal_data"] and "<|AUDIO|>" not in first["prompt"]
+    mm = second["multi_modal_data"]
+    np.testing.assert_array_equal(mm["image"][0], attach)
+    assert mm["video"][0].shape[0] == 6  # frames 0..5
+    assert second["prompt"].count("[") == 1  # labels after the first frame replaced by one line
+    assert "(video of 6 frames at 0 s, 1 s, 2 s, 3 s, 4 s, 5 s)" in second["prompt"]
+    ((wave, _),) = mm["audio"]
+    full = fake_messages(make_request(tmp_path, 5.0))[1]["content"][-2]["audio"]
+    np.testing.assert_array_equal(wave, full[-2 * SR :])
+    assert outs[1].extra["audio_dropped_s"] == 3.0
+    assert second["mm_processor_kwargs"] == {"max_pixels": 200704, "fps": 1.0}
+    assert FakeLLM.instances[-1].kwargs["mm_processor_kwargs"] == {"max_pixels": 200704}
+    assert adapter.max_pixels == 200704

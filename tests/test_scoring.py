@@ -274,3 +274,34 @@ def test_t8c_complete_and_interval_windows_through_core():
     s2 = score_interaction(inter, recs[:1], verdict, cluster="c")
     assert [r["outcome"] for r in s2.targets] == ["hit", "missed"]
     assert s2.interaction["complete"] == 0
+
+
+def test_allocation_invariants_random():
+    """Random interactions: each group is consumed by at most one target, a hit's matched
+    response is inside its window and in its consumed group, and outcomes follow the times."""
+    rng = random.Random(3)
+    for _ in range(300):
+        q = rng.choice([0.0, 2.5])
+        taus = sorted(rng.uniform(q, 60) for _ in range(rng.randint(1, 4)))
+        targets = [tgt(f"k{i}", round(x, 3)) for i, x in enumerate(taus)]
+        times = sorted(round(rng.uniform(0, 65), 3) for _ in range(rng.randint(0, 12)))
+        ok = {(k, j): rng.random() < 0.5 for k in range(len(targets)) for j in range(len(times))}
+        allocs = allocate_first_response(targets, times, lambda k, j, ok=ok: ok[(k, j)], q=q)
+        consumed = [a.group.opened_s for a in allocs if a.group is not None]
+        assert len(consumed) == len(set(consumed))
+        for a in allocs:
+            lo, hi = a.window_s
+            if a.outcome == "missed":
+                assert a.group is None
+                continue
+            ts = a.group.times_s
+            assert a.region_s[0] <= a.group.opened_s < a.region_s[1]
+            if a.outcome == "hit":
+                assert a.matched in a.group.members and lo <= times[a.matched] <= hi
+                assert ok[(a.target_index, a.matched)]
+            elif a.outcome == "late":
+                assert all(t > hi for t in ts)
+            elif a.outcome == "premature":
+                assert not any(lo <= t <= hi for t in ts) and ts[0] < lo
+            else:
+                assert a.outcome == "wrong" and any(lo <= t <= hi for t in ts)

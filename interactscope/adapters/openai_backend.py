@@ -43,6 +43,12 @@ wins):
 ``jpeg_quality`` (default 90), ``image_detail`` (``low`` | ``high`` | ``auto``; omitted by default)
 ``extra_body``
     Mapping merged into every request body (server-specific options).
+``online_max_images`` (default unset: keep all)
+    Online Rolling only: at most this many frames stay in the conversation; older image parts
+    are replaced by a short text note before a call.
+``max_tokens_field`` (``max_tokens`` | ``max_completion_tokens``, default ``max_tokens``)
+    The request field that carries ``generation.max_new_tokens`` (newer OpenAI models want
+    ``max_completion_tokens``).
 
 Errors: a failed request (HTTP error after retries, timeout, malformed reply) raises
 :class:`AdapterError` naming the interaction and ``t``; ``respond_batch`` returns it in that
@@ -53,6 +59,7 @@ from __future__ import annotations
 
 import base64
 import io
+import json
 import logging
 import os
 import threading
@@ -68,8 +75,9 @@ from interactscope.adapters.base import (
     AdapterError,
     AdapterOutput,
     DecisionRequest,
+    Session,
 )
-from interactscope.schema import ToolSpec
+from interactscope.schema import Interaction, ToolSpec, VideoRecord
 from interactscope.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -227,7 +235,7 @@ class OpenAIAdapter(Adapter):
 
     backend: ClassVar[str] = "openai"
     needs_media: ClassVar[bool] = True
-    supports_online: ClassVar[bool] = False
+    supports_online: ClassVar[bool] = True
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
@@ -247,6 +255,13 @@ class OpenAIAdapter(Adapter):
         self.jpeg_quality = int(self._opt("jpeg_quality", 90))
         self.image_detail = self._opt("image_detail")
         self.extra_body = dict(self._opt("extra_body") or {})
+        self.max_tokens_field = str(self._opt("max_tokens_field", "max_tokens"))
+        if self.max_tokens_field not in ("max_tokens", "max_completion_tokens"):
+            raise AdapterError(
+                f"model {name!r}: max_tokens_field must be max_tokens or max_completion_tokens"
+            )
+        max_images = self._opt("online_max_images")
+        self.online_max_images = int(max_images) if max_images else None
         self._client: Any = None
         self._client_lock = threading.Lock()
         self._audio_lock = threading.Lock()
@@ -337,7 +352,7 @@ class OpenAIAdapter(Adapter):
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
-            "max_tokens": self.max_new_tokens if max_tokens is None else max_tokens,
+            self.max_tokens_field: self.max_new_tokens if max_tokens is None else max_tokens,
             "temperature": self.temperature,
         }
         if self.top_p is not None:
@@ -487,6 +502,10 @@ class OpenAIAdapter(Adapter):
             text = text.replace(key, "***")
         return text[:500]
 
+    def open_session(self, interaction: Interaction, video: VideoRecord) -> Session:
+        """Online Rolling: one growing conversation per interaction (see :class:`OpenAISession`)."""
+        return OpenAISession(self, interaction)
+
     def close(self) -> None:
         """Close the HTTP client."""
         if self._client is not None:
@@ -495,3 +514,74 @@ class OpenAIAdapter(Adapter):
             except Exception:  # noqa: BLE001
                 pass
             self._client = None
+
+
+class OpenAISession(Session):
+    """Online Rolling over a chat endpoint: the conversation grows by one user turn per decision
+    point (:func:`interactscope.protocol.prompts.online_turn`: the replay 0..q at the first step,
+    then only the new frames, the new audio samples and the current time) and the model's own
+    answer as an assistant turn (native tool calls written as JSON text). The whole conversation
+    is sent at every step; a failed step raises :class:`AdapterError`, its user turn stays in the
+    conversation and the next step continues from its observation."""
+
+    def __init__(self, adapter: OpenAIAdapter, interaction: Interaction):
+        self.adapter = adapter
+        self.interaction = interaction
+        self.messages: list[dict[str, Any]] = []
+        self.previous: Any = None
+        self.steps = 0
+
+    def _cap_images(self) -> None:
+        cap = self.adapter.online_max_images
+        if not cap:
+            return
+        slots = [
+            (i, j)
+            for i, m in enumerate(self.messages)
+            if isinstance(m.get("content"), list)
+            for j, p in enumerate(m["content"])
+            if p.get("type") == "image_url"
+        ]
+        for i, j in slots[: max(0, len(slots) - cap)]:
+            self.messages[i]["content"][j] = {"type": "text", "text": "(older frame removed)"}
+
+    def step(self, request: DecisionRequest) -> AdapterOutput:
+        """Append this decision point's turn, ask the model, keep its answer.
+
+        Raises:
+            AdapterError: as :meth:`OpenAIAdapter.respond`.
+        """
+        from interactscope.protocol.prompts import online_turn
+
+        a = self.adapter
+        where = f"interaction {request.interaction.id} t={request.t:g}s"
+        try:
+            turn = online_turn(request, self.previous)
+            self.previous = request.observation
+            if a.check_audio and _has_audio(turn):
+                a._verify_audio(turn, where)
+            self.messages.extend(
+                to_openai_messages(turn, jpeg_quality=a.jpeg_quality, image_detail=a.image_detail)
+            )
+            self._cap_images()
+            use_tools = a.native_tools and bool(request.tools)
+            tools = to_openai_tools(request.tools) if use_tools else None
+            t0 = time.perf_counter()
+            resp = a._create(self.messages, tools)
+            latency = time.perf_counter() - t0
+        except AdapterError:
+            raise
+        except Exception as exc:  # openai.APIError, httpx errors, encoding errors
+            raise AdapterError(f"{where}: {type(exc).__name__}: {a._safe(exc)}") from exc
+        out = a._to_output(resp, latency, where)
+        reply = out.text
+        if out.tool_calls:
+            calls = [{"name": c.name, "arguments": c.arguments} for c in out.tool_calls]
+            reply = (reply + "\n" if reply else "") + json.dumps(calls, ensure_ascii=False)
+        self.messages.append({"role": "assistant", "content": reply or a.settings.silence_token})
+        self.steps += 1
+        return out
+
+    def close(self) -> None:
+        self.messages = []
+        self.previous = None

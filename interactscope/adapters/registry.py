@@ -24,6 +24,8 @@ BACKENDS: dict[str, str] = {
     "blind-fire": "interactscope.adapters.baselines:BlindFireAdapter",
     "openai": "interactscope.adapters.openai_backend:OpenAIAdapter",
     "vllm": "interactscope.adapters.vllm_backend:VLLMAdapter",
+    "transformers": "interactscope.adapters.transformers_backend:TransformersAdapter",
+    "cascade": "interactscope.adapters.cascade:CascadeAdapter",
 }
 """Backend name -> "module:Class". Add new backends here."""
 

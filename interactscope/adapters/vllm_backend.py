@@ -11,10 +11,10 @@ placeholder and each audio part an ``{"type": "audio"}`` placeholder for the mod
 ``<|audio_bos|><|AUDIO|><|audio_eos|>`` for Qwen2.5-Omni); the arrays go, in prompt order, into
 ``multi_modal_data``: ``{"image": [(H, W, 3) uint8, ...], "audio": [(float32 waveform, sr), ...]}``
 (the format of vLLM's ``examples/offline_inference/qwen2_5_omni/only_thinker.py``). With
-``frames_as: video`` all frames become one ``{"video": (T, H, W, 3)}`` item instead, padded to
-an even count by repeating the newest frame (Qwen's temporal patch is 2 frames; the true and sent
-counts are recorded in ``AdapterOutput.extra``). File paths are never passed, so the engine cannot
-read media past ``t``.
+``frames_as: video`` the stream frames become one ``{"video": [(T, H, W, 3)]}`` item instead,
+padded to an even count by repeating the newest frame (Qwen's temporal patch is 2 frames; the true
+and sent counts are recorded in ``AdapterOutput.extra``); image attachments stay images. File
+paths are never passed, so the engine cannot read media past ``t``.
 
 Config keys (``configs/models/NAME.yaml``; top level, or inside ``limits:`` / ``vllm:``; each may
 also be given in ``settings.adapter``, which wins):
@@ -23,12 +23,19 @@ also be given in ``settings.adapter``, which wins):
     Hub id or local folder (weights are found through ``HF_HOME`` / ``HF_HUB_OFFLINE`` as usual).
 ``max_model_len`` (default 32768)
     Context length in tokens: prompt + ``generation.max_new_tokens``.
-``limit_mm_per_prompt`` (default ``{image: frames.max, audio: 2}``, ``{video: 1, audio: 2}`` with
-``frames_as: video``)
+``limit_mm_per_prompt`` (default ``{image: frames.max + 4, audio: 2}``; with ``frames_as: video``
+``{image: 4, video: 1, audio: 2}``; the 4 images are room for query attachments)
     Per-prompt multimodal item limits given to the engine and checked by :meth:`preflight`.
 ``frames_as`` (``image`` | ``video``, default ``image``)
-``mm_processor_kwargs``
+``mm_processor_kwargs`` (alias ``processor_kwargs``, the transformers backend's key)
     Passed to the engine (and per prompt), e.g. ``{max_pixels: 602112}``.
+``videos_kwargs``
+    ``frames_as: video`` only: added to the per-prompt processor kwargs (``fps`` defaults to the
+    frames' rate: 1 Hz, or the spacing of the ``uniform`` cap).
+``audio_window_s``
+    Longest audio item in seconds; a longer causal waveform keeps its most recent window
+    (``extra["audio_dropped_s"]``). Default: the processor's feature-extractor window
+    (``n_samples``) when the template comes from the processor, else unlimited.
 ``template`` (``auto`` | ``processor`` | ``tokenizer``, default ``auto``)
     Where the chat template comes from: ``transformers.AutoProcessor`` of the checkpoint, or the
     engine's tokenizer (``llm.get_tokenizer()``); ``auto`` tries the processor first.
@@ -108,6 +115,15 @@ def estimate_image_tokens(
     return (h // patch_px) * (w // patch_px)
 
 
+def _fps_of(pts: list[float]) -> float:
+    """Frame rate (Hz) of frames at times ``pts``: 1 for the 1 fps stream, the inverse of the mean
+    spacing when the ``uniform`` cap spread them out."""
+    if len(pts) < 2:
+        return 1.0
+    span = pts[-1] - pts[0]
+    return 1.0 if span <= 0 else max(1e-3, (len(pts) - 1) / span)
+
+
 def _downscale(image: np.ndarray, max_side: int | None) -> np.ndarray:
     """Resize so the long side is <= ``max_side`` (aspect kept, bicubic); unchanged otherwise."""
     if not max_side:
@@ -130,8 +146,11 @@ class _Built:
     request: DecisionRequest
     prompt: str
     images: list[np.ndarray] = field(default_factory=list)
+    videos: list[list[np.ndarray]] = field(default_factory=list)
+    video_pts: list[list[float]] = field(default_factory=list)
     audios: list[tuple[np.ndarray, int]] = field(default_factory=list)
     n_frames: int = 0
+    audio_dropped_s: float = 0.0
     text_tokens: int | None = None
 
     @property
@@ -178,15 +197,19 @@ class VLLMAdapter(Adapter):
         self.frames_as = str(self._opt("frames_as", "image"))
         if self.frames_as not in ("image", "video"):
             raise AdapterError(f"model {name!r}: frames_as must be 'image' or 'video'")
+        # room for up to 4 image attachments besides the stream frames
         default_limits = (
-            {"image": int(settings.frames.max), "audio": 2}
+            {"image": int(settings.frames.max) + 4, "audio": 2}
             if self.frames_as == "image"
-            else {"video": 1, "audio": 2}
+            else {"image": 4, "video": 1, "audio": 2}
         )
         self.limit_mm_per_prompt = {
             str(k): int(v) for k, v in (self._opt("limit_mm_per_prompt") or default_limits).items()
         }
-        self.mm_processor_kwargs = dict(self._opt("mm_processor_kwargs") or {})
+        self.mm_processor_kwargs = dict(
+            self._opt("mm_processor_kwargs") or self._opt("processor_kwargs") or {}
+        )
+        self.videos_kwargs = dict(self._opt("videos_kwargs") or {})
         self.template = str(self._opt("template", "auto"))
         gen = dict(self.config.get("generation") or {})
         gen.update(self.settings.adapter.get("generation") or {})
@@ -318,40 +341,85 @@ class VLLMAdapter(Adapter):
 
         return build_messages(request)
 
+    def _audio_window(self) -> int | None:
+        """Most samples one audio item may carry: ``audio_window_s`` × 16 kHz from the config,
+        else the processor's feature-extractor window (``n_samples``), else unlimited."""
+        if self._opt("audio_window_s"):
+            return int(float(self._opt("audio_window_s")) * self.settings.audio.sample_rate)
+        fe = getattr(self._renderer, "feature_extractor", None) if self._renderer else None
+        n = getattr(fe, "n_samples", None)
+        return int(n) if n else None
+
     def build(self, request: DecisionRequest) -> _Built:
-        """Render one request: the prompt text and its multimodal arrays in prompt order."""
+        """Render one request: the prompt text and its multimodal arrays in prompt order.
+
+        Stream frames become image items (``frames_as: image``) or one video item placed where
+        the first frame was, the frame labels between them replaced by one line listing the
+        frame times (``frames_as: video``); image attachments are always image items. An audio
+        part with no samples (t = 0) is left out; one longer than the audio window keeps its
+        most recent window (``extra["audio_dropped_s"]``).
+        """
         built = _Built(request=request, prompt="")
+        renderer = self.renderer()
+        window = self._audio_window()
         template_msgs: list[dict[str, Any]] = []
-        video_placed = False
         for msg in self._messages(request):
             content = msg.get("content", "")
+            role = msg.get("role", "user")
             if isinstance(content, str):
-                template_msgs.append({"role": msg.get("role", "user"), "content": content})
+                template_msgs.append({"role": role, "content": content})
                 continue
+            content = [p if isinstance(p, dict) else {"type": "text", "text": p} for p in content]
+            stream = [
+                i
+                for i, p in enumerate(content)
+                if p.get("type") == "image" and not p.get("attachment")
+            ]
+            if self.frames_as == "video" and stream:
+                first, last = stream[0], stream[-1]
+                frames = [content[i] for i in stream]
+                times = ", ".join(f"{float(f.get('pts_s', 0.0)):g} s" for f in frames)
+                content = (
+                    content[:first]
+                    + [
+                        {"type": "text", "text": f"(video of {len(frames)} frames at {times})"},
+                        {"type": "video", "frames": frames},
+                    ]
+                    + content[last + 1 :]
+                )
             parts: list[dict[str, Any]] = []
             for p in content:
-                kind = p.get("type") if isinstance(p, dict) else "text"
+                kind = p.get("type")
                 if kind == "text":
-                    parts.append({"type": "text", "text": p["text"] if isinstance(p, dict) else p})
+                    parts.append({"type": "text", "text": str(p.get("text", ""))})
                 elif kind == "image":
                     built.images.append(_downscale(np.asarray(p["image"]), self.max_side))
-                    built.n_frames += 1
-                    if self.frames_as == "image":
-                        parts.append({"type": "image"})
-                    elif not video_placed:
-                        parts.append({"type": "video"})
-                        video_placed = True
+                    if not p.get("attachment"):
+                        built.n_frames += 1
+                    parts.append({"type": "image"})
+                elif kind == "video":
+                    imgs = [_downscale(np.asarray(f["image"]), self.max_side) for f in p["frames"]]
+                    built.videos.append(imgs)
+                    built.video_pts.append([float(f.get("pts_s", 0.0)) for f in p["frames"]])
+                    built.n_frames += len(imgs)
+                    parts.append({"type": "video"})
                 elif kind == "audio":
                     wave = np.asarray(p["audio"], dtype=np.float32).reshape(-1)
-                    built.audios.append((wave, int(p.get("sampling_rate") or 16000)))
+                    sr = int(p.get("sampling_rate") or self.settings.audio.sample_rate)
+                    if window and wave.shape[0] > window:
+                        built.audio_dropped_s += (wave.shape[0] - window) / sr
+                        wave = wave[-window:]
+                    if wave.shape[0] == 0:
+                        continue  # nothing heard yet (t = 0): no audio item
+                    built.audios.append((wave, sr))
                     parts.append({"type": "audio"})
                 else:
                     raise AdapterError(
                         f"interaction {request.interaction.id} t={request.t:g}s: prompt part "
                         f"{kind!r} is not supported by the vllm backend"
                     )
-            template_msgs.append({"role": msg.get("role", "user"), "content": parts})
-        prompt = self.renderer().apply_chat_template(
+            template_msgs.append({"role": role, "content": parts})
+        prompt = renderer.apply_chat_template(
             template_msgs, tokenize=False, add_generation_prompt=True
         )
         if isinstance(prompt, list):  # processors may return a batch
@@ -359,8 +427,11 @@ class VLLMAdapter(Adapter):
         built.prompt = str(prompt)
         return built
 
-    def _video(self, images: list[np.ndarray]) -> np.ndarray:
-        frames = list(images)
+    @staticmethod
+    def _video(frames: list[np.ndarray]) -> np.ndarray:
+        """(T, H, W, 3) with T even (the newest frame repeated when odd: Qwen's temporal patch is
+        2 frames); frames cropped to the smallest size among them."""
+        frames = list(frames)
         if len(frames) % 2:
             frames.append(frames[-1])
         h = min(f.shape[0] for f in frames)
@@ -369,20 +440,23 @@ class VLLMAdapter(Adapter):
 
     def engine_input(self, built: _Built) -> dict[str, Any]:
         """The ``llm.generate`` prompt dict: ``prompt``, ``multi_modal_data`` (and
-        ``mm_processor_kwargs`` when configured)."""
+        ``mm_processor_kwargs``: the configured ones, plus ``fps`` of the frames in video mode)."""
         mm: dict[str, Any] = {}
         if built.images:
-            if self.frames_as == "image":
-                mm["image"] = list(built.images)
-            else:
-                mm["video"] = self._video(built.images)
+            mm["image"] = list(built.images)
+        if built.videos:
+            mm["video"] = [self._video(v) for v in built.videos]
         if built.audios:
             mm["audio"] = list(built.audios)
         out: dict[str, Any] = {"prompt": built.prompt}
         if mm:
             out["multi_modal_data"] = mm
-        if self.mm_processor_kwargs:
-            out["mm_processor_kwargs"] = dict(self.mm_processor_kwargs)
+        kwargs = dict(self.mm_processor_kwargs)
+        if built.videos:
+            kwargs.update(self.videos_kwargs)
+            kwargs.setdefault("fps", _fps_of(built.video_pts[0]))
+        if kwargs:
+            out["mm_processor_kwargs"] = kwargs
         return out
 
     # -- preflight -----------------------------------------------------------------------------
@@ -400,9 +474,9 @@ class VLLMAdapter(Adapter):
     def _mm_counts(self, built: _Built) -> dict[str, int]:
         counts: dict[str, int] = {}
         if built.images:
-            counts["image" if self.frames_as == "image" else "video"] = (
-                len(built.images) if self.frames_as == "image" else 1
-            )
+            counts["image"] = len(built.images)
+        if built.videos:
+            counts["video"] = len(built.videos)
         if built.audios:
             counts["audio"] = len(built.audios)
         return counts
@@ -420,11 +494,11 @@ class VLLMAdapter(Adapter):
             built.text_tokens = self._text_tokens(built.prompt)
         n = built.text_tokens + self.max_new_tokens
         per = [self._image_tokens(im, max_side) for im in built.images]
-        if self.frames_as == "image":
-            n += sum(per) + self.per_item_overhead * len(per)
-        elif per:
-            n_sent = len(per) + (len(per) % 2)
-            n += (n_sent // 2) * max(per) + self.per_item_overhead
+        n += sum(per) + self.per_item_overhead * len(per)
+        for video in built.videos:
+            n_sent = len(video) + len(video) % 2
+            size = max(self._image_tokens(im, max_side) for im in video)
+            n += (n_sent // 2) * size + self.per_item_overhead
         for wave, sr in built.audios:
             n += math.ceil(len(wave) / sr * self.audio_tokens_per_s) + self.per_item_overhead
         return n
@@ -467,7 +541,10 @@ class VLLMAdapter(Adapter):
         tokens, which = worst(self.max_side)
         reduced = False
         if tokens > self.max_model_len and which is not None:
-            longest = max((max(im.shape[:2]) for b in builts for im in b.images), default=0)
+            longest = max(
+                (max(im.shape[:2]) for b in builts for im in b.images + sum(b.videos, [])),
+                default=0,
+            )
             start = min(longest, self.max_side or longest)
             side = start
             fitted = None
@@ -593,9 +670,11 @@ class VLLMAdapter(Adapter):
             "batch_size": batch,
             "frames_max_side": self.max_side,
         }
-        if self.frames_as == "video" and built.images:
-            extra["frames_true"] = len(built.images)
-            extra["frames_sent"] = len(built.images) + len(built.images) % 2
+        if built.videos:
+            extra["frames_true"] = built.n_frames
+            extra["frames_sent"] = sum(len(v) + len(v) % 2 for v in built.videos)
+        if built.audio_dropped_s:
+            extra["audio_dropped_s"] = round(built.audio_dropped_s, 3)
         return AdapterOutput(
             text=str(comp.text or ""),
             latency_s=latency,

@@ -59,8 +59,7 @@ class EmbeddingJudge(Judge):
         self.name = "embedding"
         self.model = f"all-MiniLM-L6-v2>={self.threshold:g}"
         self.approximation = (
-            f"all-MiniLM-L6-v2 cosine >= {self.threshold:g} "
-            "(offline approximation of an LLM judge)"
+            f"all-MiniLM-L6-v2 cosine >= {self.threshold:g} (offline approximation of an LLM judge)"
         )
         self.tokenizer = AutoTokenizer.from_pretrained(str(path))
         self.encoder = AutoModel.from_pretrained(str(path)).eval()

@@ -67,6 +67,11 @@ class OpenAIJudge(Judge):
                 raise JudgeError(
                     "the openai judge needs the openai client: pip install 'interactscope[openai]'"
                 ) from exc
+            if not os.environ.get("OPENAI_API_KEY") and not os.environ.get("OPENAI_BASE_URL"):
+                raise JudgeError(
+                    f"judge {self.name}: set OPENAI_API_KEY (hosted endpoint) or OPENAI_BASE_URL "
+                    "(a local OpenAI-compatible server, e.g. `vllm serve`)"
+                )
             client = openai.OpenAI(
                 api_key=os.environ.get("OPENAI_API_KEY") or "EMPTY",
                 base_url=os.environ.get("OPENAI_BASE_URL") or None,
@@ -143,16 +148,22 @@ class LocalJudge(Judge):
 
         out: list[Verdict] = []
         for triple in triples:
-            enc = self.tokenizer(self._prompt(triple), return_tensors="pt").to(self.device)
+            enc = self.tokenizer(self._prompt(triple), return_tensors="pt")
+            inputs = {
+                k: v.to(self.device)
+                for k, v in enc.items()
+                if k in ("input_ids", "attention_mask")  # not token_type_ids (BERT tokenizers)
+            }
+            pad = self.tokenizer.pad_token_id
             with torch.no_grad():
                 gen = self.lm.generate(
-                    **enc,
+                    **inputs,
                     max_new_tokens=self.max_new_tokens,
                     do_sample=False,
-                    pad_token_id=self.tokenizer.pad_token_id or self.tokenizer.eos_token_id,
+                    pad_token_id=pad if pad is not None else self.tokenizer.eos_token_id,
                 )
             text = self.tokenizer.decode(
-                gen[0, enc["input_ids"].shape[1] :], skip_special_tokens=True
+                gen[0, inputs["input_ids"].shape[1] :], skip_special_tokens=True
             )
             out.append(Verdict(parse_verdict(text), text))
         return out

@@ -81,7 +81,12 @@ class Transcript:
         return {
             "text": self.text,
             "words": [
-                {"text": w.text, "start_s": w.start_s, "end_s": w.end_s, "probability": w.probability}
+                {
+                    "text": w.text,
+                    "start_s": w.start_s,
+                    "end_s": w.end_s,
+                    "probability": w.probability,
+                }
                 for w in self.words
             ],
         }
@@ -211,16 +216,22 @@ def _faster_whisper_model(settings: AsrSettings) -> Any:
     try:
         from faster_whisper import WhisperModel
     except ImportError as exc:
-        raise AsrError(
-            "ASR needs faster-whisper: pip install 'interactscope[asr]'"
-        ) from exc
+        raise AsrError("ASR needs faster-whisper: pip install 'interactscope[asr]'") from exc
     folder = Path(settings.model) if settings.model else default_model_path()
-    key = ("faster-whisper", str(folder), settings.device, settings.compute_type, settings.cpu_threads)
+    key = (
+        "faster-whisper",
+        str(folder),
+        settings.device,
+        settings.compute_type,
+        settings.cpu_threads,
+    )
     with _MODELS_LOCK:
         m = _MODELS.get(key)
         if m is None:
             if settings.model and not folder.is_dir():
-                raise AsrError(f"{folder}: ASR model folder not found (a CTranslate2 Whisper folder)")
+                raise AsrError(
+                    f"{folder}: ASR model folder not found (a CTranslate2 Whisper folder)"
+                )
             try:
                 m = WhisperModel(
                     str(folder),
@@ -313,6 +324,21 @@ def transcript_from_segments(segments: Iterable[Any], duration_s: float | None) 
     return Transcript(tuple(words), bound)
 
 
+def _plausible(seg: Any, settings: AsrSettings) -> bool:
+    """Whisper's own hallucination tests, applied to the final segment (decoding is greedy at
+    temperature 0, so no fallback re-decodes it): drop a repetitive segment (gzip compression
+    ratio above the threshold) and a likely non-speech one (no-speech probability above, and
+    average log-probability below, their thresholds)."""
+    cr = _get(seg, "compression_ratio")
+    if cr is not None and cr > settings.compression_ratio_threshold:
+        return False
+    nsp, lp = _get(seg, "no_speech_prob"), _get(seg, "avg_logprob")
+    if nsp is not None and lp is not None:
+        if nsp > settings.no_speech_threshold and lp < settings.log_prob_threshold:
+            return False
+    return True
+
+
 def run_asr(audio: np.ndarray, settings: AsrSettings, sample_rate: int = 16000) -> list[Any]:
     """Run the recogniser once on a 16 kHz mono float32 waveform; return its raw segments
     (times in seconds from ``audio[0]``), word timestamps on.
@@ -341,7 +367,7 @@ def run_asr(audio: np.ndarray, settings: AsrSettings, sample_rate: int = 16000) 
                 compression_ratio_threshold=settings.compression_ratio_threshold,
                 **settings.extra,
             )
-            return list(segs)
+            return [sg for sg in segs if _plausible(sg, settings)]
         except Exception as exc:  # noqa: BLE001
             raise AsrError(f"faster-whisper failed ({exc})") from exc
     if settings.backend == "openai-whisper":
@@ -359,7 +385,7 @@ def run_asr(audio: np.ndarray, settings: AsrSettings, sample_rate: int = 16000) 
                 fp16=False,
                 **settings.extra,
             )
-            return list(result.get("segments", []))
+            return [sg for sg in result.get("segments", []) if _plausible(sg, settings)]
         except Exception as exc:  # noqa: BLE001
             raise AsrError(f"openai-whisper failed ({exc})") from exc
     raise ValueError(f"ASR backend must be one of {BACKENDS}, got {settings.backend!r}")
@@ -389,4 +415,3 @@ def transcribe(
     if len(audio) == 0 or not np.any(audio):
         return Transcript((), duration_s)
     return transcript_from_segments(run_asr(audio, settings, sample_rate), duration_s)
-

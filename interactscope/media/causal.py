@@ -7,8 +7,8 @@ decision time from memory:
   frame with pts <= k (exact rational comparison in the stream's own time base), which is right
   for variable frame rate and B-frame reordering (the decoder hands frames out in presentation
   order). Samples are stored as yuv420p frames (1.5 bytes/pixel) and converted to upright RGB on
-  request (small LRU cache), so a 10-minute 720p clip holds about 0.8 GB at most; a clip whose
-  estimate exceeds ``max_memory_bytes`` is stored downscaled.
+  request (LRU cache of 128 MiB), so a 10-minute 720p clip holds about 0.83 GB of samples + the
+  cache; a clip whose estimate exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled.
 * audio: the whole track resampled once to mono float32 at ``sample_rate`` (16 kHz: 3.8 MB per
   minute), placed on the file clock (zeros before a late stream start).
 
@@ -180,10 +180,11 @@ class CausalMedia:
         path: a video file (any container/codec FFmpeg reads) or a plain audio file.
         sample_rate: rate (Hz) the audio track is resampled to once; ``audio_until`` with another
             rate resamples the prefix on the fly.
-        max_memory_bytes: bound on the stored 1 fps frames (yuv420p, 1.5 B/pixel); a clip whose
-            header-estimated need exceeds it is stored downscaled. Default 1 GiB.
+        max_memory_bytes: bound on the frame memory: the stored 1 fps samples (yuv420p,
+            1.5 B/pixel) plus the RGB cache. A clip whose header-estimated need exceeds
+            ``max_memory_bytes - rgb_cache_bytes`` is stored downscaled. Default 1 GiB.
         asr: settings for ``transcript_until`` (default: :class:`AsrSettings` defaults).
-        rgb_cache_frames: how many converted RGB frames to keep (LRU).
+        rgb_cache_bytes: bytes of converted RGB frames kept (LRU; default 128 MiB).
 
     Raises (from the first decoding call):
         MediaError: missing, 0-byte, unreadable file, or a file with neither decodable video nor
@@ -197,14 +198,15 @@ class CausalMedia:
         sample_rate: int = DEFAULT_SAMPLE_RATE,
         max_memory_bytes: int = 1 << 30,
         asr: AsrSettings | None = None,
-        rgb_cache_frames: int = 64,
+        rgb_cache_bytes: int = 128 << 20,
     ) -> None:
         self.path = Path(path)
         _check_file(self.path)
         self.sample_rate = int(sample_rate)
         self.max_memory_bytes = int(max_memory_bytes)
         self.asr = asr
-        self._rgb_cache_frames = rgb_cache_frames
+        self._rgb_cache_bytes = int(rgb_cache_bytes)
+        self._rgb_bytes = 0
         self._lock = threading.RLock()
         self._loaded = False
         self._info: MediaInfo | None = None
@@ -306,13 +308,17 @@ class CausalMedia:
             est_s = (c.duration or 0) / 1e6 - float(origin)
             n_est = max(1.0, est_s + 2)
             need = n_est * cw * ch * 1.5
-            if cw and ch and need > self.max_memory_bytes:
-                scale = math.sqrt(self.max_memory_bytes / need)
+            budget = max(1, self.max_memory_bytes - self._rgb_cache_bytes)
+            if cw and ch and need > budget:
+                scale = math.sqrt(budget / need)
                 store_side = max(16, int(max(cw, ch) * scale))
                 log.info("%s: storing 1 fps frames downscaled to max side %d", p, store_side)
 
         ends: dict[int, Fraction] = {}
         starts: dict[int, Fraction] = {}
+        tick_start: dict[int, int] = {}
+        tick_end: dict[int, int] = {}
+        tbs: dict[int, Fraction] = {}
         prev: av.VideoFrame | None = None
         prev_pts: Fraction | None = None
         rotation: int | None = None
@@ -343,8 +349,8 @@ class CausalMedia:
 
         def on_video(fr: av.VideoFrame) -> None:
             nonlocal prev, prev_pts, rotation, n_video_frames
-            ts = fr.pts
-            if ts is None:
+            ts = fr.pts if fr.pts is not None else fr.dts
+            if ts is None:  # no timestamp at all (raw elementary stream): cannot place it
                 return
             pts = ts * fr.time_base - origin
             if prev_pts is not None and pts <= prev_pts:
@@ -369,13 +375,17 @@ class CausalMedia:
         error: Exception | None = None
         try:
             for pkt in c.demux(*streams):
-                if pkt.pts is not None or pkt.dts is not None:
-                    ts = pkt.pts if pkt.pts is not None else pkt.dts
+                ts = pkt.pts if pkt.pts is not None else pkt.dts
+                if ts is not None:  # integer ticks of the stream's time base (fast path)
                     i = pkt.stream.index
-                    st = ts * pkt.time_base - origin
-                    en = (ts + (pkt.duration or 0)) * pkt.time_base - origin
-                    starts[i] = min(starts.get(i, st), st)
-                    ends[i] = max(ends.get(i, en), en)
+                    en = ts + (pkt.duration or 0)
+                    if i not in tick_start:
+                        tick_start[i], tick_end[i], tbs[i] = ts, en, pkt.time_base
+                    else:
+                        if ts < tick_start[i]:
+                            tick_start[i] = ts
+                        if en > tick_end[i]:
+                            tick_end[i] = en
                 try:
                     decoded = pkt.decode()
                 except av.error.FFmpegError as exc:
@@ -395,6 +405,9 @@ class CausalMedia:
                         on_video(fr) if isinstance(fr, av.VideoFrame) else on_audio(fr)
                 except av.error.FFmpegError:
                     pass
+        for i, tk in tick_start.items():
+            starts[i] = tk * tbs[i] - origin
+            ends[i] = tick_end[i] * tbs[i] - origin
         if resampler is not None and audio_start is not None:
             try:
                 for o in resampler.resample(None):
@@ -404,7 +417,9 @@ class CausalMedia:
 
         if v is not None and n_video_frames == 0:
             if a is None or n_audio_frames == 0:
-                raise MediaError(f"{p}: no decodable video frame" + (f" ({error})" if error else ""))
+                raise MediaError(
+                    f"{p}: no decodable video frame" + (f" ({error})" if error else "")
+                )
             log.warning("%s: video stream has no decodable frame; using audio only", p)
             v = None
         if a is not None and n_audio_frames == 0:
@@ -482,9 +497,11 @@ class CausalMedia:
         img = np.ascontiguousarray(img)
         img.setflags(write=False)
         with self._lock:
-            self._rgb[key] = img
-            while len(self._rgb) > self._rgb_cache_frames:
-                self._rgb.popitem(last=False)
+            if key not in self._rgb:
+                self._rgb[key] = img
+                self._rgb_bytes += img.nbytes
+            while self._rgb_bytes > self._rgb_cache_bytes and len(self._rgb) > 1:
+                self._rgb_bytes -= self._rgb.popitem(last=False)[1].nbytes
         return img
 
     def frames_until(

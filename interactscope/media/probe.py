@@ -214,7 +214,7 @@ def _probe_open(p: Path, c: av.container.InputContainer, require_video: bool) ->
         audio_end_s=_s(ends.get(a.index)) if a is not None else None,
         fps=fps,
         audio_sample_rate=a.codec_context.sample_rate if a is not None else None,
-        audio_channels=a.codec_context.channels if a is not None else None,
+        audio_channels=a.codec_context.layout.nb_channels if a is not None else None,
         format_name=c.format.name,
         has_video=v is not None,
     )

@@ -41,7 +41,9 @@ _NAME_KEYS = ("name", "tool", "tool_name")
 _ARG_KEYS = ("arguments", "args", "parameters", "input")
 _MAX_SCAN_CHARS = 200_000
 # An object whose first key names a tool: a failed decode of it is a broken tool call.
-_CALL_HEAD = re.compile(r"""\{\s*["']?(name|tool|tool_name|function|tool_calls|tool_call)["']?\s*:""")
+_CALL_HEAD = re.compile(
+    r"""\{\s*["']?(name|tool|tool_name|function|tool_calls|tool_call)["']?\s*:"""
+)
 
 
 @dataclass(frozen=True)

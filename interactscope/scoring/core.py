@@ -140,9 +140,7 @@ def score_interaction(
         for k, tgt in enumerate(targets):
             j = matched.get(k)
             outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
-            rows.append(
-                _row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content)
-            )
+            rows.append(_row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content))
         if interaction.task == "T8-C" and not excluded:
             complete = int(result.count == len(targets))
     else:

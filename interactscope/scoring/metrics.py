@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from interactscope.schema import TASKS
@@ -40,6 +41,7 @@ __all__ = [
     "compute_metrics",
     "format_tables",
     "interactions_frame",
+    "metric_ratios",
     "targets_frame",
 ]
 
@@ -245,6 +247,47 @@ def compute_metrics(clusters: pd.DataFrame) -> dict[str, Any]:
         }
     out["output_volume"] = volume
     out["infrastructure_errors"] = int(total.get("infrastructure_errors", 0))
+    return out
+
+
+RatioArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+def metric_ratios(clusters: pd.DataFrame) -> dict[str, RatioArrays | dict[str, RatioArrays]]:
+    """The SPEC §3.3 ratios as ``(numerators, denominators, cluster labels)`` arrays, one entry per
+    (cluster, task) row — the input of :func:`interactscope.stats.bootstrap_metrics` /
+    ``paired_metrics``. The six-task mean is a mapping task -> ratio (a balanced mean).
+
+    Names: ``T1 on-time``, ``T1 joint``, ``T1 conditional``, each task's score (``T1`` … ``T7``,
+    ``T8-A``, ``T8-B``, ``T8-C``; T8 scores are timely recall), ``six-task mean``,
+    ``Complete T8-C`` (complete / episodes), ``overall`` and ``responses/min``.
+    Only tasks present in the table appear.
+    """
+
+    def arrays(rows: pd.DataFrame, num: str, den: str, scale: float = 1.0) -> RatioArrays:
+        return (
+            rows[num].to_numpy(dtype=np.float64),
+            rows[den].to_numpy(dtype=np.float64) * scale,
+            rows["cluster"].astype(str).to_numpy(),
+        )
+
+    out: dict[str, RatioArrays | dict[str, RatioArrays]] = {}
+    present = [t for t in TASKS if t in set(clusters["task"])]
+    if "T1" in present:
+        t1 = clusters[clusters["task"] == "T1"]
+        out["T1 on-time"] = arrays(t1, "on_time", "targets")
+        out["T1 joint"] = arrays(t1, "hits", "targets")
+        out["T1 conditional"] = arrays(t1, "hits", "on_time")
+    for task in present:
+        out[task] = arrays(clusters[clusters["task"] == task], "hits", "scored")
+    six = [t for t in SIX_TASKS if t in present]
+    if six:
+        out["six-task mean"] = {t: out[t] for t in six}  # type: ignore[misc]
+    if "T8-C" in present:
+        out["Complete T8-C"] = arrays(clusters[clusters["task"] == "T8-C"], "complete", "episodes")
+    if len(clusters):
+        out["overall"] = arrays(clusters, "hits", "scored")
+        out["responses/min"] = arrays(clusters, "responses", "probed_s", 1.0 / 60.0)
     return out
 
 

@@ -181,7 +181,9 @@ def score_collection(
         "metrics": metrics,
         "health": health,
     }
-    table = format_tables(metrics, model=str((run_info or {}).get("model", "run")), judge=judge.name)
+    table = format_tables(
+        metrics, model=str((run_info or {}).get("model", "run")), judge=judge.name
+    )
     if judge.approximation:
         table += f"\nNOTE: judge '{judge.name}' is an approximation: {judge.approximation}"
     return ScoreResult(tdf, idf, cdf, metrics, summary, report, table)
@@ -259,7 +261,9 @@ def score_run(
     Args:
         run_dir: a run folder (``run.json`` + responses) made by ``interactscope collect``.
         judge: a ``--judge`` string or a :class:`~interactscope.judges.Judge`.
-        cache_path: verdict cache; default ``RUN/scores/verdicts.sqlite``.
+        cache_path: verdict cache; default ``RUN/scores/verdicts.sqlite`` (also when ``out_dir``
+            puts the score files elsewhere, e.g. one folder per tolerance).
+        out_dir: where the score files go; default ``RUN/scores``.
     """
     from interactscope.runlog import RunFolder
 
@@ -284,7 +288,8 @@ def score_run(
         },
         "interactions": len(interactions),
     }
-    cache = None if judge_obj.per_item else VerdictCache(cache_path or out / "verdicts.sqlite")
+    default_cache = run_dir / "scores" / "verdicts.sqlite"
+    cache = None if judge_obj.per_item else VerdictCache(cache_path or default_cache)
     try:
         result = score_collection(
             interactions,

@@ -1,0 +1,206 @@
+"""Tiny random-weight Qwen models built from configs, for CPU tests (no download).
+
+- :func:`tiny_omni`: a Qwen2.5-Omni **thinker** (text 2 layers, hidden 64; 1-layer vision and
+  audio encoders) with a ``Qwen2_5OmniProcessor`` assembled from its components.
+- :func:`tiny_vl`: a Qwen2.5-VL (text 2 layers, hidden 64; 1-layer vision) with a
+  ``Qwen2_5_VLProcessor``.
+
+Both use a byte-level BPE tokenizer trained in-process with ``tokenizers`` and a chat template
+that renders media parts like the real checkpoints' templates. Images and videos are bounded to
+56x56..112x112 pixels so a prompt stays small.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+CORPUS = (
+    "You are an always-on assistant. The stream so far. Current stream time: t = 3.0 s. "
+    "Respond now if the request calls for it, otherwise answer exactly <SILENT>. "
+    '```json {"name": "take_photo", "arguments": {}} ``` frame at video audio user request '
+    "Start a voice memo as soon as someone starts talking. Speech heard so far."
+)
+PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 112 * 112}
+
+OMNI_SPECIAL = {
+    "pad": "<|endoftext|>",
+    "im_start": "<|im_start|>",
+    "im_end": "<|im_end|>",
+    "audio_token": "<|AUDIO|>",
+    "audio_bos_token": "<|audio_bos|>",
+    "audio_eos_token": "<|audio_eos|>",
+    "image_token": "<|IMAGE|>",
+    "video_token": "<|VIDEO|>",
+    "vision_bos_token": "<|vision_bos|>",
+    "vision_eos_token": "<|vision_eos|>",
+}
+VL_SPECIAL = {
+    "pad": "<|endoftext|>",
+    "im_start": "<|im_start|>",
+    "im_end": "<|im_end|>",
+    "image_token": "<|image_pad|>",
+    "video_token": "<|video_pad|>",
+    "vision_bos_token": "<|vision_start|>",
+    "vision_eos_token": "<|vision_end|>",
+}
+
+
+def _template(image: str, video: str, audio: str) -> str:
+    return (
+        "{% for message in messages %}<|im_start|>{{ message.role }}\n"
+        "{% if message.content is string %}{{ message.content }}{% else %}"
+        "{% for c in message.content %}{% if c.type == 'text' %}{{ c.text }}"
+        "{% elif c.type == 'image' %}" + image + "{% elif c.type == 'video' %}" + video + ""
+        "{% elif c.type == 'audio' %}" + audio + "{% endif %}{% endfor %}{% endif %}"
+        "<|im_end|>\n{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+    )
+
+
+OMNI_TEMPLATE = _template(
+    "<|vision_bos|><|IMAGE|><|vision_eos|>",
+    "<|vision_bos|><|VIDEO|><|vision_eos|>",
+    "<|audio_bos|><|AUDIO|><|audio_eos|>",
+)
+VL_TEMPLATE = _template(
+    "<|vision_start|><|image_pad|><|vision_end|>", "<|vision_start|><|video_pad|><|vision_end|>", ""
+)
+
+
+def _tokenizer(special: dict[str, str], template: str):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tokens = list(dict.fromkeys(special.values()))
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=500,
+        special_tokens=tokens,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+    )
+    tok.train_from_iterator([CORPUS] * 10, trainer)
+    extra = {k: v for k, v in special.items() if k.endswith("_token")}
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        eos_token=special["im_end"],
+        pad_token=special["pad"],
+        chat_template=template,
+        extra_special_tokens=extra,
+    )
+
+
+@lru_cache(maxsize=1)
+def tiny_omni(seed: int = 0):
+    """(model, processor) of a tiny Qwen2.5-Omni thinker; eval mode, float32, CPU."""
+    import torch
+    from transformers import (
+        Qwen2_5OmniProcessor,
+        Qwen2_5OmniThinkerConfig,
+        Qwen2_5OmniThinkerForConditionalGeneration,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+        WhisperFeatureExtractor,
+    )
+
+    tok = _tokenizer(OMNI_SPECIAL, OMNI_TEMPLATE)
+    ids = {k: tok.convert_tokens_to_ids(v) for k, v in OMNI_SPECIAL.items()}
+    processor = Qwen2_5OmniProcessor(
+        image_processor=Qwen2VLImageProcessor(size=dict(PIXELS)),
+        video_processor=Qwen2VLVideoProcessor(size=dict(PIXELS)),
+        feature_extractor=WhisperFeatureExtractor(feature_size=128),
+        tokenizer=tok,
+        chat_template=OMNI_TEMPLATE,
+    )
+    cfg = Qwen2_5OmniThinkerConfig(
+        audio_config=dict(
+            num_mel_bins=128,
+            encoder_layers=1,
+            encoder_attention_heads=2,
+            encoder_ffn_dim=64,
+            d_model=32,
+            output_dim=64,
+        ),
+        vision_config=dict(
+            depth=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            fullatt_block_indexes=[0],
+        ),
+        text_config=dict(
+            vocab_size=len(tok),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=8192,
+            rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+        ),
+        audio_token_index=ids["audio_token"],
+        image_token_index=ids["image_token"],
+        video_token_index=ids["video_token"],
+        audio_start_token_id=ids["audio_bos_token"],
+        audio_end_token_id=ids["audio_eos_token"],
+        user_token_id=ids["im_start"],
+    )
+    cfg.vision_start_token_id = ids["vision_bos_token"]
+    cfg.vision_end_token_id = ids["vision_eos_token"]
+    torch.manual_seed(seed)
+    model = Qwen2_5OmniThinkerForConditionalGeneration(cfg).eval()
+    model.generation_config.eos_token_id = ids["im_end"]
+    model.generation_config.pad_token_id = ids["pad"]
+    return model, processor
+
+
+@lru_cache(maxsize=1)
+def tiny_vl(seed: int = 0):
+    """(model, processor) of a tiny Qwen2.5-VL; eval mode, float32, CPU."""
+    import torch
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2VLImageProcessor,
+        Qwen2VLVideoProcessor,
+    )
+
+    tok = _tokenizer(VL_SPECIAL, VL_TEMPLATE)
+    ids = {k: tok.convert_tokens_to_ids(v) for k, v in VL_SPECIAL.items()}
+    processor = Qwen2_5_VLProcessor(
+        image_processor=Qwen2VLImageProcessor(size=dict(PIXELS)),
+        video_processor=Qwen2VLVideoProcessor(size=dict(PIXELS)),
+        tokenizer=tok,
+        chat_template=VL_TEMPLATE,
+    )
+    cfg = Qwen2_5_VLConfig(
+        vision_config=dict(
+            depth=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            fullatt_block_indexes=[0],
+        ),
+        text_config=dict(
+            vocab_size=len(tok),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=8192,
+            rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+        ),
+        image_token_id=ids["image_token"],
+        video_token_id=ids["video_token"],
+        vision_start_token_id=ids["vision_bos_token"],
+        vision_end_token_id=ids["vision_eos_token"],
+    )
+    torch.manual_seed(seed)
+    model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
+    model.generation_config.eos_token_id = ids["im_end"]
+    model.generation_config.pad_token_id = ids["pad"]
+    return model, processor
