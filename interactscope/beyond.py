@@ -188,7 +188,9 @@ def lenient_frame(
             for j in candidate_responses(recs, it.q):
                 if lo <= ms(recs[j].t) <= hi:
                     items.append(
-                        JudgeItem(it.id, tg.id, recs[j].t, it.query.text, tg.reference, recs[j].text)
+                        JudgeItem(
+                            it.id, tg.id, recs[j].t, it.query.text, tg.reference, recs[j].text
+                        )
                     )
     judge_obj = make_judge(judge)
     cache = None if judge_obj.per_item else VerdictCache(path / "scores" / "verdicts.sqlite")
@@ -254,7 +256,9 @@ class BeyondTable:
 EXPLICIT = ("T1 joint", "T2", "T3", "T4", "T5", "T6", "T7", "Avg(6)")
 
 
-def _frames_with(t: pd.DataFrame, i: pd.DataFrame, hit: pd.Series) -> tuple[pd.DataFrame, pd.DataFrame]:
+def _frames_with(
+    t: pd.DataFrame, i: pd.DataFrame, hit: pd.Series
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     t2 = t.copy()
     t2["hit"] = hit.to_numpy()
     return t2, i
@@ -270,6 +274,8 @@ def beyond_table(
 ) -> BeyondTable:
     """Paper rule vs lenient allocation vs latency-aware timing for each run (T1–T7 metrics),
     paired differences in pp with 95 % cluster-bootstrap intervals."""
+    from interactscope.runlog import RunFolder
+
     opts = {"n_resamples": n_resamples, "seed": seed, "confidence": confidence}
     raws, disp = [], []
     for r in runs:
@@ -285,8 +291,10 @@ def beyond_table(
         lenient = merged["hit_lenient"].fillna(merged["hit"])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            pl = paired_table((t, i), _frames_with(t, i, lenient), only=EXPLICIT, beyond=False, **opts)
-            shifted = latency_shifted(rescore(r.path, tolerance_s=tol, merge_s=merge, judge=judge).records or [])
+            pl = paired_table(
+                (t, i), _frames_with(t, i, lenient), only=EXPLICIT, beyond=False, **opts
+            )
+            shifted = latency_shifted(RunFolder(r.path).responses())
             lr = rescore(r.path, tolerance_s=tol, merge_s=merge, judge=judge, records=shifted)
             lt = lr.targets[~lr.targets["task"].str.startswith("T8")]
             pl2 = paired_table((t, i), (lt, lr.interactions), only=EXPLICIT, beyond=False, **opts)

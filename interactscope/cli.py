@@ -331,7 +331,9 @@ def observe(
 def report(
     runs: list[Path] = typer.Argument(..., help="Scored run folders (main and control runs)."),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for tables and figures."),
-    resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples / permutations."),
+    resamples: int = typer.Option(
+        10_000, "--resamples", help="Bootstrap resamples / permutations."
+    ),
     seed: int = typer.Option(0, "--seed"),
     judge: str | None = typer.Option(
         None, "--judge", help="Judge for re-scoring at other tolerances (default: each run's)."

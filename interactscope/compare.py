@@ -96,7 +96,7 @@ class ScoredRun:
 
     @property
     def model(self) -> str:
-        return str(self.manifest.get("model", self.path.name))
+        return str(self.manifest.get("model") or (self.path.name if self.path else "run"))
 
     @property
     def fingerprint(self) -> str | None:
@@ -198,6 +198,7 @@ def rescore(
     merge_s: float | None = None,
     judge: str | None = None,
     records: Sequence[Any] | None = None,
+    tasks: Sequence[str] | None = None,
 ) -> ScoredRun:
     """Score a run folder in memory (nothing written besides the verdict cache) — for tolerance
     sensitivity and re-timed responses.
@@ -208,6 +209,7 @@ def rescore(
         judge: ``--judge`` string; default the judge the run was scored with (its ``name``),
             else ``lexical``. The run's verdict cache (``scores/verdicts.sqlite``) is reused.
         records: response records to score instead of the run's own (e.g. re-timed ones).
+        tasks: score only these tasks (e.g. ``("T1",)``: the tool-set check, no judge calls).
 
     Raises:
         CompareError: not a run folder.
@@ -234,7 +236,11 @@ def rescore(
     m = folder.manifest
     bench = folder.benchmark(probe_media=False, media_errors="record")
     wanted = set(m.interaction_ids) if m.interaction_ids else None
-    inters = [i for i in bench.interactions if wanted is None or i.id in wanted]
+    inters = [
+        i
+        for i in bench.interactions
+        if (wanted is None or i.id in wanted) and (tasks is None or i.task in tasks)
+    ]
     clusters = {vid: (v.cluster or vid) for vid, v in bench.videos.items()}
     recs = list(records) if records is not None else folder.responses()
     cache = None

@@ -134,7 +134,7 @@ def scene_ablation(
     none: str | Path,
     *,
     tolerances: Sequence[float] = TOLERANCES,
-    metrics: Sequence[str] = ("T1 joint", "T1 on-time", "Avg(6)"),
+    metrics: Sequence[str] = ("T1 joint", "T1 on-time"),
     judge: str | None = None,
     n_resamples: int = B_DEFAULT,
     seed: int = 0,
@@ -143,7 +143,9 @@ def scene_ablation(
     """Scene ablation at several tolerances: ``none − full`` paired, in percentage points.
 
     Both runs are re-scored in memory at each δ (seconds) with the judge they were scored with
-    (or ``judge``). Rows: ``tolerance_s, metric, full, full_low, full_high, none, none_low,
+    (or ``judge``); with only T1 metrics (the paper's Figure 3, the default) only the T1
+    interactions are re-scored, by the tool-set check, so no judge is called. Other metric
+    names of :func:`interactscope.compare.metric_ratios` (e.g. ``Avg(6)``) re-score every task. Rows: ``tolerance_s, metric, full, full_low, full_high, none, none_low,
     none_high, diff, diff_low, diff_high`` (values in %, differences in pp).
 
     Raises:
@@ -154,9 +156,10 @@ def scene_ablation(
     rows = []
     notes: list[str] = []
     ra = rb = None
+    tasks = ("T1",) if all(m.startswith("T1") for m in metrics) else None
     for tol in tolerances:
-        ra = rescore(full_p, tolerance_s=float(tol), judge=judge)
-        rb = rescore(none_p, tolerance_s=float(tol), judge=judge)
+        ra = rescore(full_p, tolerance_s=float(tol), judge=judge, tasks=tasks)
+        rb = rescore(none_p, tolerance_s=float(tol), judge=judge, tasks=tasks)
         if tol == tolerances[0]:
             if _setting(rb, "scene", "full") != "none":
                 raise CompareError(f"{none_p} was not collected with --set scene=none")

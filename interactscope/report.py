@@ -245,7 +245,9 @@ def assistance_table(
         parts = []
         for k, x in seqs.items():
             p = _permutation(x, n_permutations, seed)
-            parts.append(f"{p.observed}/{p.n} (K={k}; perm. E={p.expected:.2f} [{p.low:g}, {p.high:g}])")
+            parts.append(
+                f"{p.observed}/{p.n} (K={k}; perm. E={p.expected:.2f} [{p.low:g}, {p.high:g}])"
+            )
             long = pd.concat(
                 [
                     long,
@@ -285,6 +287,10 @@ def volume_table(metrics: pd.DataFrame, runs: Sequence[str]) -> tuple[pd.DataFra
 
 
 def _latex(df: pd.DataFrame, caption: str) -> str:
+    """``DataFrame.to_latex`` (cells escaped by pandas; the caption, which pandas leaves as is,
+    escaped here so "%" does not start a LaTeX comment)."""
+    for ch in ("\\", "%", "&", "_", "#", "$"):
+        caption = caption.replace(ch, "\\" + ch if ch != "\\" else r"\textbackslash{}")
     return df.to_latex(index=False, escape=True, caption=caption, column_format="l" * df.shape[1])
 
 
@@ -308,7 +314,9 @@ def _save(fig: Any, out: Path, name: str) -> list[Path]:
     return paths
 
 
-def tolerance_figure(curves: pd.DataFrame, out: Path, name: str = "fig_scene_tolerance") -> list[Path]:
+def tolerance_figure(
+    curves: pd.DataFrame, out: Path, name: str = "fig_scene_tolerance"
+) -> list[Path]:
     """Figure 3 (left): T1 joint accuracy (%) by tolerance δ, with (solid) and without (dashed)
     scene input. ``curves``: ``model, scene, tolerance_s, estimate, low, high``."""
     plt = _plt()
@@ -318,10 +326,16 @@ def tolerance_figure(curves: pd.DataFrame, out: Path, name: str = "fig_scene_tol
     n = max(1, len(models))
     for i, model in enumerate(models):
         for scene, style in (("full", "-"), ("none", "--")):
-            c = curves[(curves["model"] == model) & (curves["scene"] == scene)].sort_values("tolerance_s")
+            c = curves[(curves["model"] == model) & (curves["scene"] == scene)].sort_values(
+                "tolerance_s"
+            )
             if c.empty:
                 continue
-            x = c["tolerance_s"].to_numpy() + (i - (n - 1) / 2) * 0.06 + (0.02 if scene == "none" else 0)
+            x = (
+                c["tolerance_s"].to_numpy()
+                + (i - (n - 1) / 2) * 0.06
+                + (0.02 if scene == "none" else 0)
+            )
             y = c["estimate"].to_numpy()
             err = np.vstack([y - c["low"].to_numpy(), c["high"].to_numpy() - y])
             ax.errorbar(
@@ -341,7 +355,9 @@ def tolerance_figure(curves: pd.DataFrame, out: Path, name: str = "fig_scene_tol
     ax.set_ylabel("T1 joint time–tool accuracy (%)")
     ax.set_ylim(-5, 105)
     ax.grid(alpha=0.3)
-    ax.set_title("Score by tolerance, with and without scene input\n(95% cluster-bootstrap intervals)")
+    ax.set_title(
+        "Score by tolerance, with and without scene input\n(95% cluster-bootstrap intervals)"
+    )
     if len(curves):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     else:
@@ -349,7 +365,9 @@ def tolerance_figure(curves: pd.DataFrame, out: Path, name: str = "fig_scene_tol
     return _save(fig, out, name)
 
 
-def sequence_figure(panels: list[dict[str, Any]], out: Path, name: str = "fig_sequences") -> list[Path]:
+def sequence_figure(
+    panels: list[dict[str, Any]], out: Path, name: str = "fig_sequences"
+) -> list[Path]:
     """Figure 6: per run and sequence group, step-k coverage (episodes with step k matched, of n)
     and complete sequences, observed vs the permutation expectation with its 95 % reference
     interval. ``panels``: dicts ``run, task, k, outcomes`` (n × K 0/1) and ``perm``."""
@@ -463,6 +481,8 @@ def build_report(
         raise CompareError("no runs given")
     _unique_labels(scored)
     pairing = pair_runs(scored)
+    # main runs first (given order), then the control runs
+    scored.sort(key=lambda r: pairing["roles"][r.label] != "main")
     benches = sorted({str(r.fingerprint) for r in scored})
     roles = pairing["roles"]
     rep = Report(out)
@@ -494,7 +514,9 @@ def build_report(
         note="T1 Cond. = joint / on-time; Avg(6) = unweighted mean of T1, T2, T3, T4, T6, T7 "
         "present; T5 reported apart. — = no targets.",
     )
-    rep.add_table("failure_breakdown", "Failure breakdown (counts of targets)", failure_table(scored))
+    rep.add_table(
+        "failure_breakdown", "Failure breakdown (counts of targets)", failure_table(scored)
+    )
 
     # Table 3
     disp, raw = assistance_table(metrics, scored, n_permutations=n_resamples, seed=seed)
@@ -533,7 +555,9 @@ def build_report(
             }
             sub = bf.table[bf.table["predictor"] == p_row.predictor]
             for x in sub.itertuples():
-                row[f"joint @ q+{x.delay_s:g} s"] = format_interval(x.joint, x.joint_low, x.joint_high)
+                row[f"joint @ q+{x.delay_s:g} s"] = format_interval(
+                    x.joint, x.joint_low, x.joint_high
+                )
             prior_rows[p_row.predictor] = row
     if prior_rows:
         rep.add_table(
@@ -556,7 +580,7 @@ def build_report(
         if roles[r.label] not in ("main", "scene-none") or not (r.targets["task"] == "T1").any():
             continue
         for tol in tolerances:
-            rs = rescore(r.path, tolerance_s=float(tol), judge=judge)
+            rs = rescore(r.path, tolerance_s=float(tol), judge=judge, tasks=("T1",))
             t = run_table(rs, **opts)
             row = t[t["metric"] == "T1 joint"].iloc[0]
             curves.append(
@@ -570,12 +594,16 @@ def build_report(
                     "high": row["high"],
                 }
             )
-    curves_df = pd.DataFrame(curves, columns=["model", "run", "scene", "tolerance_s", "estimate", "low", "high"])
+    curves_df = pd.DataFrame(
+        curves, columns=["model", "run", "scene", "tolerance_s", "estimate", "low", "high"]
+    )
     # a request-only curve is drawn in the colour of its main run
     for role, main, ctl in pairing["pairs"]:
         if role == "scene-none":
             curves_df.loc[curves_df["run"] == ctl.label, "model"] = main.label
-            sa = controls.scene_ablation(main.path, ctl.path, tolerances=tolerances, judge=judge, **opts)
+            sa = controls.scene_ablation(
+                main.path, ctl.path, tolerances=tolerances, judge=judge, **opts
+            )
             scene_tables.append(sa.table.assign(full_run=main.label, none_run=ctl.label))
     for r in none_runs:
         if not any(p[2] is r for p in pairing["pairs"]):
@@ -590,14 +618,21 @@ def build_report(
                 "request only": st["none_run"],
                 "δ (s)": st["tolerance_s"].map(lambda x: f"{x:g}"),
                 "metric": st["metric"],
-                "with scene %": [format_interval(r.full, r.full_low, r.full_high) for r in st.itertuples()],
-                "request only %": [format_interval(r.none, r.none_low, r.none_high) for r in st.itertuples()],
+                "with scene %": [
+                    format_interval(r.full, r.full_low, r.full_high) for r in st.itertuples()
+                ],
+                "request only %": [
+                    format_interval(r.none, r.none_low, r.none_high) for r in st.itertuples()
+                ],
                 "Δ none − full (pp)": [
-                    format_interval(r.diff, r.diff_low, r.diff_high, signed=True) for r in st.itertuples()
+                    format_interval(r.diff, r.diff_low, r.diff_high, signed=True)
+                    for r in st.itertuples()
                 ],
             }
         )
-        rep.add_table("scene_ablation", "Scene ablation by tolerance (paired, pp [95% CI])", disp, st)
+        rep.add_table(
+            "scene_ablation", "Scene ablation by tolerance (paired, pp [95% CI])", disp, st
+        )
     else:
         skipped.append("scene_ablation: no (main, scene=none) pair of the same model")
 
@@ -611,7 +646,15 @@ def build_report(
             for k, x in sequence_outcomes(r, task).items():
                 if k < 2:
                     continue
-                panels.append({"run": r.label, "task": task, "k": k, "outcomes": x, "perm": _permutation(x, n_resamples, seed)})
+                panels.append(
+                    {
+                        "run": r.label,
+                        "task": task,
+                        "k": k,
+                        "outcomes": x,
+                        "perm": _permutation(x, n_resamples, seed),
+                    }
+                )
     rep.files["fig_sequences"] = sequence_figure(panels, out)
     if panels:
         pd.DataFrame(
@@ -660,12 +703,18 @@ def build_report(
             meta={"controls": [p.meta for p in policy_tables]},
         )
         rep.files[name] = sorted(paths.values())
-        rep.markdown.append("## History and cooldown controls on T8-A (control − plain)\n\n" + disp + "\n")
+        rep.markdown.append(
+            "## History and cooldown controls on T8-A (control − plain)\n\n" + disp + "\n"
+        )
     else:
         skipped.append("table10_policy: no history/cooldown run paired with a main run")
 
     # Decision schedule
-    sched = [controls.schedule_control(m, c, **opts) for role, m, c in pairing["pairs"] if role == "schedule"]
+    sched = [
+        controls.schedule_control(m, c, **opts)
+        for role, m, c in pairing["pairs"]
+        if role == "schedule"
+    ]
     if sched:
         for i, s in enumerate(sched):
             name = "schedule" if len(sched) == 1 else f"schedule_{i + 1}"
@@ -696,18 +745,28 @@ def build_report(
 
     rep.meta = {
         "runs": [{**r.describe(), "role": roles[r.label]} for r in scored],
-        "pairs": [{"role": role, "main": m.label, "control": c.label} for role, m, c in pairing["pairs"]],
+        "pairs": [
+            {"role": role, "main": m.label, "control": c.label} for role, m, c in pairing["pairs"]
+        ],
         "unpaired": pairing["unpaired"],
         "skipped": skipped,
         "options": {**opts, "tolerances_s": list(tolerances), "delays_s": list(delays)},
         "files": {k: [p.name for p in v] for k, v in rep.files.items()},
     }
-    (out / "report.json").write_text(json.dumps(rep.meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    head = "# interactscope report\n\nRuns: " + ", ".join(f"`{r.label}` ({roles[r.label]})" for r in scored)
+    (out / "report.json").write_text(
+        json.dumps(rep.meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
+    head = "# interactscope report\n\nRuns: " + ", ".join(
+        f"`{r.label}` ({roles[r.label]})" for r in scored
+    )
     skipped_md = "\n".join(f"- {s}" for s in skipped)
     figs = "\n\n## Figures\n\n![score by tolerance](fig_scene_tolerance.png)\n\n![sequences](fig_sequences.png)\n"
     (out / "report.md").write_text(
-        head + "\n\n" + "\n".join(rep.markdown) + figs + ("\n## Skipped\n\n" + skipped_md + "\n" if skipped else ""),
+        head
+        + "\n\n"
+        + "\n".join(rep.markdown)
+        + figs
+        + ("\n## Skipped\n\n" + skipped_md + "\n" if skipped else ""),
         encoding="utf-8",
     )
     return rep

@@ -520,6 +520,37 @@ def test_real_server_that_drops_audio_is_caught(smollm2_server, tmp_path, monkey
     assert check["prompt_tokens_with_audio"] == check["prompt_tokens_without_audio"] > 0
 
 
+@pytest.mark.slow
+def test_real_server_collect_end_to_end(smollm2_server, tmp_path, monkeypatch) -> None:
+    """``run_collect`` with an ``openai`` model config over the demo benchmark's first
+    interaction (scene=none: request text only), answered by the real loopback server: one
+    record per decision point, none failed, tokens counted, the key never in run.json."""
+    from interactscope.collect import run_collect
+
+    monkeypatch.setenv(URL_ENV, smollm2_server["url"])
+    monkeypatch.setenv(KEY_ENV, SECRET)
+    cfg = tmp_path / "smollm2-serve.yaml"
+    cfg.write_text(
+        "backend: openai\n"
+        f"model: {smollm2_server['model']}\n"
+        f"base_url_env: {URL_ENV}\n"
+        f"api_key_env: {KEY_ENV}\n"
+        "generation: {max_new_tokens: 6}\n"
+        "max_concurrency: 4\n"
+        "settings: {scene: none}\n"
+    )
+    demo = Path(__file__).resolve().parents[1] / "annotations" / "demo"
+    out = tmp_path / "run"
+    summary = run_collect(model=str(cfg), bench=demo, out=out, limit=1, progress=False)
+    assert summary.written == summary.decision_points > 0 and summary.errors == 0
+    assert summary.prompt_tokens > 0 and summary.completion_tokens > 0
+    records = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
+    assert len(records) == summary.decision_points
+    assert all(r["error"] is None and r["prompt_tokens"] for r in records)
+    manifest = (out / "run.json").read_text()
+    assert SECRET not in manifest and KEY_ENV in manifest
+
+
 # --------------------------------------------------------------------------- real prompt pipeline
 
 

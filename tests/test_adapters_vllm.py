@@ -297,7 +297,7 @@ def test_video_mode_pads_to_even(fake_vllm, monkeypatch, tmp_path, n_frames) -> 
     (inp,) = FakeLLM.instances[-1].calls[-1]
     (video,) = inp["multi_modal_data"]["video"]
     assert video.shape[0] == n_frames + n_frames % 2
-    assert inp["mm_processor_kwargs"] == {"fps": 1.0}
+    assert inp["mm_processor_kwargs"] == {"do_sample_frames": False, "fps": 1.0}
     assert "image" not in inp["multi_modal_data"]
     np.testing.assert_array_equal(video[-1], frame(n_frames - 1))
     assert inp["prompt"].count("<|VIDEO|>") == 1 and "<|IMAGE|>" not in inp["prompt"]
@@ -400,6 +400,168 @@ def test_zero_audio_attachments_and_audio_window(fake_vllm, monkeypatch, tmp_pat
     full = fake_messages(make_request(tmp_path, 5.0))[1]["content"][-2]["audio"]
     np.testing.assert_array_equal(wave, full[-2 * SR :])
     assert outs[1].extra["audio_dropped_s"] == 3.0
-    assert second["mm_processor_kwargs"] == {"max_pixels": 200704, "fps": 1.0}
+    assert second["mm_processor_kwargs"] == {
+        "max_pixels": 200704,
+        "do_sample_frames": False,
+        "fps": 1.0,
+    }
     assert FakeLLM.instances[-1].kwargs["mm_processor_kwargs"] == {"max_pixels": 200704}
     assert adapter.max_pixels == 200704
+
+
+def test_real_qwen_omni_processor_accepts_the_engine_input(fake_vllm, tmp_path, av_clip) -> None:
+    """With a (tiny) Qwen2.5-Omni processor saved as the checkpoint, the chat template comes from
+    the processor, and the processor itself (which vLLM runs on these inputs) accepts the prompt
+    and ``multi_modal_data``: one placeholder per item. Preflight's estimate bounds the real
+    length from above, within a few tokens per item."""
+    pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    pytest.importorskip("transformers")
+    from tiny_qwen import PIXELS, tiny_omni
+
+    from interactscope.adapters.vllm_backend import VLLMAdapter
+    from interactscope.protocol.observation import Observer
+
+    _, processor = tiny_omni()
+    ckpt = tmp_path / "tiny-omni"
+    processor.save_pretrained(ckpt)
+    settings = Settings()
+    adapter = VLLMAdapter(
+        "tiny-omni",
+        {
+            "backend": "vllm",
+            "checkpoint": str(ckpt),
+            "generation": {"max_new_tokens": 32},
+            "token_estimate": {
+                "min_pixels": PIXELS["shortest_edge"],
+                "max_pixels": PIXELS["longest_edge"],
+            },
+        },
+        settings,
+    )
+    t = 3.5
+    request = make_request(tmp_path, t)
+    request.observation = Observer(av_clip, settings, bench_root=av_clip.parent).observe(
+        t, request.interaction
+    )
+    report = adapter.preflight([request])
+    assert adapter.describe()["chat_template_source"] == "processor"
+    # the audio window comes from the processor's feature extractor (Whisper: n_samples)
+    assert adapter._audio_window() == processor.feature_extractor.n_samples
+
+    adapter.respond(request)
+    (inp,) = FakeLLM.instances[-1].calls[-1]
+    mm = inp["multi_modal_data"]
+    assert len(mm["image"]) == 4 and len(mm["audio"]) == 1
+    enc = processor(
+        text=[inp["prompt"]],
+        images=mm["image"],
+        audio=[w for w, _ in mm["audio"]],
+        return_tensors="np",
+    )
+    ids = enc["input_ids"][0].tolist()
+    tok = processor.tokenizer
+    n_audio = ids.count(tok.convert_tokens_to_ids("<|AUDIO|>"))
+    assert abs(n_audio - t * 25) <= 1  # the audio is in the prompt: 25 tokens per second
+    real = len(ids) + 32
+    n_items = len(mm["image"]) + len(mm["audio"])
+    assert real <= report.worst_tokens <= real + 2 * n_items
+
+
+def _vllm_configs() -> list[str]:
+    from interactscope.adapters.registry import available_models, load_model_config
+
+    return [n for n in available_models() if load_model_config(n)[1].get("backend") == "vllm"]
+
+
+@pytest.mark.parametrize("name", _vllm_configs())
+def test_shipped_qwen_configs_drive_the_engine(fake_vllm, monkeypatch, tmp_path, name) -> None:
+    """The shipped Qwen configs (keys shared with the transformers backend) load through the
+    registry and reach the engine: limits, context, engine args, video items (with metadata for
+    Qwen3-VL), every frame count from 1 to 32."""
+    from interactscope.adapters.registry import build_adapter, load_model_config
+    from interactscope.settings import apply_overrides
+
+    _, cfg = load_model_config(name)
+    settings = Settings(**apply_overrides(Settings().model_dump(), cfg.get("settings") or {}))
+    adapter = build_adapter(name, {**cfg, "template": "tokenizer"}, settings)
+
+    def messages(r: DecisionRequest) -> list[dict[str, Any]]:
+        msgs = fake_messages(r)
+        if settings.audio.mode != "native":  # e.g. Qwen3-VL: speech as transcript text
+            msgs[1]["content"] = [p for p in msgs[1]["content"] if p["type"] != "audio"]
+        return msgs
+
+    monkeypatch.setattr(adapter, "_messages", messages)
+    outs = adapter.respond_batch([make_request(tmp_path, k - 0.5) for k in range(1, 33)])
+    assert all(isinstance(o, AdapterOutput) for o in outs), outs
+    llm = FakeLLM.instances[-1]
+    limits = cfg["limits"]
+    assert llm.kwargs["limit_mm_per_prompt"] == limits["limit_mm_per_prompt"]
+    assert llm.kwargs["max_model_len"] == limits["max_model_len"]
+    for key, value in cfg["vllm"]["engine_args"].items():
+        assert llm.kwargs[key] == value
+    for k, inp in enumerate(llm.calls[-1], start=1):
+        (video,) = inp["multi_modal_data"]["video"]
+        if "qwen3-vl" in name:
+            video, meta = video
+            assert meta["frames_indices"][:k] == list(range(k)) and meta["fps"] == 1.0
+            assert len(meta["frames_indices"]) == video.shape[0]
+            assert inp["mm_processor_kwargs"]["do_sample_frames"] is False
+        assert video.shape[0] == k + k % 2
+        assert outs[k - 1].extra["frames_true"] == k
+
+
+def test_prepare_preflights_every_interaction(fake_vllm, monkeypatch, tmp_path) -> None:
+    """``prepare(bench)`` (called by the driver before collection) checks the last decision point
+    of every interaction: ``synthetic`` (probe only) agrees with ``decode`` (real observation),
+    and a context too small fails before the run with the interaction and t named."""
+    from foundation_fixtures import interaction, write_bench
+
+    from interactscope.adapters.vllm_backend import VLLMAdapter
+    from interactscope.bench import load_benchmark
+
+    root = write_bench(
+        tmp_path / "bench",
+        [
+            interaction("a", q=1.0),
+            interaction(
+                "b",
+                task="T1",
+                q=2.0,
+                targets=[{"id": "k1", "time_s": 4.0, "tools": ["take_photo"]}],
+            ),
+        ],
+    )
+    bench = load_benchmark(root)
+    reports = {}
+    for mode in ("synthetic", "decode"):
+        adapter = VLLMAdapter(
+            "q",
+            {
+                "backend": "vllm",
+                "checkpoint": "Qwen/Qwen2.5-Omni-7B",
+                "template": "tokenizer",
+                "preflight": {"on_prepare": mode, "reduce_pixels": False},
+            },
+            Settings(),
+        )
+        adapter.prepare(bench)
+        reports[mode] = adapter.describe()["preflight"]
+        assert reports[mode]["checked"] == 2 and not reports[mode]["reduced"]
+    syn, dec = reports["synthetic"]["worst_tokens"], reports["decode"]["worst_tokens"]
+    assert abs(syn - dec) <= 0.02 * dec, (syn, dec)
+
+    tight = VLLMAdapter(
+        "q",
+        {
+            "backend": "vllm",
+            "checkpoint": "Qwen/Qwen2.5-Omni-7B",
+            "template": "tokenizer",
+            "max_model_len": 1500,
+            "preflight": {"reduce_pixels": False},
+        },
+        Settings(),
+    )
+    with pytest.raises(AdapterError, match=r"interaction [ab] t=7\.\d+s.*max_model_len=1500"):
+        tight.prepare(bench)

@@ -14,12 +14,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-CORPUS = (
-    "You are an always-on assistant. The stream so far. Current stream time: t = 3.0 s. "
-    "Respond now if the request calls for it, otherwise answer exactly <SILENT>. "
-    '```json {"name": "take_photo", "arguments": {}} ``` frame at video audio user request '
-    "Start a voice memo as soon as someone starts talking. Speech heard so far."
-)
+def _corpus() -> list[str]:
+    """The prompt wording itself, so the tiny BPE compresses real prompts to few tokens."""
+    from dataclasses import astuple
+
+    from interactscope.protocol.prompts import TEMPLATES
+
+    words = [str(x) for tp in TEMPLATES.values() for x in astuple(tp)]
+    words += [
+        '```json {"name": "take_photo", "arguments": {}} ``` 0.0 s 1.0 s 2.5 s 7.6 s 12.0 s',
+        "Start a voice memo as soon as someone starts talking. request a Take a photo.",
+        "Parameters (JSON Schema): {\"properties\": {}, \"type\": \"object\"}",
+    ]
+    return words * 5
 PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 112 * 112}
 
 OMNI_SPECIAL = {
@@ -75,11 +82,11 @@ def _tokenizer(special: dict[str, str], template: str):
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     trainer = trainers.BpeTrainer(
-        vocab_size=500,
+        vocab_size=1500,
         special_tokens=tokens,
         initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
     )
-    tok.train_from_iterator([CORPUS] * 10, trainer)
+    tok.train_from_iterator(_corpus(), trainer)
     extra = {k: v for k, v in special.items() if k.endswith("_token")}
     return PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -108,7 +115,8 @@ def tiny_omni(seed: int = 0):
     processor = Qwen2_5OmniProcessor(
         image_processor=Qwen2VLImageProcessor(size=dict(PIXELS)),
         video_processor=Qwen2VLVideoProcessor(size=dict(PIXELS)),
-        feature_extractor=WhisperFeatureExtractor(feature_size=128),
+        # a 10 s window (Whisper's default is 30 s) keeps the audio encoder cheap
+        feature_extractor=WhisperFeatureExtractor(feature_size=128, chunk_length=10),
         tokenizer=tok,
         chat_template=OMNI_TEMPLATE,
     )

@@ -28,7 +28,8 @@ appends only the new frames, the new audio samples and new transcript words, and
 answer stays in the conversation as an assistant turn (the whole conversation is re-encoded at
 each step; no KV-cache reuse across steps).
 
-Config keys (``configs/models/NAME.yaml``; ``settings.adapter`` overrides any of them):
+Config keys (``configs/models/NAME.yaml``: top level, or inside ``limits:`` / ``transformers:``;
+``settings.adapter`` overrides any of them):
 ``checkpoint`` (hub id or local folder; found through ``HF_HOME``, never downloaded when
 ``HF_HUB_OFFLINE=1``), ``family`` (``omni`` | ``vl``, default from ``model_type``), ``device``
 (default ``cuda`` if available else ``cpu``), ``dtype`` (default ``bfloat16`` on GPU, ``float32``
@@ -101,10 +102,16 @@ class Rendered:
 
 
 def _opt(adapter: TransformersAdapter, key: str, default: Any = None) -> Any:
+    """``settings.adapter[key]``, else the config's top level, ``limits:`` or ``transformers:``
+    group (the same file can serve the ``vllm`` backend, whose options live beside)."""
     over = adapter.settings.adapter or {}
     if key in over:
         return over[key]
-    return adapter.config.get(key, default)
+    cfg = adapter.config
+    for group in (cfg, cfg.get("limits") or {}, cfg.get("transformers") or {}):
+        if key in group:
+            return group[key]
+    return default
 
 
 def _fps_of(pts: list[float]) -> float:
@@ -212,9 +219,8 @@ class TransformersAdapter(Adapter):
         except TypeError:
             kwargs.pop("enable_audio_output", None)
             model = cls.from_pretrained(ckpt, **kwargs)
-        self.processor = AutoProcessor.from_pretrained(
-            ckpt, trust_remote_code=trust, **(_opt(self, "processor_kwargs", {}) or {})
-        )
+        pkw = _opt(self, "processor_kwargs") or _opt(self, "mm_processor_kwargs") or {}
+        self.processor = AutoProcessor.from_pretrained(ckpt, trust_remote_code=trust, **pkw)
         self.model = model.to(device).eval()
         self.family = self.family or family
         self._finish_load()

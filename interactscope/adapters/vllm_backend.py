@@ -1,4 +1,4 @@
-"""Backend ``vllm``: the offline ``vllm.LLM`` engine (GPU only; extra ``[vllm]``; SPEC §2, issue 5).
+"""Backend ``vllm``: the offline ``vllm.LLM`` engine (GPU only, extra ``[vllm]``; SPEC §2).
 
 Offline Probing is embarrassingly parallel: :meth:`VLLMAdapter.respond_batch` sends every request
 of a batch in one ``llm.generate`` call, with prefix caching on (the shared system prompt and the
@@ -32,6 +32,10 @@ also be given in ``settings.adapter``, which wins):
 ``videos_kwargs``
     ``frames_as: video`` only: added to the per-prompt processor kwargs (``fps`` defaults to the
     frames' rate: 1 Hz, or the spacing of the ``uniform`` cap).
+``video_metadata`` (``auto`` | true | false; ``auto``: true for Qwen3-VL checkpoints)
+    Send each video as ``(frames, metadata)`` (``fps`` 1, ``frames_indices`` = the frames' stream
+    seconds, ``do_sample_frames`` false): vLLM's Qwen3-VL requires it and derives the frame
+    timestamps from it.
 ``audio_window_s``
     Longest audio item in seconds; a longer causal waveform keeps its most recent window
     (``extra["audio_dropped_s"]``). Default: the processor's feature-extractor window
@@ -47,10 +51,15 @@ also be given in ``settings.adapter``, which wins):
 ``token_estimate``
     Preflight's multimodal token model (Qwen defaults): ``patch_px`` 28 (a token per 28×28 pixels
     after the processor's resize), ``min_pixels`` 3136, ``max_pixels`` 12845056 (or
-    ``mm_processor_kwargs.max_pixels``), ``audio_tokens_per_s`` 25, ``per_item_overhead`` 2.
+    ``mm_processor_kwargs.max_pixels``), ``audio_tokens_per_s`` 25, ``per_item_overhead`` 0
+    (each placeholder token is also counted with the text, so the estimate errs high by about one
+    token per item).
 ``preflight.reduce_pixels`` (default true), ``preflight.min_side`` (default 224 px)
     Whether preflight may lower the frames' long side (a run-wide ``max_side``, recorded in
     :meth:`describe` and on every output) to fit the context, and how far.
+``preflight.on_prepare`` (``synthetic`` | ``decode`` | ``off``, default ``synthetic``)
+    How :meth:`VLLMAdapter.prepare` builds the largest request of each interaction before the
+    run (see there).
 
 Errors: a missing ``vllm`` package raises :class:`AdapterError` at construction. An engine
 exception fails only the requests it concerns: the batch is retried one request at a time and each
@@ -68,6 +77,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from interactscope.adapters.base import Adapter, AdapterError, AdapterOutput, DecisionRequest
+from interactscope.schema import ResponseRecord
 from interactscope.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -122,6 +132,32 @@ def _fps_of(pts: list[float]) -> float:
         return 1.0
     span = pts[-1] - pts[0]
     return 1.0 if span <= 0 else max(1e-3, (len(pts) - 1) / span)
+
+
+def _video_metadata(pts: list[float], n_sent: int) -> dict[str, Any]:
+    """vLLM video metadata for frames decoded at 1 fps and shown at stream times ``pts`` (s):
+    frame indices on a 1 Hz grid, so the model's timestamps (index / fps) are the stream times;
+    the padding frame repeats the newest index. Needed by Qwen3-VL (``video_needs_metadata``)."""
+    idx = [int(round(p)) for p in pts]
+    idx += [idx[-1]] * (n_sent - len(idx))
+    total = idx[-1] + 1
+    return {
+        "fps": 1.0,
+        "duration": float(total),
+        "total_num_frames": total,
+        "frames_indices": idx,
+        "video_backend": "opencv",
+        "do_sample_frames": False,
+    }
+
+
+def _shapes_only(built: _Built) -> _Built:
+    """The same request with its arrays replaced by zero-memory views of the same shapes
+    (preflight keeps only what its estimate needs)."""
+    built.images = [np.broadcast_to(np.uint8(0), im.shape) for im in built.images]
+    built.videos = [[np.broadcast_to(np.uint8(0), f.shape) for f in v] for v in built.videos]
+    built.audios = [(np.broadcast_to(np.float32(0), w.shape), sr) for w, sr in built.audios]
+    return built
 
 
 def _downscale(image: np.ndarray, max_side: int | None) -> np.ndarray:
@@ -210,6 +246,10 @@ class VLLMAdapter(Adapter):
             self._opt("mm_processor_kwargs") or self._opt("processor_kwargs") or {}
         )
         self.videos_kwargs = dict(self._opt("videos_kwargs") or {})
+        meta = self._opt("video_metadata", "auto")
+        if meta == "auto":
+            meta = any(k in self.checkpoint.lower() for k in ("qwen3-vl", "qwen3_vl"))
+        self.video_metadata = bool(meta)
         self.template = str(self._opt("template", "auto"))
         gen = dict(self.config.get("generation") or {})
         gen.update(self.settings.adapter.get("generation") or {})
@@ -226,10 +266,12 @@ class VLLMAdapter(Adapter):
             est.get("max_pixels", self.mm_processor_kwargs.get("max_pixels", 12845056))
         )
         self.audio_tokens_per_s = float(est.get("audio_tokens_per_s", 25.0))
-        self.per_item_overhead = int(est.get("per_item_overhead", 2))
+        self.per_item_overhead = int(est.get("per_item_overhead", 0))
         pre = dict(self._opt("preflight") or {})
         self.reduce_pixels = bool(pre.get("reduce_pixels", True))
         self.min_side = int(pre.get("min_side", 224))
+        self.preflight_mode = str(pre.get("on_prepare", "synthetic"))
+        self._probe_cache: dict[Any, Any] = {}
         self.max_side: int | None = settings.frames.max_side
         self._preflight: PreflightReport | None = None
         self._llm: Any = None
@@ -253,6 +295,7 @@ class VLLMAdapter(Adapter):
             "max_model_len": self.max_model_len,
             "limit_mm_per_prompt": self.limit_mm_per_prompt,
             "frames_as": self.frames_as,
+            "video_metadata": self.video_metadata,
             "mm_processor_kwargs": self.mm_processor_kwargs,
             "max_new_tokens": self.max_new_tokens,
             "temperature": self.temperature,
@@ -439,13 +482,21 @@ class VLLMAdapter(Adapter):
         return np.stack([f[:h, :w] for f in frames])
 
     def engine_input(self, built: _Built) -> dict[str, Any]:
-        """The ``llm.generate`` prompt dict: ``prompt``, ``multi_modal_data`` (and
-        ``mm_processor_kwargs``: the configured ones, plus ``fps`` of the frames in video mode)."""
+        """The ``llm.generate`` prompt dict: ``prompt``, ``multi_modal_data`` and
+        ``mm_processor_kwargs`` (the configured ones; in video mode also ``videos_kwargs`` and
+        the frames' ``fps``, or, with ``video_metadata``, per-video metadata instead)."""
         mm: dict[str, Any] = {}
         if built.images:
             mm["image"] = list(built.images)
         if built.videos:
-            mm["video"] = [self._video(v) for v in built.videos]
+            arrays = [self._video(v) for v in built.videos]
+            if self.video_metadata:
+                mm["video"] = [
+                    (arr, _video_metadata(pts, arr.shape[0]))
+                    for arr, pts in zip(arrays, built.video_pts, strict=True)
+                ]
+            else:
+                mm["video"] = arrays
         if built.audios:
             mm["audio"] = list(built.audios)
         out: dict[str, Any] = {"prompt": built.prompt}
@@ -454,12 +505,129 @@ class VLLMAdapter(Adapter):
         kwargs = dict(self.mm_processor_kwargs)
         if built.videos:
             kwargs.update(self.videos_kwargs)
-            kwargs.setdefault("fps", _fps_of(built.video_pts[0]))
+            kwargs.setdefault("do_sample_frames", False)  # our frames are already the sample
+            if not self.video_metadata:
+                kwargs.setdefault("fps", _fps_of(built.video_pts[0]))
         if kwargs:
             out["mm_processor_kwargs"] = kwargs
         return out
 
     # -- preflight -----------------------------------------------------------------------------
+
+    def prepare(self, bench: Any) -> None:
+        """Run :meth:`preflight` before collection on the largest request of every interaction
+        (its last decision point), built as ``preflight.on_prepare`` says:
+
+        - ``synthetic`` (default): from the probed frame size and the settings, without decoding
+          (``frames.max`` frames, round(t·16000) audio samples, ~2.5 words/s of transcript in
+          ``asr`` mode, ``history.n`` 40-word responses, image attachments counted as 448 px);
+        - ``decode``: the real causal observation (exact; decodes every video once more);
+        - ``off``: no preflight.
+
+        Raises:
+            AdapterError: from :meth:`preflight`, naming the interaction and ``t``.
+        """
+        mode = str(self.preflight_mode)
+        if mode == "off" or not bench.interactions:
+            return
+        if mode not in ("synthetic", "decode"):
+            raise AdapterError("preflight.on_prepare must be synthetic, decode or off")
+        from interactscope.protocol.driver import interaction_grid
+
+        requests = []
+        observer: Any = None
+        for it in sorted(bench.interactions, key=lambda i: i.video_id):
+            video = bench.video_of(it)
+            if video.id in bench.media_errors:
+                continue
+            t = interaction_grid(bench, it, self.settings)[-1]
+            obs = None
+            if self.needs_media and self.settings.scene != "none":
+                if mode == "decode":
+                    from interactscope.protocol.observation import Observer
+
+                    if observer is None or observer.path != bench.media_path(video):
+                        if observer is not None:
+                            observer.close()
+                        observer = Observer(
+                            bench.media_path(video), self.settings, bench_root=bench.root
+                        )
+                    obs = observer.observe(t, it)
+                else:
+                    obs = self._synthetic_observation(bench, it, t)
+            history = [
+                ResponseRecord(
+                    interaction_id=it.id, t=t, text=" ".join(["word"] * 40), silent=False
+                )
+                for _ in range(self.settings.history.n)
+            ]
+            requests.append(
+                DecisionRequest(
+                    interaction=it,
+                    video=video,
+                    bench_root=bench.root,
+                    t=t,
+                    settings=self.settings,
+                    tools=bench.offered_tools(it),
+                    observation=obs,
+                    history=history,
+                )
+            )
+        if observer is not None:
+            observer.close()
+        report = self.preflight(requests)
+        log.info("vllm preflight (%s): %s", mode, report.as_dict())
+
+    def _synthetic_observation(self, bench: Any, it: Any, t: float) -> Any:
+        """An Observation with the shapes the real one would have at ``t`` (zero-memory arrays)."""
+        from interactscope.media import Frame, probe
+        from interactscope.protocol.observation import AttachmentView, Observation
+
+        s = self.settings
+        video = bench.video_of(it)
+        path = bench.media_path(video)
+        if path not in self._probe_cache:
+            self._probe_cache[path] = probe(path, require_video=False)
+        info = self._probe_cache[path]
+        w, h = int(info.width or 0), int(info.height or 0)
+        frames = []
+        n_avail = int(math.floor(t + 1e-9)) + 1
+        if w and h:
+            if s.frames.max_side and max(w, h) > s.frames.max_side:
+                k = s.frames.max_side / max(w, h)
+                w, h = max(2, round(w * k / 2) * 2), max(2, round(h * k / 2) * 2)
+            img = np.broadcast_to(np.uint8(0), (h, w, 3))
+            frames = [
+                Frame(second=k, pts_s=float(k), image=img)
+                for k in range(min(s.frames.max, n_avail))
+            ]
+        sr = int(s.audio.sample_rate)
+        audio = (
+            np.broadcast_to(np.float32(0), (round(t * sr),)) if s.audio.mode == "native" else None
+        )
+        transcript = " ".join(["word"] * int(t * 2.5)) if s.audio.mode == "asr" else None
+        square = np.broadcast_to(np.uint8(0), (448, 448, 3))
+        attachments = [
+            AttachmentView(kind="image", path=a.path, image=square)
+            for a in it.query.attachments
+            if a.kind == "image"
+        ]
+        return Observation(
+            t=t,
+            frames=frames,
+            n_frames_available=n_avail if frames else 0,
+            audio=audio,
+            sample_rate=sr,
+            transcript=transcript,
+            query_visible=True,
+            query_text=it.query.text,
+            attachments=attachments,
+            audio_mode=s.audio.mode,
+            scene=s.scene,
+            has_audio=bool(video.has_audio),
+        )
+
+    # -- token estimate -----------------------------------------------------------------------------
 
     def _text_tokens(self, prompt: str) -> int:
         tok = self.renderer()
@@ -517,7 +685,7 @@ class VLLMAdapter(Adapter):
             AdapterError: naming the interaction and ``t`` of the offending requests, when an item
                 limit is exceeded or the context cannot be met.
         """
-        builts = [self.build(r) for r in requests]
+        builts = [_shapes_only(self.build(r)) for r in requests]
         problems = []
         for b in builts:
             for kind, n in self._mm_counts(b).items():

@@ -1,0 +1,290 @@
+"""Backend ``transformers`` with tiny random-weight Qwen models (issue 5).
+
+A spy on the processor's inputs proves causality: at decision time t the model got exactly
+round(t * 16000) audio samples (the causal prefix itself) and no frame with pts > t, in both
+Offline Probing and Online Rolling.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+pytest.importorskip("transformers")
+
+from interactscope.adapters import registry  # noqa: E402
+from interactscope.adapters.base import AdapterError, DecisionRequest  # noqa: E402
+from interactscope.adapters.transformers_backend import TransformersAdapter  # noqa: E402
+from interactscope.collect import run_collect  # noqa: E402
+from interactscope.media import CausalMedia, Frame  # noqa: E402
+from interactscope.protocol.grid import decision_grid  # noqa: E402
+from interactscope.protocol.observation import Observation, Observer  # noqa: E402
+from interactscope.runlog import RunFolder  # noqa: E402
+from interactscope.schema import Interaction, ToolSpec, VideoRecord  # noqa: E402
+from interactscope.settings import Settings  # noqa: E402
+from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
+from tests.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+
+SR = 16000
+D = 7.6  # city_speech.mp4
+GEN = {"generation": {"max_new_tokens": 3, "temperature": 0}}
+
+
+class SpyProcessor:
+    """Records every processor call's keyword arguments; delegates everything else."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.calls: list[dict] = []
+
+    def __call__(self, **kw):
+        self.calls.append(kw)
+        return self.inner(**kw)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+
+def _h(img: np.ndarray) -> str:
+    return hashlib.sha1(np.ascontiguousarray(img).tobytes()).hexdigest()
+
+
+@pytest.fixture(scope="module")
+def media():
+    return CausalMedia(CITY)
+
+
+@pytest.fixture(scope="module")
+def pts_of_frame(media):
+    """sha1 of each decoded 1 fps frame -> its pts (s); every frame of the clip is distinct."""
+    frames = media.frames_until(D, max_frames=1000)
+    table = {_h(f.image): f.pts_s for f in frames}
+    assert len(table) == len(frames) == 8
+    return table
+
+
+@pytest.fixture(scope="module")
+def omni():
+    model, proc = tiny_omni()
+    return model, proc
+
+
+def _adapter(omni_or_vl, settings=None, **cfg):
+    model, proc = omni_or_vl
+    spy = SpyProcessor(proc)
+    ad = TransformersAdapter("tiny", {**GEN, **cfg}, settings or Settings(), model=model,
+                             processor=spy)  # fmt: skip
+    ad.prepare(None)
+    return ad, spy
+
+
+IT = Interaction.model_validate(
+    {
+        "id": "speech",
+        "video_id": "city",
+        "task": "T1",
+        "query": {"time_s": 0.0, "text": "Start a voice memo as soon as someone starts talking."},
+        "targets": [{"id": "k1", "time_s": 2.2, "tools": ["start_voice_memo"]}],
+    }
+)
+VIDEO = VideoRecord(id="city", path="media/city.mp4")
+TOOLS = [ToolSpec(name="start_voice_memo", description="Start a voice memo.")]
+
+
+def _request(t, obs, settings=None, it=IT):
+    return DecisionRequest(interaction=it, video=VIDEO, bench_root=Path("."), t=t,
+                           settings=settings or Settings(), tools=TOOLS,
+                           observation=obs)  # fmt: skip
+
+
+def _video_frames(call) -> list[np.ndarray]:
+    return [f for video in call.get("videos", []) for f in video]
+
+
+def test_offline_probing_is_causal_at_every_decision_point(omni, media, pts_of_frame):
+    ad, spy = _adapter(omni)
+    ob = Observer(CITY, Settings(), media=media)
+    grid = decision_grid(0.0, D)
+    assert grid == [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 7.6]
+    for t in grid:
+        out = ad.respond(_request(t, ob.observe(t, IT)))
+        call = spy.calls[-1]
+        if t == 0:
+            assert "audio" not in call  # nothing heard yet
+        else:
+            (wav,) = call["audio"]
+            assert wav.shape == (round(t * SR),)
+            np.testing.assert_array_equal(wav, media.audio_until(t))
+        frames = _video_frames(call)
+        pts = {pts_of_frame[_h(f)] for f in frames}
+        assert max(pts) <= t
+        assert pts == {float(k) for k in range(math.floor(t) + 1)}  # every causal frame
+        assert len(frames) % 2 == 0  # padded for the temporal patch
+        assert out.extra["n_frames"] == math.floor(t) + 1
+        assert out.extra["n_frames_sent"] == len(frames)
+        assert out.extra["audio_samples"] == round(t * SR)
+        if t == grid[-1]:
+            assert out.prompt_tokens == int(spy.inner(**call)["input_ids"].shape[1])
+        assert 1 <= out.completion_tokens <= 3 and out.latency_s > 0
+        assert "t = " in call["text"][0] and "<|AUDIO|>" in call["text"][0] or t == 0
+
+
+def _synthetic(k: int, t: float | None = None, audio: bool = True) -> Observation:
+    t = float(k - 1) if t is None else t
+    frames = [Frame(i, float(i), np.full((32, 32, 3), 7 * i, np.uint8)) for i in range(k)]
+    wav = np.zeros(round(t * SR), np.float32) if audio else None
+    return Observation(t=t, frames=frames, n_frames_available=k, audio=wav,
+                       has_audio=audio)  # fmt: skip
+
+
+def test_every_frame_count_from_1_to_32_is_accepted(omni):
+    ad, spy = _adapter(omni, Settings(audio={"mode": "none"}))
+    ad.max_new_tokens = 1
+    for k in range(1, 33):
+        out = ad.respond(_request(float(k - 1), _synthetic(k, audio=False)))
+        frames = _video_frames(spy.calls[-1])
+        assert len(frames) == k + k % 2, k
+        assert out.extra["n_frames"] == k and out.extra["n_frames_sent"] == k + k % 2
+        assert frames[-1][0, 0, 0] == 7 * (k - 1)  # the padding repeats the newest frame
+        if k % 2:
+            assert frames[-2] is frames[-1] or np.array_equal(frames[-2], frames[-1])
+
+
+@pytest.mark.parametrize("k", [1, 2, 17, 32])
+def test_frames_as_images(omni, k):
+    ad, spy = _adapter(omni, Settings(audio={"mode": "none"}), frames_as="image")
+    out = ad.respond(_request(float(k - 1), _synthetic(k, audio=False)))
+    call = spy.calls[-1]
+    assert "videos" not in call and len(call["images"]) == k
+    assert out.extra["n_frames"] == out.extra["n_frames_sent"] == k
+
+
+def test_audio_longer_than_the_feature_window_keeps_the_newest_part(omni):
+    ad, spy = _adapter(omni)
+    obs = _synthetic(2, t=12.0)
+    obs.audio = np.arange(12 * SR, dtype=np.float32) / (12 * SR)
+    out = ad.respond(_request(12.0, obs))
+    (wav,) = spy.calls[-1]["audio"]
+    assert wav.shape == (10 * SR,)  # the tiny feature extractor's 10 s window
+    assert wav[0] == obs.audio[2 * SR] and wav[-1] == obs.audio[-1]
+    assert out.extra["audio_dropped_s"] == 2.0 and out.extra["audio_samples"] == 12 * SR
+
+
+def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, media, pts_of_frame):
+    ad, spy = _adapter(omni)
+    it = IT.model_copy(update={"query": IT.query.model_copy(update={"time_s": 2.5})})
+    ob = Observer(CITY, Settings(), media=media)
+    session = ad.open_session(it, VIDEO)
+    grid = decision_grid(2.5, D)
+    assert grid == [2.5, 3.0, 4.0, 5.0, 6.0, 7.0, 7.6]
+    outs = []
+    for i, t in enumerate(grid):
+        n_before = len(spy.calls)
+        out = session.step(_request(t, ob.observe(t, it), it=it))
+        assert len(spy.calls) == n_before + 1
+        call = spy.calls[-1]
+        # the whole session so far: its audio parts concatenate to exactly the prefix [0, t]
+        wav = np.concatenate(call["audio"])
+        assert wav.shape == (round(t * SR),)
+        np.testing.assert_array_equal(wav, media.audio_until(t))
+        chunks = [len(a) for a in call["audio"]]
+        assert chunks[0] == 40000  # the replay 0..q
+        assert chunks[1:] == [round(b * SR) - round(a * SR) for a, b in zip(grid, grid[1:i + 1])]
+        pts = [pts_of_frame[_h(f)] for f in _video_frames(call)]
+        assert max(pts) <= t
+        assert sorted(set(pts)) == [float(k) for k in range(math.floor(t) + 1)]
+        assert out.extra["n_frames"] == math.floor(t) + 1  # each frame sent once
+        if outs:  # the model's previous answer is in the conversation it is re-shown
+            assert (outs[-1].text.strip() or "<SILENT>") in call["text"][0]
+        outs.append(out)
+    roles = [m["role"] for m in session.messages]
+    assert roles == ["system", "user", "assistant"] + ["user", "assistant"] * (len(grid) - 1)
+    answers = [m["content"][0]["text"] for m in session.messages if m["role"] == "assistant"]
+    assert answers == [o.text.strip() or "<SILENT>" for o in outs]
+    with pytest.raises(AdapterError, match="forward in time"):
+        session.step(_request(3.0, ob.observe(3.0, it), it=it))
+    session.close()
+    assert session.messages == []
+
+
+def test_vl_model_gets_frames_and_transcript_text_never_audio():
+    ad, spy = _adapter(tiny_vl(), Settings(audio={"mode": "asr"}))
+    obs = _synthetic(3)
+    obs.audio = None
+    obs.transcript = "he was not an ill disposed young man"
+    out = ad.respond(_request(2.0, obs, Settings(audio={"mode": "asr"})))
+    call = spy.calls[-1]
+    assert "audio" not in call and len(_video_frames(call)) == 4
+    assert "Speech heard so far (automatic transcript): he was not an ill disposed young man" in (
+        call["text"][0]
+    )
+    assert "<|video_pad|>" in call["text"][0] and out.extra["n_frames"] == 3
+
+
+def test_vl_model_refuses_native_audio():
+    model, proc = tiny_vl()
+    ad = TransformersAdapter("tiny-vl", {**GEN, "family": "vl"}, Settings(), model=model,
+                             processor=proc)  # fmt: skip
+    with pytest.raises(AdapterError, match="cannot take native audio"):
+        ad.prepare(None)
+    ad.family = "vl"
+    with pytest.raises(AdapterError, match="audio part"):
+        ad.load()
+        ad.respond(_request(2.0, _synthetic(3)))
+
+
+def test_describe_and_missing_checkpoint():
+    ad = TransformersAdapter("x", {"backend": "transformers"}, Settings())
+    with pytest.raises(AdapterError, match="checkpoint"):
+        ad.load()
+    model, proc = tiny_omni()
+    ad = TransformersAdapter("tiny", GEN, Settings(), model=model, processor=proc)
+    ad.prepare(None)
+    d = ad.describe()
+    assert d["family"] == "omni" and d["model_type"] == "qwen2_5_omni_thinker"
+    assert d["temperature"] == 0.0 and d["max_new_tokens"] == 3
+
+
+class TinyOmni(TransformersAdapter):
+    """The tiny thinker behind the registry, as `interactscope collect` builds adapters."""
+
+    def __init__(self, name, config, settings):
+        model, proc = tiny_omni()
+        super().__init__(name, config, settings, model=model, processor=SpyProcessor(proc))
+
+
+class TinyVL(TransformersAdapter):
+    def __init__(self, name, config, settings):
+        model, proc = tiny_vl()
+        super().__init__(name, config, settings, model=model, processor=SpyProcessor(proc))
+
+
+@pytest.mark.parametrize(
+    "backend,protocol,audio",
+    [("tiny-omni", "offline", "native"), ("tiny-omni", "online", "native"),
+     ("tiny-vl", "offline", "none")],  # fmt: skip
+)
+def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, protocol, audio):
+    monkeypatch.setitem(registry.BACKENDS, "tiny-omni", f"{__name__}:TinyOmni")
+    monkeypatch.setitem(registry.BACKENDS, "tiny-vl", f"{__name__}:TinyVL")
+    cfg = tmp_path / f"{backend}.yaml"
+    cfg.write_text(json.dumps({"backend": backend, **GEN, "settings": {"audio": {"mode": audio}}}))
+    late = [{"id": "k1", "reference": "x", "time_s": 6.0}]
+    root = write_bench(tmp_path / "b", [interaction("a", q=4.5, targets=late)])
+    run = tmp_path / "run"
+    summary = run_collect(model=str(cfg), bench=root, out=run, progress=False, protocol=protocol)
+    recs = RunFolder(run).responses()
+    assert [r.t for r in recs] == [4.5, 5.0, 6.0, 7.0, 7.6]
+    assert summary.errors == 0 and all(r.error is None for r in recs)
+    assert all(r.prompt_tokens and r.completion_tokens for r in recs)
+    assert [r.model_extra["n_frames"] for r in recs] == [5, 6, 7, 8, 8]
+    if audio == "native":
+        assert [r.model_extra["audio_samples"] for r in recs] == [72000, 80000, 96000, 112000,
+                                                                   121600]  # fmt: skip
