@@ -523,7 +523,8 @@ def test_real_server_that_drops_audio_is_caught(smollm2_server, tmp_path, monkey
 @pytest.mark.slow
 def test_real_server_collect_end_to_end(smollm2_server, tmp_path, monkeypatch) -> None:
     """``run_collect`` with an ``openai`` model config over the demo benchmark's first
-    interaction (scene=none: request text only), answered by the real loopback server: one
+    interaction (scene=none: request text only; a 4 s grid to keep it short), answered by the
+    real loopback server: one
     record per decision point, none failed, tokens counted, the key never in run.json."""
     from interactscope.collect import run_collect
 
@@ -537,7 +538,7 @@ def test_real_server_collect_end_to_end(smollm2_server, tmp_path, monkeypatch) -
         f"api_key_env: {KEY_ENV}\n"
         "generation: {max_new_tokens: 6}\n"
         "max_concurrency: 4\n"
-        "settings: {scene: none}\n"
+        "settings: {scene: none, grid: {step_s: 4}}\n"
     )
     demo = Path(__file__).resolve().parents[1] / "annotations" / "demo"
     out = tmp_path / "run"

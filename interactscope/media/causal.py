@@ -65,6 +65,36 @@ class Frame:
 
 
 @dataclass
+class _Stored:
+    """A 1 fps sample kept compact: yuv420p bytes (1.5 B/pixel) detached from the decoder's
+    buffer pool, with the colour metadata needed to convert it exactly as the original frame.
+    Odd-sized pictures (no packed yuv420p array) keep a detached VideoFrame instead."""
+
+    width: int
+    height: int
+    yuv: np.ndarray | None
+    frame: av.VideoFrame | None
+    colorspace: int
+    color_range: int
+
+    def video_frame(self) -> av.VideoFrame:
+        if self.frame is not None:
+            return self.frame
+        fr = av.VideoFrame.from_ndarray(self.yuv, format="yuv420p")
+        fr.colorspace = self.colorspace
+        fr.color_range = self.color_range
+        return fr
+
+
+def _compact(frame: av.VideoFrame) -> _Stored:
+    cs, cr = frame.colorspace, frame.color_range
+    if frame.width % 2 == 0 and frame.height % 2 == 0:
+        yuv = frame.to_ndarray(format="yuv420p")
+        return _Stored(frame.width, frame.height, yuv, None, cs, cr)
+    return _Stored(frame.width, frame.height, None, frame.reformat(format="rgb24"), cs, cr)
+
+
+@dataclass
 class _Sample:
     second: int
     pts_s: float
@@ -211,7 +241,7 @@ class CausalMedia:
         self._loaded = False
         self._info: MediaInfo | None = None
         self._samples: list[_Sample] = []
-        self._stored: list[av.VideoFrame] = []
+        self._stored: list[_Stored] = []
         self._rotation = 0
         self._audio: np.ndarray | None = None  # mono float32 on the file clock from 0
         self.audio_backend: str | None = None  # "pyav" | "soundfile" | None (no audio)
@@ -331,10 +361,8 @@ class CausalMedia:
         def store(frame: av.VideoFrame) -> int:
             if store_side is not None:
                 w, h = _fit_size(frame.width, frame.height, store_side)
-                frame = frame.reformat(width=w, height=h, format="yuv420p")
-            elif frame.format.name != "yuv420p":
-                frame = frame.reformat(format="yuv420p")
-            self._stored.append(frame)
+                frame = frame.reformat(width=w, height=h, format="yuv420p", threads=0)
+            self._stored.append(_compact(frame))
             return len(self._stored) - 1
 
         def emit(frame: av.VideoFrame, pts: Fraction, until: Fraction | None, last_k: int) -> None:
@@ -434,12 +462,12 @@ class CausalMedia:
         self._rotation = rotation or 0
 
         if a is not None and chunks:
-            track = np.concatenate(chunks).astype(np.float32, copy=False)
             off = _n_samples(float(audio_start or 0), sr)
-            if off >= 0:
-                track = np.concatenate([np.zeros(off, np.float32), track])
-            else:
-                track = track[-off:]
+            lead = [np.zeros(off, np.float32)] if off > 0 else []
+            track = np.concatenate(lead + chunks).astype(np.float32, copy=False)
+            chunks.clear()
+            if off < 0:
+                track = track[-off:].copy()
             self._audio = track
             self.audio_backend = "pyav"
 
@@ -483,15 +511,17 @@ class CausalMedia:
             if img is not None:
                 self._rgb.move_to_end(key)
                 return img
-        fr = self._stored[store]
+        fr = self._stored[store].video_frame()
         rot = self._rotation
         dw, dh = (fr.height, fr.width) if rot in (90, 270) else (fr.width, fr.height)
         tw, th = _fit_size(dw, dh, max_side)
         cw, chh = (th, tw) if rot in (90, 270) else (tw, th)
         if (cw, chh) == (fr.width, fr.height):
-            img = fr.to_ndarray(format="rgb24")
+            img = fr.to_ndarray(format="rgb24", threads=0)
         else:
-            img = fr.to_ndarray(format="rgb24", width=cw, height=chh, interpolation="AREA")
+            img = fr.to_ndarray(
+                format="rgb24", width=cw, height=chh, interpolation="AREA", threads=0
+            )
         if rot:
             img = np.rot90(img, k=rot // 90)  # display matrix angle is counter-clockwise
         img = np.ascontiguousarray(img)
