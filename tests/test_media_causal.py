@@ -97,6 +97,14 @@ def test_max_side_downscales_keeping_aspect(vfr):
     assert read_code(frames[-1].image) == 900
 
 
+def test_store_max_side_keeps_small_samples(vfr):
+    cm = CausalMedia(vfr, store_max_side=96)
+    frames = cm.frames_until(3)
+    assert frames[-1].image.shape == (32, 96, 3) and read_code(frames[-1].image) == 900
+    # all 11 samples (0..10 s) stored as 96x32 yuv420p + the 4 converted RGB frames
+    assert cm.held_bytes == 11 * 96 * 32 * 3 // 2 + 4 * 96 * 32 * 3
+
+
 def test_rotation_metadata_frames_come_out_upright(tmp):
     """Display matrix: 90 deg counter-clockwise. The coded 192x64 picture with its leftmost bar
     white (code >= 2048) is shown 64 wide x 192 tall with that bar along the bottom edge."""
@@ -138,6 +146,7 @@ def test_memory_bound_stores_downscaled_frames(vfr):
     assert w * h * 1.5 * 12 <= 60_000 * 1.1 and w / h == pytest.approx(3, rel=0.1)
     assert cm.info.width == 192  # info still reports the real display size
     assert 0 < cm._rgb_bytes <= 20_000
+    assert cm.held_bytes == sum(s.yuv.nbytes for s in cm._stored) + cm._rgb_bytes
     full = CausalMedia(vfr)
     full.frames_until(10)
     assert full._stored[0].width == 192  # default budget: stored at full size

@@ -317,6 +317,15 @@ class OpenAIAdapter(Adapter):
                 log.info("openai backend: model %s at %s", self.model, base_url or "default URL")
             return self._client
 
+    def prepare(self, bench: Any) -> None:
+        """Before collection: fail at once (not on every record) when the ``openai`` package or
+        the API key is missing.
+
+        Raises:
+            AdapterError: naming the missing package or environment variable.
+        """
+        self.client()
+
     def describe(self) -> dict[str, Any]:
         """Recorded into ``run.json``: no key, only the names of the variables."""
         return {

@@ -210,11 +210,16 @@ class CausalMedia:
         path: a video file (any container/codec FFmpeg reads) or a plain audio file.
         sample_rate: rate (Hz) the audio track is resampled to once; ``audio_until`` with another
             rate resamples the prefix on the fly.
-        max_memory_bytes: bound on the frame memory: the stored 1 fps samples (yuv420p,
-            1.5 B/pixel) plus the RGB cache. A clip whose header-estimated need exceeds
-            ``max_memory_bytes - rgb_cache_bytes`` is stored downscaled. Default 1 GiB.
+        max_memory_bytes: bound on the media data held (:attr:`held_bytes`): the stored 1 fps
+            samples (yuv420p, 1.5 B/pixel), the RGB cache and the audio track (4 B/sample).
+            A clip whose header-estimated frames exceed ``max_memory_bytes - rgb_cache_bytes -
+            audio`` is stored downscaled. Default 1 GiB (a 10-minute 720p clip fits at full
+            size: 0.83 GB of samples + 38 MB of audio + the cache).
         asr: settings for ``transcript_until`` (default: :class:`AsrSettings` defaults).
         rgb_cache_bytes: bytes of converted RGB frames kept (LRU; default 128 MiB).
+        store_max_side: store the samples downscaled so their long side is <= this (pixels);
+            saves memory and conversion time when every consumer asks for ``max_side`` <= it
+            (e.g. SPEC ``frames.max_side``). Frames are then never larger than this.
 
     Raises (from the first decoding call):
         MediaError: missing, 0-byte, unreadable file, or a file with neither decodable video nor
@@ -229,6 +234,7 @@ class CausalMedia:
         max_memory_bytes: int = 1 << 30,
         asr: AsrSettings | None = None,
         rgb_cache_bytes: int = 128 << 20,
+        store_max_side: int | None = None,
     ) -> None:
         self.path = Path(path)
         _check_file(self.path)
@@ -236,6 +242,7 @@ class CausalMedia:
         self.max_memory_bytes = int(max_memory_bytes)
         self.asr = asr
         self._rgb_cache_bytes = int(rgb_cache_bytes)
+        self.store_max_side = store_max_side
         self._rgb_bytes = 0
         self._lock = threading.RLock()
         self._loaded = False
@@ -330,18 +337,20 @@ class CausalMedia:
         origin = file_origin(c)
         if v is not None:
             v.thread_type = "AUTO"
+        store_side: int | None = self.store_max_side
         sr = self.sample_rate
         # Frame-store size bound (estimated from the header duration, refined nowhere else).
-        store_side: int | None = None
         if v is not None:
             cw, ch = v.codec_context.width or 0, v.codec_context.height or 0
             est_s = (c.duration or 0) / 1e6 - float(origin)
             n_est = max(1.0, est_s + 2)
             need = n_est * cw * ch * 1.5
-            budget = max(1, self.max_memory_bytes - self._rgb_cache_bytes)
+            audio_est = n_est * sr * 4 if a is not None else 0
+            budget = max(1, self.max_memory_bytes - self._rgb_cache_bytes - int(audio_est))
             if cw and ch and need > budget:
                 scale = math.sqrt(budget / need)
-                store_side = max(16, int(max(cw, ch) * scale))
+                side = max(16, int(max(cw, ch) * scale))
+                store_side = side if store_side is None else min(store_side, side)
                 log.info("%s: storing 1 fps frames downscaled to max side %d", p, store_side)
 
         ends: dict[int, Fraction] = {}
@@ -497,6 +506,16 @@ class CausalMedia:
             format_name=c.format.name,
             has_video=v is not None,
         )
+
+    @property
+    def held_bytes(self) -> int:
+        """Bytes of media data this object holds now: stored 1 fps samples + RGB cache + audio
+        track (bounded by ``max_memory_bytes`` up to the header-duration estimate)."""
+        frames = sum(
+            s.yuv.nbytes if s.yuv is not None else s.width * s.height * 3 for s in self._stored
+        )
+        audio = self._audio.nbytes if self._audio is not None else 0
+        return frames + self._rgb_bytes + audio
 
     # ------------------------------------------------------------------ frames
     def seconds_available(self) -> list[int]:

@@ -44,7 +44,8 @@ class MediaInfo:
             already have it applied.
         coded_width, coded_height: the coded picture size before rotation.
         video_start_s: presentation time of the first video packet.
-        audio_start_s: presentation time of the first audio packet (None without audio).
+        audio_start_s: presentation time of the first audio packet (None without audio); may be
+            slightly negative (AAC encoder priming, removed by the decoder).
         video_end_s / audio_end_s: presentation end of each stream (None when absent).
         fps: average frame rate (frames / s) from the stream header, informative only.
         audio_sample_rate, audio_channels: of the first audio stream (None without audio).
