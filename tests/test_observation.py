@@ -123,9 +123,10 @@ def test_audio_attachment_is_mixed_in_from_q(bench_with_attachments):
     image_view = [a for a in later.attachments if a.kind == "image"][0]
     np.testing.assert_array_equal(image_view.image, img)
     at_q = ob.observe(2.0, it)
-    assert at_q.audio.shape == (32000,) and [a for a in at_q.attachments if a.kind == "audio"][
-        0
-    ].heard_s == 0.0
+    assert (
+        at_q.audio.shape == (32000,)
+        and [a for a in at_q.attachments if a.kind == "audio"][0].heard_s == 0.0
+    )
 
 
 def test_attachment_resolved_without_bench_root_and_missing_one_fails(bench_with_attachments):

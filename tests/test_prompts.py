@@ -42,7 +42,9 @@ def _interaction(task="T1", q=0.0, text="Take a photo when a cyclist appears.", 
 
 
 def _frames(seconds, h=8, w=10):
-    return [Frame(int(s), float(s), np.full((h, w, 3), int(s) * 5 % 256, np.uint8)) for s in seconds]
+    return [
+        Frame(int(s), float(s), np.full((h, w, 3), int(s) * 5 % 256, np.uint8)) for s in seconds
+    ]
 
 
 def _obs(t, seconds=None, audio=True, transcript=None, words=(), **kw):
@@ -101,7 +103,7 @@ def test_system_states_role_silence_token_tools_and_call_format():
     system = _text_of(msgs[0])
     assert "always-on assistant" in system and "first-person" in system
     assert "answer with exactly <SILENT> and nothing else" in system
-    assert "- take_photo: Take a photo. Parameters (JSON Schema): {\"type\": \"object\"}" in system
+    assert '- take_photo: Take a photo. Parameters (JSON Schema): {"type": "object"}' in system
     assert "- start_voice_memo: Start a voice memo." in system
     assert '```json\n{"name": "<tool name>", "arguments": {...}}\n```' in system
     user = _text_of(msgs[1])

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+
 def _corpus() -> list[str]:
     """The prompt wording itself, so the tiny BPE compresses real prompts to few tokens."""
     from dataclasses import astuple
@@ -24,9 +25,11 @@ def _corpus() -> list[str]:
     words += [
         '```json {"name": "take_photo", "arguments": {}} ``` 0.0 s 1.0 s 2.5 s 7.6 s 12.0 s',
         "Start a voice memo as soon as someone starts talking. request a Take a photo.",
-        "Parameters (JSON Schema): {\"properties\": {}, \"type\": \"object\"}",
+        'Parameters (JSON Schema): {"properties": {}, "type": "object"}',
     ]
     return words * 5
+
+
 PIXELS = {"shortest_edge": 56 * 56, "longest_edge": 112 * 112}
 
 OMNI_SPECIAL = {

@@ -163,6 +163,10 @@ class CascadeAdapter(Adapter):
         return render_text(request)
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
+        """One greedy answer. The KV cache of the longest prefix shared with the previous prompt
+        (system prompt, request, earlier stream text) is reused, so only the new tail is
+        prefilled (``extra["cached_tokens"]``); ``prefix_cache: false`` in the config turns it
+        off."""
         import torch
 
         self._check_settings()
@@ -172,7 +176,8 @@ class CascadeAdapter(Adapter):
             self.messages(request), add_generation_prompt=True, return_tensors="pt",
             return_dict=True,
         )  # fmt: skip
-        n_in = int(enc["input_ids"].shape[1])
+        ids = enc["input_ids"]
+        n_in = int(ids.shape[1])
         kw: dict[str, Any] = {"max_new_tokens": self.max_new_tokens}
         if self.temperature > 0:
             kw.update(do_sample=True, temperature=self.temperature)
@@ -180,14 +185,22 @@ class CascadeAdapter(Adapter):
             kw.update(do_sample=False)
         if self.tokenizer.pad_token_id is None:
             kw["pad_token_id"] = self.tokenizer.eos_token_id
+        cache, cached = self._take_cache(ids)
+        if cache is None and self.config.get("prefix_cache", True):
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=self.model.config)
+        if cache is not None:
+            kw["past_key_values"] = cache
         t_model = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(**enc, **kw)
         model_s = time.perf_counter() - t_model
+        self._keep_cache(ids, cache)
         new = out[0, n_in:]
         eos = self.tokenizer.eos_token_id
-        ids = new.tolist()
-        n_out = ids.index(eos) + 1 if eos in ids else len(ids)
+        toks = new.tolist()
+        n_out = toks.index(eos) + 1 if eos in toks else len(toks)
         text = self.tokenizer.decode(new, skip_special_tokens=True).strip()
         obs = request.observation
         return AdapterOutput(
@@ -197,10 +210,37 @@ class CascadeAdapter(Adapter):
             completion_tokens=n_out,
             extra={
                 "model_s": round(model_s, 4),
+                "cached_tokens": cached,
                 "transcript_chars": len(obs.transcript or "") if obs is not None else 0,
             },
         )
 
+    # -- prefix KV cache ---------------------------------------------------------------------
+    _cache: Any = None
+    _cache_ids: Any = None
+    MIN_SHARED = 16
+
+    def _take_cache(self, ids: Any) -> tuple[Any, int]:
+        """The stored cache cropped to the prefix it shares with ``ids`` (None if too short)."""
+        if not self.config.get("prefix_cache", True) or self._cache is None:
+            return None, 0
+        old = self._cache_ids
+        n = min(int(old.shape[1]), int(ids.shape[1]) - 1)  # leave >= 1 token to prefill
+        eq = (old[0, :n] == ids[0, :n]).tolist()
+        shared = eq.index(False) if False in eq else n
+        cache, self._cache, self._cache_ids = self._cache, None, None  # never reuse a half state
+        if shared < self.MIN_SHARED:
+            return None, 0
+        cache.crop(shared)
+        return cache, shared
+
+    def _keep_cache(self, ids: Any, cache: Any) -> None:
+        if cache is None or not hasattr(cache, "crop") or not self.config.get("prefix_cache", True):
+            return
+        cache.crop(int(ids.shape[1]))  # the prompt only, not the generated tokens
+        self._cache, self._cache_ids = cache, ids
+
     def close(self) -> None:
         self.model = None
         self.tokenizer = None
+        self._cache = self._cache_ids = None
