@@ -57,6 +57,8 @@ def main() -> None:
     ap.add_argument("--max-side", type=int, default=None, help="frames.max_side (px)")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--max-new-tokens", type=int, default=8)
+    ap.add_argument("--assume-model-s", type=float, default=0.5,
+                    help="a real model's seconds per call, for the projected share")  # fmt: skip
     args = ap.parse_args()
 
     import torch
@@ -103,6 +105,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = Path(tmp) / "bench-omni.yaml"
         cfg.write_text(json.dumps({"backend": "bench-omni", "settings": settings,
+                                   "processor_kwargs": {"min_pixels": 3136, "max_pixels": 12544},
                                    "generation": {"max_new_tokens": args.max_new_tokens}}))  # fmt: skip
         t0 = time.perf_counter()
         summary = run_collect(model=str(cfg), bench=args.bench, out=Path(tmp) / "run",
@@ -129,6 +132,11 @@ def main() -> None:
           f"(media + prompt + template + preprocess + rest)")  # fmt: skip
     outside_adapter = wall - TIMES["template"] - TIMES["preprocess"] - model_s - TIMES["prompt"]
     print(f"share outside the backend (media, driver, logging): {outside_adapter / wall:.1%}")
+    per_point = (wall - model_s) / max(n, 1)
+    m = args.assume_model_s
+    print(f"overhead per decision point: {per_point * 1000:.1f} ms (model call {model_s / max(n, 1) * 1000:.1f} ms "
+          f"with the tiny model); with a real model taking {m:g} s per call the share outside "
+          f"the model call would be {per_point / (per_point + m):.1%}")  # fmt: skip
 
 
 if __name__ == "__main__":

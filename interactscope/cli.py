@@ -104,8 +104,10 @@ def collect(
     limit: int | None = typer.Option(
         None, help="Only the first N interactions (after sharding); for smoke tests."
     ),
-    batch_size: int = typer.Option(
-        16, help="Decision points per adapter batch in Offline Probing."
+    batch_size: int | None = typer.Option(
+        None,
+        help="Decision points per adapter batch in Offline Probing (default: the model config's "
+        "`batch_size`, else 16; vLLM configs use large batches).",
     ),
     retry_errors: bool = typer.Option(
         False,

@@ -58,7 +58,7 @@ def run_collect(
     overrides: dict[str, Any] | None = None,
     shard: str | None = None,
     limit: int | None = None,
-    batch_size: int = 16,
+    batch_size: int | None = None,
     retry_errors: bool = False,
     progress: bool = True,
     command: list[str] | None = None,
@@ -126,7 +126,13 @@ def run_collect(
         raise CollectError(str(exc)) from exc
     try:
         summary = collect(
-            b, adapter, writer, settings, interactions, batch_size=batch_size, progress=progress
+            b,
+            adapter,
+            writer,
+            settings,
+            interactions,
+            batch_size=batch_size or int(config.get("batch_size", 16)),
+            progress=progress,
         )
         writer.manifest.adapter = adapter.describe()
         writer.finish(summary.as_dict())

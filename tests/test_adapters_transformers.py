@@ -30,11 +30,14 @@ from interactscope.runlog import RunFolder  # noqa: E402
 from interactscope.schema import Interaction, ToolSpec, VideoRecord  # noqa: E402
 from interactscope.settings import Settings  # noqa: E402
 from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
 
 SR = 16000
 D = 7.6  # city_speech.mp4
-GEN = {"generation": {"max_new_tokens": 3, "temperature": 0}}
+GEN = {
+    "generation": {"max_new_tokens": 3, "temperature": 0},
+    "processor_kwargs": {"min_pixels": 56 * 56, "max_pixels": 112 * 112},
+}
 
 
 class SpyProcessor:
@@ -166,6 +169,17 @@ def test_frames_as_images(omni, k):
     assert out.extra["n_frames"] == out.extra["n_frames_sent"] == k
 
 
+def test_configured_pixel_budget_reaches_every_video_call(omni):
+    ad, spy = _adapter(omni, Settings(audio={"mode": "none"}))
+    obs = _synthetic(2, audio=False)
+    obs.frames = [Frame(i, float(i), np.zeros((404, 720, 3), np.uint8)) for i in range(2)]
+    ad.respond(_request(1.0, obs, Settings(audio={"mode": "none"})))
+    call = spy.calls[-1]
+    assert call["videos_kwargs"]["size"] == {"shortest_edge": 3136, "longest_edge": 12544}
+    grid = spy.inner(**call)["video_grid_thw"].tolist()
+    assert grid == [[1, 4, 10]]  # 404x720 -> 56x140 px: 4x10 patches of 14 px, not 28x52
+
+
 def test_audio_longer_than_the_feature_window_keeps_the_newest_part(omni):
     ad, spy = _adapter(omni)
     obs = _synthetic(2, t=12.0)
@@ -175,6 +189,19 @@ def test_audio_longer_than_the_feature_window_keeps_the_newest_part(omni):
     assert wav.shape == (10 * SR,)  # the tiny feature extractor's 10 s window
     assert wav[0] == obs.audio[2 * SR] and wav[-1] == obs.audio[-1]
     assert out.extra["audio_dropped_s"] == 2.0 and out.extra["audio_samples"] == 12 * SR
+
+
+def test_a_4_ms_audio_step_is_zero_padded_in_front_never_extended(omni):
+    ad, spy = _adapter(omni)
+    obs = _synthetic(5, t=4.004)  # carphone: the grid ends at D = 4.004 s
+    obs.audio = np.ones(64064, np.float32)
+    session = ad.open_session(IT, VIDEO)
+    session.step(_request(4.0, _synthetic(5, t=4.0)))
+    out = session.step(_request(4.004, obs))
+    last = spy.calls[-1]["audio"][-1]
+    assert last.shape == (1600,) and out.extra["audio_padded_samples"] == 1600 - 64
+    assert not np.any(last[:1536]) and np.all(last[1536:] == 1.0)  # the 64 real samples last
+    assert out.extra["audio_samples"] == 64064
 
 
 def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, media, pts_of_frame):
@@ -216,6 +243,21 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
     assert session.messages == []
 
 
+def test_online_session_keeps_at_most_frames_max_frames(omni, media, pts_of_frame):
+    capped = Settings(frames={"max": 3})
+    ad, spy = _adapter(omni, capped)
+    ob = Observer(CITY, capped, media=media)
+    session = ad.open_session(IT, VIDEO)
+    for t in [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]:
+        out = session.step(_request(t, ob.observe(t, IT), capped))
+        pts = sorted(pts_of_frame[_h(f)] for f in _video_frames(spy.calls[-1]))
+        newest = [float(k) for k in range(max(0, math.floor(t) - 2), math.floor(t) + 1)]
+        assert sorted(set(pts)) == newest  # the 3 newest frames, never more
+    assert out.extra["session_frames_dropped"] == 3  # seconds 0, 1, 2
+    wav = np.concatenate(spy.calls[-1]["audio"])
+    np.testing.assert_array_equal(wav, media.audio_until(5.0))  # audio is all kept
+
+
 def test_vl_model_gets_frames_and_transcript_text_never_audio():
     ad, spy = _adapter(tiny_vl(), Settings(audio={"mode": "asr"}))
     obs = _synthetic(3)
@@ -229,6 +271,22 @@ def test_vl_model_gets_frames_and_transcript_text_never_audio():
         in (call["text"][0])
     )
     assert "<|video_pad|>" in call["text"][0] and out.extra["n_frames"] == 3
+
+
+def test_qwen3_vl_gets_the_true_frame_times_of_capped_frames():
+    none = Settings(audio={"mode": "none"})
+    ad, spy = _adapter(tiny_qwen3_vl(), none)
+    obs = _synthetic(4, t=40.0, audio=False)
+    obs.frames = [Frame(s, float(s), np.full((32, 32, 3), s, np.uint8)) for s in (0, 13, 26, 40)]
+    obs.n_frames_available = 41  # the uniform cap kept seconds 0, 13, 26, 40
+    out = ad.respond(_request(40.0, obs, none))
+    call = spy.calls[-1]
+    (meta,) = call["videos_kwargs"]["video_metadata"]
+    assert meta.frames_indices == [0, 13, 26, 40] and meta.fps == 1.0
+    prompt = spy.tokenizer.decode(spy.inner(**call)["input_ids"][0])
+    # one timestamp per temporal patch (2 frames): the mean of its frame times
+    assert "<6.5 seconds>" in prompt and "<33.0 seconds>" in prompt
+    assert out.extra["n_frames"] == 4 and out.completion_tokens >= 1
 
 
 def test_vl_model_refuses_native_audio():
@@ -294,3 +352,14 @@ def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, p
     if audio == "native":
         assert [r.model_extra["audio_samples"] for r in recs] == [72000, 80000, 96000, 112000,
                                                                    121600]  # fmt: skip
+
+
+def test_missing_weights_fail_with_a_clear_message_and_no_download(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    name, cfg = registry.load_model_config("qwen2.5-omni-3b")
+    assert cfg["backend"] == "transformers" and cfg["checkpoint"] == "Qwen/Qwen2.5-Omni-3B"
+    ad = registry.build_adapter(name, cfg, Settings())
+    with pytest.raises(AdapterError, match="huggingface-cli download Qwen/Qwen2.5-Omni-3B"):
+        ad.prepare(None)
+    assert not any((tmp_path / "hf").rglob("*.safetensors"))

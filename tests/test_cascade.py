@@ -137,3 +137,31 @@ def test_greedy_answers_are_deterministic(smollm):
     a, b = ad.respond(req), ad.respond(req)
     assert a.text == b.text and a.prompt_tokens == b.prompt_tokens > 100
     assert a.text.strip()  # a real instruction-tuned model says something
+
+
+def test_prefix_cache_reuses_the_shared_prompt_and_changes_nothing(smollm):
+    from pathlib import Path
+
+    from interactscope.adapters.base import DecisionRequest
+    from interactscope.protocol.observation import Observation
+    from interactscope.schema import Interaction, VideoRecord
+
+    it = Interaction.model_validate(interaction("x", text="Tell me what the man says."))
+    s = Settings(audio={"mode": "asr"})
+
+    def req(t, said):
+        obs = Observation(t=t, transcript=said, audio_mode="asr")
+        return DecisionRequest(interaction=it, video=VideoRecord(id="city", path="c.mp4"),
+                               bench_root=Path("."), t=t, settings=s, observation=obs)  # fmt: skip
+
+    gen = {"generation": {"max_new_tokens": 10}}
+    cached = SharedCascade("c", gen, s)
+    plain = SharedCascade("p", {**gen, "prefix_cache": False}, s)
+    reqs = [req(2.0, ""), req(3.0, "He was not"), req(4.0, "He was not an ill disposed man")]
+    outs_c = [cached.respond(r) for r in reqs]
+    outs_p = [plain.respond(r) for r in reqs]
+    assert [o.text for o in outs_c] == [o.text for o in outs_p]
+    assert outs_c[0].extra["cached_tokens"] == 0
+    assert all(o.extra["cached_tokens"] > 100 for o in outs_c[1:])  # system prompt and request
+    assert all(o.extra["cached_tokens"] < o.prompt_tokens for o in outs_c)
+    assert all(o.extra["cached_tokens"] == 0 for o in outs_p)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import shutil
 
 import numpy as np
@@ -94,7 +93,6 @@ def bench_with_attachments(tmp_path):
     img = np.zeros((6, 8, 3), np.uint8)
     img[:, :, 0] = 200
     Image.fromarray(img).save(root / "media" / "ref.png")
-    (root / "note.json").write_text(json.dumps({}))
     return root, tone, img
 
 

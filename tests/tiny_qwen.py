@@ -215,3 +215,58 @@ def tiny_vl(seed: int = 0):
     model.generation_config.eos_token_id = ids["im_end"]
     model.generation_config.pad_token_id = ids["pad"]
     return model, processor
+
+
+@lru_cache(maxsize=1)
+def tiny_qwen3_vl(seed: int = 0):
+    """(model, processor) of a tiny Qwen3-VL (frame timestamps come from video metadata)."""
+    import torch
+    from transformers import (
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+        Qwen3VLVideoProcessor,
+    )
+
+    tok = _tokenizer(VL_SPECIAL, VL_TEMPLATE)
+    ids = {k: tok.convert_tokens_to_ids(v) for k, v in VL_SPECIAL.items()}
+    pixels = {"shortest_edge": 64 * 64, "longest_edge": 128 * 128}
+    processor = Qwen3VLProcessor(
+        image_processor=Qwen2VLImageProcessor(size=dict(pixels), patch_size=16),
+        video_processor=Qwen3VLVideoProcessor(size=dict(pixels), patch_size=16),
+        tokenizer=tok,
+        chat_template=VL_TEMPLATE,
+    )
+    cfg = Qwen3VLConfig(
+        vision_config=dict(
+            depth=2,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            patch_size=16,
+            num_position_embeddings=64,
+            deepstack_visual_indexes=[1],
+        ),
+        text_config=dict(
+            vocab_size=len(tok),
+            hidden_size=64,
+            intermediate_size=128,
+            num_hidden_layers=2,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            head_dim=16,
+            max_position_embeddings=8192,
+            rope_parameters={"rope_type": "default", "rope_theta": 5e5, "mrope_section": [2, 3, 3]},
+        ),
+        image_token_id=ids["image_token"],
+        video_token_id=ids["video_token"],
+        vision_start_token_id=ids["vision_bos_token"],
+        vision_end_token_id=ids["vision_eos_token"],
+    )
+    torch.manual_seed(seed)
+    model = Qwen3VLForConditionalGeneration(cfg).eval()
+    model.generation_config.eos_token_id = ids["im_end"]
+    model.generation_config.pad_token_id = ids["pad"]
+    return model, processor

@@ -67,6 +67,32 @@ def smollm2_gguf_path() -> Path:
     )
 
 
+def _cache_kwarg() -> str:
+    """``generate``'s keyword for a cache object: ``cache`` from transformers 5.24 on (where
+    ``past_key_values`` is deprecated), ``past_key_values`` before."""
+    try:
+        import transformers
+
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    except (ImportError, ValueError):
+        return "past_key_values"
+    return "cache" if (major, minor) >= (5, 24) else "past_key_values"
+
+
+_CACHE_KW = _cache_kwarg()
+
+
+def _crop(cache: Any, length: int) -> None:
+    """Keep the first ``length`` positions of a ``DynamicCache`` (transformers 5 takes the number
+    of tokens to remove as a negative count; 4.x took the new length)."""
+    cur = int(cache.get_seq_length())
+    if cur > length:
+        try:
+            cache.crop(length - cur)
+        except ValueError:
+            cache.crop(length)
+
+
 class CascadeAdapter(Adapter):
     """ASR transcript + SmolLM2-135M-Instruct (text only; see the module docstring).
 
@@ -191,7 +217,7 @@ class CascadeAdapter(Adapter):
 
             cache = DynamicCache(config=self.model.config)
         if cache is not None:
-            kw["past_key_values"] = cache
+            kw[_CACHE_KW] = cache
         t_model = time.perf_counter()
         with torch.inference_mode():
             out = self.model.generate(**enc, **kw)
@@ -231,13 +257,13 @@ class CascadeAdapter(Adapter):
         cache, self._cache, self._cache_ids = self._cache, None, None  # never reuse a half state
         if shared < self.MIN_SHARED:
             return None, 0
-        cache.crop(shared)
+        _crop(cache, shared)
         return cache, shared
 
     def _keep_cache(self, ids: Any, cache: Any) -> None:
         if cache is None or not hasattr(cache, "crop") or not self.config.get("prefix_cache", True):
             return
-        cache.crop(int(ids.shape[1]))  # the prompt only, not the generated tokens
+        _crop(cache, int(ids.shape[1]))  # the prompt only, not the generated tokens
         self._cache, self._cache_ids = cache, ids
 
     def close(self) -> None:

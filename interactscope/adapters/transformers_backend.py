@@ -19,7 +19,9 @@ Frames go as one video per prompt (``frames_as: video``, the default; ``fps`` = 
 is 2 frames, so an odd frame count is padded by repeating the newest frame;
 ``AdapterOutput.extra`` records ``n_frames`` (true) and ``n_frames_sent``. An audio part longer
 than the feature extractor's window (``n_samples``: 30 s for Whisper's default, 300 s in the
-Qwen2.5-Omni checkpoint) keeps its most recent window (``extra["audio_dropped_s"]``).
+Qwen2.5-Omni checkpoint) keeps its most recent window (``extra["audio_dropped_s"]``); a part
+shorter than ``min_audio_samples`` (default 1600 = 0.1 s; fewer than 480 give no audio token) gets
+zeros in front (``extra["audio_padded_samples"]``).
 
 Protocols. Offline Probing: ``respond`` / ``respond_batch`` (one independent greedy generation
 per decision point). Online Rolling: :meth:`TransformersAdapter.open_session` keeps one
@@ -34,7 +36,9 @@ Config keys (``configs/models/NAME.yaml``: top level, or inside ``limits:`` / ``
 ``HF_HUB_OFFLINE=1``), ``family`` (``omni`` | ``vl``, default from ``model_type``), ``device``
 (default ``cuda`` if available else ``cpu``), ``dtype`` (default ``bfloat16`` on GPU, ``float32``
 on CPU), ``attn_implementation``, ``frames_as`` (``video`` | ``image``), ``processor_kwargs``
-(e.g. ``{max_pixels: 401408}``), ``videos_kwargs`` (passed per call), ``trust_remote_code``,
+(``{max_pixels: 200704, min_pixels: 3136}``: the per-frame pixel budget, also given as the video
+``size`` on every call), ``videos_kwargs`` (passed per call), ``trust_remote_code``,
+``min_audio_samples`` (1600), ``session_max_frames`` (Online Rolling; default ``frames.max``),
 ``generation: {max_new_tokens: 128, temperature: 0}``.
 """
 
@@ -85,20 +89,24 @@ class Rendered:
         images: (H, W, 3) uint8 arrays in prompt order (image parts).
         videos: one list of (H, W, 3) uint8 frames per video part, padded to an even count.
         video_fps: per video, the frame rate given to the processor (Hz).
+        video_pts: per video, the stream time (s) of each sent frame (padding repeats the last).
         audios: float32 mono waveforms in prompt order.
         n_frames: stream frames before padding; n_frames_sent: after padding.
         audio_samples: samples per audio part before any window cut; audio_dropped_s: seconds cut.
+        audio_padded_samples: zeros put in front of parts shorter than ``min_audio_samples``.
     """
 
     text: str
     images: list[np.ndarray] = field(default_factory=list)
     videos: list[list[np.ndarray]] = field(default_factory=list)
     video_fps: list[float] = field(default_factory=list)
+    video_pts: list[list[float]] = field(default_factory=list)
     audios: list[np.ndarray] = field(default_factory=list)
     n_frames: int = 0
     n_frames_sent: int = 0
     audio_samples: list[int] = field(default_factory=list)
     audio_dropped_s: float = 0.0
+    audio_padded_samples: int = 0
 
 
 def _opt(adapter: TransformersAdapter, key: str, default: Any = None) -> Any:
@@ -161,6 +169,14 @@ class TransformersAdapter(Adapter):
         self.max_new_tokens = int(gen.get("max_new_tokens", 128))
         self.temperature = float(gen.get("temperature", 0.0) or 0.0)
         self.videos_kwargs: dict[str, Any] = dict(_opt(self, "videos_kwargs", {}) or {})
+        self.min_audio_samples = int(_opt(self, "min_audio_samples", 1600))
+        pk = _opt(self, "processor_kwargs") or _opt(self, "mm_processor_kwargs") or {}
+        self.video_size: dict[str, int] | None = None
+        if "max_pixels" in pk:
+            # the Qwen Omni processors pass their own class-level video ``size`` on every call,
+            # overriding the video processor's: give the configured pixel budget per call
+            lo = int(pk.get("min_pixels", min(3136, int(pk["max_pixels"]))))
+            self.video_size = {"shortest_edge": lo, "longest_edge": int(pk["max_pixels"])}
         self._generator: Any = None
         self.device: str | None = None
 
@@ -321,6 +337,12 @@ class TransformersAdapter(Adapter):
                         wav = wav[-window:]
                     if wav.shape[0] == 0:
                         continue  # nothing heard yet (t = 0): no audio item
+                    if wav.shape[0] < self.min_audio_samples:
+                        # too short for one audio token (e.g. the last 4 ms of a clip in Online
+                        # Rolling): zeros in front, never samples from after t
+                        pad = self.min_audio_samples - wav.shape[0]
+                        wav = np.concatenate([np.zeros(pad, np.float32), wav])
+                        r.audio_padded_samples += pad
                     r.audios.append(wav)
                     parts.append({"type": "audio"})
                 else:
@@ -338,9 +360,12 @@ class TransformersAdapter(Adapter):
         if n == 0:
             return
         sent = list(frames)
+        times = [float(p) for p in pts] if len(pts) == n else [float(i) for i in range(n)]
         if len(sent) % 2:
             sent.append(sent[-1])  # temporal patch 2: repeat the newest frame
+            times.append(times[-1])
         r.videos.append(sent)
+        r.video_pts.append(times)
         r.video_fps.append(_fps_of(pts) if pts else 1.0)
         r.n_frames += n
         r.n_frames_sent += len(sent)
@@ -354,12 +379,32 @@ class TransformersAdapter(Adapter):
         if r.videos:
             kw["videos"] = r.videos
             vk = {"do_sample_frames": False, **self.videos_kwargs}
+            if self.video_size is not None:
+                vk.setdefault("size", dict(self.video_size))
             fps = r.video_fps[0] if len(set(r.video_fps)) == 1 else r.video_fps
             vk.setdefault("fps", fps)
+            if self._wants_metadata():
+                # Qwen3-VL writes each frame's timestamp into the prompt from this metadata;
+                # without it it assumes 24 fps. Index k at 1 fps = stream second k.
+                from transformers.video_utils import VideoMetadata
+
+                vk["video_metadata"] = [
+                    VideoMetadata(
+                        total_num_frames=len(v),
+                        fps=1.0,
+                        frames_indices=[int(round(p)) for p in pts],
+                        duration=max(pts) + 1.0 if pts else None,
+                    )  # fmt: skip
+                    for v, pts in zip(r.videos, r.video_pts, strict=True)
+                ]
             kw["videos_kwargs"] = vk
         if r.audios:
             kw["audio"] = r.audios
         return kw
+
+    def _wants_metadata(self) -> bool:
+        vp = getattr(self.processor, "video_processor", None)
+        return type(vp).__name__.startswith("Qwen3VL")
 
     # ------------------------------------------------------------------ generation
     def generate(self, messages: list[dict[str, Any]]) -> AdapterOutput:
@@ -405,6 +450,8 @@ class TransformersAdapter(Adapter):
         }
         if r.audio_dropped_s:
             extra["audio_dropped_s"] = round(r.audio_dropped_s, 3)
+        if r.audio_padded_samples:
+            extra["audio_padded_samples"] = r.audio_padded_samples
         return AdapterOutput(
             text=text,
             latency_s=round(time.perf_counter() - start, 4),
@@ -432,7 +479,11 @@ class TransformersSession(Session):
     """Online Rolling over one interaction (see the module docstring).
 
     ``messages`` is the conversation so far (prompt parts with arrays, and the model's own
-    answers as assistant turns; a silent answer is kept as the silence token)."""
+    answers as assistant turns; a silent answer is kept as the silence token). The stream frames
+    held in the conversation are capped at ``session_max_frames`` (config; default
+    ``frames.max``): past it the oldest frames leave the conversation (their text labels stay;
+    ``extra["session_frames_dropped"]`` counts them), so a long video cannot grow the prompt
+    without bound. Audio parts are all kept."""
 
     def __init__(self, adapter: TransformersAdapter, interaction: Interaction):
         self.adapter = adapter
@@ -441,6 +492,9 @@ class TransformersSession(Session):
         self.previous: Any | None = None
         self.last_t: float | None = None
         self.steps = 0
+        cap = _opt(adapter, "session_max_frames")
+        self.max_frames = int(cap) if cap else adapter.settings.frames.max
+        self.frames_dropped = 0
 
     def step(self, request: DecisionRequest) -> AdapterOutput:
         from interactscope.protocol.prompts import online_turn
@@ -458,6 +512,7 @@ class TransformersSession(Session):
             request, self.previous, frames_as=self.adapter.frames_as, first=self.steps == 0
         )
         self.messages.extend(turn)
+        self.frames_dropped += _drop_oldest_frames(self.messages, self.max_frames)
         out = self.adapter.generate(self.messages)
         answer = out.text.strip() or request.settings.silence_token
         self.messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
@@ -466,8 +521,48 @@ class TransformersSession(Session):
         self.steps += 1
         out.extra["session_step"] = self.steps
         out.extra["session_messages"] = len(self.messages)
+        if self.frames_dropped:
+            out.extra["session_frames_dropped"] = self.frames_dropped
         return out
 
     def close(self) -> None:
         self.messages.clear()
         self.previous = None
+
+
+def _drop_oldest_frames(messages: list[dict[str, Any]], cap: int) -> int:
+    """Remove the oldest stream frames (image parts that are not attachments, frames of video
+    parts) from ``messages`` in place until at most ``cap`` remain; returns how many went."""
+    slots: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+    total = 0
+    for msg in messages:
+        content = msg.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if part.get("type") == "image" and not part.get("attachment"):
+                slots.append((content, part))
+                total += 1
+            elif part.get("type") == "video":
+                slots.append((content, part))
+                total += len(part["video"])
+    excess = total - cap
+    dropped = 0
+    for content, part in slots:
+        if excess <= 0:
+            break
+        if part["type"] == "image":
+            content.remove(part)
+            excess -= 1
+            dropped += 1
+            continue
+        n = len(part["video"])
+        k = min(n, excess)
+        if k == n:
+            content.remove(part)
+        else:
+            part["video"] = part["video"][k:]
+            part["pts_s"] = list(part.get("pts_s") or [])[k:]
+        excess -= k
+        dropped += k
+    return dropped
