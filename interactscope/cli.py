@@ -23,7 +23,8 @@ app = typer.Typer(
 )
 
 DEMO_BENCH = Path(__file__).resolve().parents[1] / "annotations" / "demo"
-DEFAULT_DEMO_MODEL = "oracle"
+DEFAULT_DEMO_MODEL = "cascade"
+DEFAULT_DEMO_JUDGE = "embedding"
 
 
 def _setup_logging(verbose: bool) -> None:
@@ -227,11 +228,15 @@ def demo(
     out: Path | None = typer.Option(
         None, "--out", "-o", help="Run folder (default runs/demo-MODEL)."
     ),
-    judge: str | None = typer.Option(
-        None, help="Judge for scoring (default: the scorer's default)."
+    judge: str = typer.Option(
+        DEFAULT_DEMO_JUDGE,
+        help="Judge for scoring T2-T8 (embedding and lexical are offline approximations).",
     ),
 ) -> None:
-    """Collect (and score, when scoring is installed) the bundled demo benchmark."""
+    """Collect and score the bundled demo benchmark (annotations/demo) with the CPU default model.
+
+    The default `cascade` model (ASR transcript + SmolLM2-135M) SEES NO PIXELS; it is a plumbing
+    baseline that runs anywhere. Use --model oracle for a perfect model (scores 1.0)."""
     out = out or Path("runs") / f"demo-{model}"
     _setup_logging(False)
     from interactscope.collect import CollectError, run_collect
@@ -242,7 +247,7 @@ def demo(
         _fail(str(exc))
     typer.echo(f"{out}: {summary.line()}")
     if any((c.name or c.callback.__name__) == "score" for c in app.registered_commands):
-        args = ["score", str(out)] + (["--judge", judge] if judge else [])
+        args = ["score", str(out), "--judge", judge]
         typer.main.get_command(app).main(args, standalone_mode=False)
 
 

@@ -122,7 +122,9 @@ class _Observations:
             from interactscope.protocol.observation import Observer
 
             self._cache.clear()  # interactions are grouped by video: keep one decoded file
-            self._cache[video.id] = Observer(self.bench.media_path(video), self.settings)
+            self._cache[video.id] = Observer(
+                self.bench.media_path(video), self.settings, bench_root=self.bench.root
+            )
         return self._cache[video.id]
 
 
