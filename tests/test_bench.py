@@ -47,7 +47,11 @@ def test_demo_benchmark_is_valid_and_covers_required_tasks():
             "out of time order",
         ),
         ({"targets": [{"id": "k1", "time_s": 9.0}]}, "targets[0].time_s", "after the clip end"),
-        ({"q": 3.0, "targets": [{"id": "k1", "time_s": 2.0}]}, "targets[0].time_s", "before the query"),
+        (
+            {"q": 3.0, "targets": [{"id": "k1", "time_s": 2.0}]},
+            "targets[0].time_s",
+            "before the query",
+        ),
         (
             {"task": "T8-A", "targets": [{"id": "k1", "interval_s": [5.0, 4.0]}]},
             "targets[0].interval_s",
@@ -70,8 +74,16 @@ def test_demo_benchmark_is_valid_and_covers_required_tasks():
             "query.attachments[0].path",
             "escapes",
         ),
-        ({"attachments": [{"kind": "image", "path": "media/none.png"}]}, "query.attachments[0].path", "not found"),
-        ({"targets": [{"id": "k1", "time_s": 3.0, "interval_s": [2.0, 4.0]}]}, "targets.0", "exactly one"),
+        (
+            {"attachments": [{"kind": "image", "path": "media/none.png"}]},
+            "query.attachments[0].path",
+            "not found",
+        ),
+        (
+            {"targets": [{"id": "k1", "time_s": 3.0, "interval_s": [2.0, 4.0]}]},
+            "targets.0",
+            "exactly one",
+        ),
         ({"task": "T2", "panel": "assistance"}, "panel", "explicit"),
     ],
 )
@@ -140,7 +152,9 @@ def test_all_problems_reported_at_once_via_cli(tmp_path):
     err = res.stderr
     assert "interactions.jsonl:4: interaction t2-cut field 'targets[0].time_s'" in err
     assert "interactions.jsonl:1: interaction t1-taxi field 'targets[0].tools'" in err
-    assert "benchmark.json:" in err and "field 'videos[3].path': '../x.mp4' escapes the folder" in err
+    assert (
+        "benchmark.json:" in err and "field 'videos[3].path': '../x.mp4' escapes the folder" in err
+    )
 
 
 def test_validate_cli_prints_summary_on_demo():

@@ -63,8 +63,19 @@ def test_sigkill_midway_then_rerun_gives_exactly_the_grid(tmp_path):
     cfg = tmp_path / "slow-oracle.yaml"
     cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.05\n")
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "interactscope.cli", "collect", "--model", str(cfg),
-           "--bench", str(DEMO), "--out", str(run), "--no-progress"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "interactscope.cli",
+        "collect",
+        "--model",
+        str(cfg),
+        "--bench",
+        str(DEMO),
+        "--out",
+        str(run),
+        "--no-progress",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     resp = run / "responses.jsonl"
     deadline = time.time() + 60
@@ -117,8 +128,13 @@ def test_adapter_exception_fails_only_that_decision_point(tmp_path, talkative):
 
 def test_cooldown_suppresses_points_after_a_response(tmp_path, talkative):
     root = write_bench(tmp_path / "b", [interaction("a")])
-    run_collect(model=talkative(), bench=root, out=tmp_path / "r", progress=False,
-                overrides={"cooldown_s": 3})
+    run_collect(
+        model=talkative(),
+        bench=root,
+        out=tmp_path / "r",
+        progress=False,
+        overrides={"cooldown_s": 3},
+    )
     recs = RunFolder(tmp_path / "r").responses()
     # speaks at 0; 1, 2, 3 lie in (0, 3] -> suppressed; speaks at 4; 5, 6, 7 suppressed;
     # 7.6 > 4 + 3 -> speaks
@@ -129,15 +145,22 @@ def test_cooldown_suppresses_points_after_a_response(tmp_path, talkative):
 
 def test_history_shows_last_n_non_silent_responses(tmp_path, talkative):
     root = write_bench(tmp_path / "b", [interaction("a")])
-    run_collect(model=talkative(), bench=root, out=tmp_path / "r", progress=False,
-                overrides={"history.n": 2})
+    run_collect(
+        model=talkative(),
+        bench=root,
+        out=tmp_path / "r",
+        progress=False,
+        overrides={"history.n": 2},
+    )
     texts = [r.text for r in RunFolder(tmp_path / "r").responses()]
     assert texts[:4] == ["history=0", "history=1", "history=2", "history=2"]
 
 
 def test_online_rolling_steps_in_order_and_redoes_partial_interactions(tmp_path, talkative):
     late = [{"id": "k1", "reference": "x", "time_s": 7.0}]
-    root = write_bench(tmp_path / "b", [interaction("a", q=2.5), interaction("b", q=6.0, targets=late)])
+    root = write_bench(
+        tmp_path / "b", [interaction("a", q=2.5), interaction("b", q=6.0, targets=late)]
+    )
     run = tmp_path / "r"
     run_collect(model=talkative(), bench=root, out=run, progress=False, protocol="online")
     recs = RunFolder(run).responses()

@@ -131,7 +131,9 @@ def test_merge_refuses_overlap_and_mismatch(tmp_path):
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     run_collect(model="oracle", bench=DEMO, out=a, progress=False, shard="1/2")
     run_collect(model="oracle", bench=DEMO, out=b, progress=False, shard="1/2")
-    run_collect(model="oracle", bench=DEMO, out=c, progress=False, shard="2/2", overrides={"cooldown_s": 3})
+    run_collect(
+        model="oracle", bench=DEMO, out=c, progress=False, shard="2/2", overrides={"cooldown_s": 3}
+    )
     with pytest.raises(RunLogError, match="appears in both"):
         merge_runs([a, b], tmp_path / "m1")
     with pytest.raises(RunLogError, match="settings.cooldown_s"):
@@ -141,7 +143,9 @@ def test_merge_refuses_overlap_and_mismatch(tmp_path):
 def test_run_json_records_settings_and_provenance(tmp_path):
     run = tmp_path / "run"
     write_bench(tmp_path / "b", [interaction("a")])
-    run_collect(model="silent", bench=tmp_path / "b", out=run, progress=False, overrides={"history.n": 5})
+    run_collect(
+        model="silent", bench=tmp_path / "b", out=run, progress=False, overrides={"history.n": 5}
+    )
     m = json.loads((run / "run.json").read_text())
     assert m["settings"]["history"]["n"] == 5
     assert m["settings"]["grid"]["step_s"] == 1.0
