@@ -1,0 +1,5 @@
+"""``python -m interactscope.cli``."""
+
+from interactscope.cli import main
+
+main()
