@@ -1,3 +1,6 @@
-"""interactscope: the Omni-InteractScope protocol for omni-modal always-on assistants."""
+"""interactscope: evaluate omni-modal models as always-on assistants (Omni-InteractScope streaming
+protocol, EgoBench interactive tasks, the EgoInteract agent). See docs/architecture.md."""
 
-__version__ = "0.1.0"
+from interactscope.resources import package_version
+
+__version__ = package_version()

@@ -4,6 +4,15 @@ from __future__ import annotations
 
 import typer
 
+from interactscope.resources import package_version
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"interactscope {package_version()}")
+        raise typer.Exit()
+
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -13,3 +22,12 @@ app = typer.Typer(
         "--bench BENCH --out RUN`, `interactscope score RUN`."
     ),
 )
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Evaluate omni-modal models as always-on assistants (Omni-InteractScope, EgoBench)."""
