@@ -1,16 +1,18 @@
-"""Load and validate a benchmark folder (SPEC §1).
+"""Load and validate a benchmark folder (docs/protocol.md, data model).
 
 A benchmark is a folder holding ``benchmark.json`` (name, version, tool catalogue, videos) and
 ``interactions.jsonl`` (one Interaction per line); media paths are relative to the folder.
 ``load_benchmark`` checks everything and reports every problem at once, each naming the file, the
-line, the interaction id and the field.
+line, the interaction id and the field (one path style: ``targets[0].time_s``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
+import re
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
@@ -20,22 +22,28 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from interactscope.schema import Interaction, ToolSpec, VideoRecord
+from interactscope.schema import Interaction, ToolSpec, VideoRecord, panel_of, storable
 
 log = logging.getLogger(__name__)
 
 BENCHMARK_FILE = "benchmark.json"
 INTERACTIONS_FILE = "interactions.jsonl"
-PACKAGED_DIR = "_packaged"
-"""Folder (inside the benchmark, git-ignored) where media shipped in Python packages is copied."""
 TIME_EPS_S = 1e-3
-"""Times are compared after rounding to milliseconds (SPEC §3)."""
+"""Times are compared after rounding to milliseconds."""
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays/objects accepted in either file (the formats need about 6)."""
+DURATION_TOLERANCE_S = 0.1
+"""A measured duration that differs from the annotated or the container's declared one by more
+than this (s) gives a warning naming the file."""
+DEFAULT_MERGE_S = 2.0
+"""Response grouping span (s) of first-response allocation, used to warn about T1–T7 targets
+so close together that one group of responses would cover both."""
 
 
 class BenchmarkFile(BaseModel):
     """Schema of ``benchmark.json``."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
     name: str
     version: str
@@ -46,13 +54,17 @@ class BenchmarkFile(BaseModel):
 
 @dataclass(frozen=True)
 class Problem:
-    """One validation problem. ``line`` is 1-based (0 when unknown)."""
+    """One validation problem. ``line`` is 1-based (0 when unknown).
+
+    ``video_id`` is set on problems that depend on that video's measured duration (a time after
+    the clip end): when the video itself looks truncated they fail its interactions only."""
 
     file: str
     line: int
     interaction_id: str | None
     field: str
     message: str
+    video_id: str | None = None
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
@@ -61,10 +73,12 @@ class Problem:
 
 
 class BenchmarkError(ValueError):
-    """The benchmark folder is invalid; ``problems`` lists every problem found."""
+    """The benchmark folder is invalid; ``problems`` lists every problem found, ``warnings`` the
+    warnings gathered on the way (e.g. a measured duration that differs from the declared)."""
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[Problem], warnings: list[str] | None = None):
         self.problems = problems
+        self.warnings = list(warnings or [])
         head = f"{len(problems)} problem(s) in the benchmark:"
         super().__init__("\n".join([head] + [f"  - {p}" for p in problems]))
 
@@ -73,7 +87,7 @@ class BenchmarkError(ValueError):
 class Benchmark:
     """A loaded, validated benchmark. Video ``duration_s``/``has_audio`` are the measured values.
 
-    ``media_errors`` maps a video id to the reason its file could not be read (only populated
+    ``media_errors`` maps a video id to the reason its file could not be used (only populated
     with ``media_errors="record"``; collection records the error on that video's interactions)."""
 
     root: Path
@@ -117,6 +131,9 @@ class Benchmark:
         )
 
 
+# --------------------------------------------------------------------------- reading JSON
+
+
 def _inside(root: Path, rel: str) -> Path | None:
     """Resolved path of ``rel`` under ``root``, or None if it escapes the root."""
     p = Path(rel)
@@ -130,8 +147,104 @@ def _inside(root: Path, rel: str) -> Path | None:
     return full
 
 
-def _loc(err: dict[str, Any]) -> str:
-    return ".".join(str(x) for x in err["loc"]) or "<root>"
+def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
+    """``("targets", 0, "time_s")`` -> ``"targets[0].time_s"`` (the one path style used)."""
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "<root>"
+
+
+def _too_deep(obj: Any) -> bool:
+    """Nesting deeper than :data:`MAX_JSON_DEPTH` (walked iteratively: no recursion limit).
+    Non-finite numbers are left to the typed models, which name the field."""
+    stack: list[tuple[Any, int]] = [(obj, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_JSON_DEPTH:
+            return True
+        if isinstance(node, dict):
+            stack.extend((v, depth + 1) for v in node.values())
+        elif isinstance(node, list):
+            stack.extend((v, depth + 1) for v in node)
+    return False
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def parse_json(raw: bytes, fname: str, line: int = 0) -> tuple[Any, list[Problem], list[str]]:
+    """Decode UTF-8 and parse one JSON document, turning every failure into a Problem.
+
+    Refused: invalid UTF-8 (the byte offset is named), invalid JSON, nesting deeper than
+    :data:`MAX_JSON_DEPTH` (NaN/Infinity are refused by the typed models, naming the field). Lone
+    surrogates (``"\\ud800"``) are replaced by U+FFFD with a warning, so the text stays storable.
+
+    Returns:
+        (value or None, problems, warnings); ``line`` (1-based, 0 for a whole file) goes on them.
+    """
+
+    def bad(msg: str, at: int = line) -> tuple[Any, list[Problem], list[str]]:
+        return None, [Problem(fname, at, None, "<line>" if line else "<file>", msg)], []
+
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        at = line or raw.count(b"\n", 0, exc.start) + 1
+        return bad(f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8", at)
+    try:
+        obj = json.loads(text)
+    except RecursionError:
+        return bad(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    except json.JSONDecodeError as exc:
+        return bad(f"invalid JSON: {exc}", line or exc.lineno)
+    if _too_deep(obj):
+        return bad(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    warns: list[str] = []
+    if _SURROGATE_ESCAPE.search(text):  # valid UTF-8 holds surrogates only as \u escapes
+        obj, changed = storable(obj)
+        if changed:
+            where = f"{fname}:{line}" if line else fname
+            warns.append(f"{where}: lone surrogate code points replaced by U+FFFD")
+    return obj, [], warns
+
+
+def _line_index(text: str) -> dict[tuple[str, str], list[int]]:
+    """One pass over ``benchmark.json``: the lines of every ``"id": "X"`` and ``"name": "X"``,
+    in file order, so the n-th video with id X is reported on its own line."""
+    out: dict[tuple[str, str], list[int]] = {}
+    line, pos = 1, 0
+    for m in re.finditer(r'"(id|name)"\s*:\s*"((?:[^"\\\n]|\\.)*)"', text):
+        line += text.count("\n", pos, m.start())
+        pos = m.start()
+        try:
+            value = json.loads(f'"{m.group(2)}"')
+        except ValueError:
+            continue
+        out.setdefault((m.group(1), value), []).append(line)
+    return out
+
+
+# --------------------------------------------------------------------------- benchmark.json
+
+
+@dataclass
+class _State:
+    """What the loading steps accumulate."""
+
+    root: Path
+    probe_media: bool
+    record_media: bool
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    media_err: dict[str, str] = field(default_factory=dict)
+    suspect: dict[str, str] = field(default_factory=dict)  # video id -> why its duration is odd
+    videos: dict[str, VideoRecord] = field(default_factory=dict)
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+
+    @property
+    def bfile(self) -> str:
+        return str(self.root / BENCHMARK_FILE)
 
 
 def _materialise(root: Path, video: VideoRecord) -> str | None:
@@ -157,9 +270,251 @@ def _materialise(root: Path, video: VideoRecord) -> str | None:
     return None
 
 
-def _line_of(text: str, needle: str) -> int:
-    idx = text.find(needle)
-    return text.count("\n", 0, idx) + 1 if idx >= 0 else 0
+def _read_benchmark_file(st: _State, raw: bytes) -> BenchmarkFile | None:
+    obj, probs, warns = parse_json(raw, st.bfile)
+    st.problems += probs
+    st.warnings += warns
+    if obj is None:
+        return None
+    try:
+        return BenchmarkFile.model_validate(obj)
+    except ValidationError as exc:
+        for e in exc.errors():
+            st.problems.append(Problem(st.bfile, 0, None, field_path(e["loc"]), e["msg"]))
+    return None
+
+
+def _measure(st: _State, v: VideoRecord, full: Path) -> str | None:
+    """Probe one video: set its measured duration/audio; warn on a duration mismatch. Returns
+    an error text or None."""
+    from interactscope.media import MediaError, probe
+
+    try:
+        info = probe(full)
+    except MediaError as exc:
+        return str(exc)
+    declared = [("annotated", v.duration_s), ("container-declared", info.declared_duration_s)]
+    for what, d in declared:
+        if d is not None and abs(d - info.duration_s) > DURATION_TOLERANCE_S:
+            why = (
+                f"{v.path}: measured duration {info.duration_s} s differs from the {what} "
+                f"{d} s (truncated or damaged file?); the measured value is used"
+            )
+            st.warnings.append(f"{st.bfile}: video {v.id}: {why}")
+            st.suspect.setdefault(v.id, why)
+    v.duration_s = info.duration_s
+    v.has_audio = info.has_audio
+    return None
+
+
+def _check_videos(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str], list[int]]):
+    seen: Counter[str] = Counter()
+    for i, v in enumerate(bdata.videos):
+        at = lines.get(("id", v.id), [])
+        line = at[seen[v.id]] if seen[v.id] < len(at) else (at[-1] if at else 0)
+        seen[v.id] += 1
+        fld = f"videos[{i}]"
+        if v.id in st.videos:
+            st.problems.append(
+                Problem(st.bfile, line, None, f"{fld}.id", f"duplicate video id {v.id!r}")
+            )
+            continue
+        st.videos[v.id] = v
+        full = _inside(st.root, v.path)
+        if full is None:
+            st.problems.append(
+                Problem(st.bfile, line, None, f"{fld}.path", f"{v.path!r} escapes the folder")
+            )
+            continue
+        err = _materialise(st.root, v)
+        if err is None and not full.exists():
+            err = "file not found"
+        if err is None and st.probe_media:
+            err = _measure(st, v, full)
+        if err is None:
+            continue
+        if st.record_media and full.exists():
+            st.media_err[v.id] = f"{v.path}: {err}"
+        else:
+            st.problems.append(Problem(st.bfile, line, None, f"{fld}.path", f"{v.path}: {err}"))
+
+
+def _check_tools(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str], list[int]]):
+    seen: Counter[str] = Counter()
+    for i, t in enumerate(bdata.tools):
+        at = lines.get(("name", t.name), [])
+        seen[t.name] += 1
+        if t.name in st.tools:
+            line = at[seen[t.name] - 1] if seen[t.name] <= len(at) else 0
+            st.problems.append(
+                Problem(st.bfile, line, None, f"tools[{i}].name", f"duplicate tool {t.name!r}")
+            )
+        st.tools[t.name] = t
+
+
+# --------------------------------------------------------------------------- interactions.jsonl
+
+
+def _read_interactions(st: _State, raw: bytes, cross_check: bool) -> list[Interaction]:
+    ifile = str(st.root / INTERACTIONS_FILE)
+    interactions: list[Interaction] = []
+    seen: dict[str, int] = {}
+    for lineno, chunk in enumerate(raw.split(b"\n"), start=1):
+        if not chunk.strip():
+            continue
+        obj, probs, warns = parse_json(chunk, ifile, lineno)
+        st.problems += probs
+        st.warnings += warns
+        if obj is None:
+            continue
+        iid = obj.get("id") if isinstance(obj, dict) else None
+        try:
+            it = Interaction.model_validate(obj)
+        except ValidationError as exc:
+            for e in exc.errors():
+                st.problems.append(Problem(ifile, lineno, iid, field_path(e["loc"]), e["msg"]))
+            continue
+        ctx = _Ctx(it, lineno, ifile, st, cross_check)
+        _check_interaction(ctx, seen)
+        st.problems += ctx.problems
+        st.warnings += ctx.warnings
+        seen.setdefault(it.id, lineno)
+        interactions.append(it)
+    if not interactions and not any(p.file == ifile for p in st.problems):
+        st.problems.append(
+            Problem(ifile, 0, None, "<file>", "no interactions; add one JSON object per line")
+        )
+    return interactions
+
+
+@dataclass
+class _Ctx:
+    """One interaction under check: where it is and what it may refer to."""
+
+    it: Interaction
+    lineno: int
+    fname: str
+    st: _State
+    cross_check: bool
+    problems: list[Problem] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def bad(self, fld: str, msg: str, video_id: str | None = None) -> None:
+        self.problems.append(Problem(self.fname, self.lineno, self.it.id, fld, msg, video_id))
+
+
+def _check_interaction(ctx: _Ctx, seen: dict[str, int]) -> None:
+    it = ctx.it
+    if it.id in seen:
+        ctx.bad("id", f"duplicate interaction id (first on line {seen[it.id]})")
+    expected_panel = panel_of(it.task)
+    if it.panel != expected_panel:
+        ctx.bad("panel", f"task {it.task} belongs to panel {expected_panel!r}, not {it.panel!r}")
+    video = ctx.st.videos.get(it.video_id)
+    if video is None and ctx.cross_check:
+        ctx.bad("video_id", f"unknown video {it.video_id!r}")
+    duration = video.duration_s if video is not None else None
+    if duration is not None and it.q > duration + TIME_EPS_S:
+        ctx.bad("query.time_s", f"query time {it.q} is after {_end(video)}", it.video_id)
+    for j, att in enumerate(it.query.attachments):
+        full = _inside(ctx.st.root, att.path)
+        if full is None:
+            ctx.bad(f"query.attachments[{j}].path", f"{att.path!r} escapes the folder")
+        elif not full.exists():
+            ctx.bad(f"query.attachments[{j}].path", f"{att.path}: file not found")
+    offered = _check_offered(ctx)
+    _check_targets(ctx, video, offered)
+
+
+def _end(video: VideoRecord) -> str:
+    return f"the clip end {video.duration_s} (measured from {video.path})"
+
+
+def _check_offered(ctx: _Ctx) -> set[str]:
+    it, tools = ctx.it, ctx.st.tools
+    offered: set[str] = set()
+    if it.query.tools is not None:
+        for j, t in enumerate(it.query.tools):
+            if isinstance(t, str):
+                if t not in tools and ctx.cross_check:
+                    ctx.bad(f"query.tools[{j}]", f"unknown tool {t!r} (not in the catalogue)")
+                offered.add(t)
+            else:
+                offered.add(t.name)
+    elif it.task == "T1":
+        offered = set(tools)
+    if it.task == "T1" and not offered and ctx.cross_check:
+        ctx.bad("query.tools", "T1 interaction offers no tools (empty catalogue)")
+    return offered
+
+
+def _check_targets(ctx: _Ctx, video: VideoRecord | None, offered: set[str]) -> None:
+    it, q = ctx.it, ctx.it.q
+    duration = video.duration_s if video is not None else None
+    target_ids: set[str] = set()
+    prev = None
+    for k, tg in enumerate(it.targets):
+        f = f"targets[{k}]"
+        if tg.id in target_ids:
+            ctx.bad(f"{f}.id", f"duplicate target id {tg.id!r}")
+        target_ids.add(tg.id)
+        if tg.interval_s is not None:
+            a, b = tg.interval_s
+            if a > b:
+                ctx.bad(f"{f}.interval_s", f"interval start {a} > end {b}")
+            times = [("interval_s", a), ("interval_s", b)]
+        else:
+            times = [("time_s", tg.time_s)]
+        for fld, x in times:
+            if x < q - TIME_EPS_S:
+                ctx.bad(f"{f}.{fld}", f"target time {x} is before the query time {q}")
+            if duration is not None and x > duration + TIME_EPS_S:
+                ctx.bad(f"{f}.{fld}", f"target time {x} is after {_end(video)}", it.video_id)
+        if prev is not None:
+            _check_pair(ctx, k, prev, tg)
+        prev = tg
+        if it.task == "T1":
+            if not tg.tools:
+                ctx.bad(f"{f}.tools", "T1 target has no tools (the set of tool names to call)")
+            for name in tg.tools or []:
+                if offered and name not in offered:
+                    ctx.bad(f"{f}.tools", f"tool {name!r} is not offered to the model")
+        else:
+            if not tg.reference.strip():
+                ctx.bad(f"{f}.reference", "empty; give the text a response must convey")
+            if tg.interval_s is not None and it.task != "T8-A":
+                ctx.bad(f"{f}.interval_s", f"only T8-A targets use intervals (task {it.task})")
+
+
+def _check_pair(ctx: _Ctx, k: int, prev: Any, tg: Any) -> None:
+    """Time order of consecutive targets; T1–T7 targets within the grouping span warn."""
+    gap = tg.anchor_s - prev.anchor_s
+    if gap < -TIME_EPS_S:
+        ctx.bad(f"targets[{k}]", f"targets out of time order ({tg.anchor_s} after {prev.anchor_s})")
+    elif panel_of(ctx.it.task) == "explicit" and gap <= DEFAULT_MERGE_S + TIME_EPS_S:
+        ctx.warnings.append(
+            f"{ctx.fname}:{ctx.lineno}: interaction {ctx.it.id}: targets {prev.id!r} and "
+            f"{tg.id!r} are {gap:.3g} s apart, within merge_s = {DEFAULT_MERGE_S:g} s: one group "
+            "of responses covers both, so at most one of them can be hit"
+        )
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _fail_suspect_videos(st: _State) -> None:
+    """Duration-dependent problems of a video whose measured duration disagrees with its
+    declared one fail that video's interactions (``media_errors``) instead of the benchmark."""
+    keep: list[Problem] = []
+    for p in st.problems:
+        vid = p.video_id
+        if vid is None or vid not in st.suspect:
+            keep.append(p)
+        elif st.record_media:
+            st.media_err.setdefault(vid, f"{st.suspect[vid]}; {p}")
+        else:
+            keep.append(dataclasses.replace(p, message=f"{p.message}; {st.suspect[vid]}"))
+    st.problems = keep
 
 
 def load_benchmark(
@@ -173,210 +528,60 @@ def load_benchmark(
             (``interactscope.media.probe``); the measured values replace annotated ones.
         media_errors: ``"raise"`` — an unreadable media file is a problem like any other;
             ``"record"`` — keep going and list it in ``Benchmark.media_errors`` (collection then
-            records the error on that video's interactions and the run goes on).
+            records the error on that video's interactions and the run goes on). Times after the
+            measured end of a video that looks truncated are recorded there too.
 
     Returns:
-        The validated ``Benchmark``.
+        The validated ``Benchmark`` (warnings, e.g. duration mismatches, in ``.warnings``).
 
     Raises:
-        BenchmarkError: listing every problem found, each with file, line, interaction id and
-            field: unknown task, targets out of time order, a target time outside [q, duration],
-            an interval with a > b, a T1 target without tools, a media path that escapes the
-            folder or does not exist, duplicate ids, unknown video or tool references.
+        BenchmarkError: listing every problem found in both files, each with file, line,
+            interaction id and field: invalid UTF-8 or JSON, non-finite numbers, nesting deeper
+            than ``MAX_JSON_DEPTH``, unknown task, targets out of time order, a target time
+            outside [q, duration], an interval with a > b, a T1 target without tools, a non-T1
+            target with an empty reference, a media path that escapes the folder or does not
+            exist, duplicate ids, unknown video or tool references, no interactions at all.
     """
     root = Path(path)
-    problems: list[Problem] = []
-    bfile = root / BENCHMARK_FILE
-    ifile = root / INTERACTIONS_FILE
     if not root.is_dir():
         raise BenchmarkError([Problem(str(root), 0, None, "<folder>", "not a folder")])
-    for f in (bfile, ifile):
-        if not f.exists():
-            problems.append(Problem(str(f), 0, None, "<file>", "file not found"))
-    if problems:
-        raise BenchmarkError(problems)
-
-    btext = bfile.read_text(encoding="utf-8")
-    bdata: BenchmarkFile | None = None
-    try:
-        bdata = BenchmarkFile.model_validate_json(btext)
-    except ValidationError as exc:
-        for e in exc.errors():
-            problems.append(Problem(str(bfile), 0, None, _loc(e), e["msg"]))
-    if bdata is None:
-        raise BenchmarkError(problems)
-
-    # Videos: duplicate ids, paths, measured durations.
-    videos: dict[str, VideoRecord] = {}
-    media_err: dict[str, str] = {}
-    warnings: list[str] = []
-    for i, v in enumerate(bdata.videos):
-        line = _line_of(btext, f'"{v.id}"')
-        fld = f"videos[{i}]"
-        if v.id in videos:
-            problems.append(Problem(str(bfile), line, None, f"{fld}.id", f"duplicate id {v.id!r}"))
-            continue
-        videos[v.id] = v
-        full = _inside(root, v.path)
-        if full is None:
-            problems.append(
-                Problem(str(bfile), line, None, f"{fld}.path", f"{v.path!r} escapes the folder")
-            )
-            continue
-        err = _materialise(root, v)
-        if err is None and not full.exists():
-            err = "file not found"
-        if err is None and probe_media:
-            from interactscope.media import MediaError, probe
-
-            try:
-                info = probe(full)
-            except MediaError as exc:
-                err = str(exc)
-            else:
-                if v.duration_s is not None and abs(v.duration_s - info.duration_s) > 0.1:
-                    warnings.append(
-                        f"{bfile}: video {v.id}: annotated duration_s {v.duration_s} differs from "
-                        f"the measured {info.duration_s}; the measured value is used"
-                    )
-                v.duration_s = info.duration_s
-                v.has_audio = info.has_audio
-        if err is not None:
-            if media_errors == "record" and full.exists():
-                media_err[v.id] = f"{v.path}: {err}"
-            else:
-                problems.append(Problem(str(bfile), line, None, f"{fld}.path", f"{v.path}: {err}"))
-
-    tools: dict[str, ToolSpec] = {}
-    for i, t in enumerate(bdata.tools):
-        if t.name in tools:
-            line = _line_of(btext, f'"{t.name}"')
-            problems.append(
-                Problem(str(bfile), line, None, f"tools[{i}].name", f"duplicate tool {t.name!r}")
-            )
-        tools[t.name] = t
-
-    # Interactions.
-    interactions: list[Interaction] = []
-    seen: dict[str, int] = {}
-    raw_lines = ifile.read_text(encoding="utf-8").splitlines()
-    for lineno, raw in enumerate(raw_lines, start=1):
-        if not raw.strip():
-            continue
+    st = _State(root, probe_media, media_errors == "record")
+    raws: dict[str, bytes] = {}
+    for name in (BENCHMARK_FILE, INTERACTIONS_FILE):
         try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            problems.append(Problem(str(ifile), lineno, None, "<line>", f"invalid JSON: {exc}"))
-            continue
-        iid = obj.get("id") if isinstance(obj, dict) else None
-        try:
-            it = Interaction.model_validate(obj)
-        except ValidationError as exc:
-            for e in exc.errors():
-                problems.append(Problem(str(ifile), lineno, iid, _loc(e), e["msg"]))
-            continue
-        problems.extend(_check_interaction(it, lineno, str(ifile), root, videos, tools, seen))
-        seen.setdefault(it.id, lineno)
-        interactions.append(it)
-
-    if problems:
-        raise BenchmarkError(problems)
-    for w in warnings:
+            raws[name] = (root / name).read_bytes()
+        except OSError as exc:
+            why = "file not found" if not (root / name).exists() else exc.strerror
+            st.problems.append(Problem(str(root / name), 0, None, "<file>", str(why)))
+    if st.problems:
+        raise BenchmarkError(st.problems)
+    bdata = _read_benchmark_file(st, raws[BENCHMARK_FILE])
+    if bdata is not None:
+        lines = _line_index(raws[BENCHMARK_FILE].decode("utf-8"))
+        _check_videos(st, bdata, lines)
+        _check_tools(st, bdata, lines)
+    # checked even when benchmark.json is broken, without the cross-references
+    interactions = _read_interactions(st, raws[INTERACTIONS_FILE], cross_check=bdata is not None)
+    _fail_suspect_videos(st)
+    if st.problems or bdata is None:
+        raise BenchmarkError(st.problems, st.warnings)
+    for w in st.warnings:
         log.warning(w)
-    digest = hashlib.sha256(btext.encode() + b"\0" + ifile.read_bytes()).hexdigest()
+    # universal newlines in the first file, raw bytes in the second: the fingerprint of old runs
+    btext = raws[BENCHMARK_FILE].decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+    digest = hashlib.sha256(btext.encode() + b"\0" + raws[INTERACTIONS_FILE]).hexdigest()
     return Benchmark(
         root=root.resolve(),
         name=bdata.name,
         version=bdata.version,
         description=bdata.description,
-        tools=tools,
-        videos=videos,
+        tools=st.tools,
+        videos=st.videos,
         interactions=interactions,
         fingerprint=digest[:16],
-        media_errors=media_err,
-        warnings=warnings,
+        media_errors=st.media_err,
+        warnings=st.warnings,
     )
-
-
-def _check_interaction(
-    it: Interaction,
-    lineno: int,
-    fname: str,
-    root: Path,
-    videos: dict[str, VideoRecord],
-    tools: dict[str, ToolSpec],
-    seen: dict[str, int],
-) -> list[Problem]:
-    out: list[Problem] = []
-
-    def bad(fld: str, msg: str) -> None:
-        out.append(Problem(fname, lineno, it.id, fld, msg))
-
-    if it.id in seen:
-        bad("id", f"duplicate interaction id (first on line {seen[it.id]})")
-    expected_panel = "assistance" if it.task.startswith("T8") else "explicit"
-    if it.panel != expected_panel:
-        bad("panel", f"task {it.task} belongs to panel {expected_panel!r}, not {it.panel!r}")
-    video = videos.get(it.video_id)
-    if video is None:
-        bad("video_id", f"unknown video {it.video_id!r}")
-    q = it.query.time_s
-    duration = video.duration_s if video is not None else None
-    if duration is not None and q > duration + TIME_EPS_S:
-        bad("query.time_s", f"query time {q} is after the clip end {duration}")
-    for j, att in enumerate(it.query.attachments):
-        full = _inside(root, att.path)
-        if full is None:
-            bad(f"query.attachments[{j}].path", f"{att.path!r} escapes the folder")
-        elif not full.exists():
-            bad(f"query.attachments[{j}].path", f"{att.path}: file not found")
-
-    offered: set[str] = set()
-    if it.query.tools is not None:
-        for j, t in enumerate(it.query.tools):
-            if isinstance(t, str):
-                if t not in tools:
-                    bad(f"query.tools[{j}]", f"unknown tool {t!r} (not in the catalogue)")
-                offered.add(t)
-            else:
-                offered.add(t.name)
-    elif it.task == "T1":
-        offered = set(tools)
-    if it.task == "T1" and not offered:
-        bad("query.tools", "T1 interaction offers no tools (empty catalogue)")
-
-    target_ids: set[str] = set()
-    prev_anchor: float | None = None
-    for k, tg in enumerate(it.targets):
-        f = f"targets[{k}]"
-        if tg.id in target_ids:
-            bad(f"{f}.id", f"duplicate target id {tg.id!r}")
-        target_ids.add(tg.id)
-        if tg.interval_s is not None:
-            a, b = tg.interval_s
-            if a > b:
-                bad(f"{f}.interval_s", f"interval start {a} > end {b}")
-            times = [("interval_s", a), ("interval_s", b)]
-        else:
-            times = [("time_s", tg.time_s)]
-        for fld, x in times:
-            if x < q - TIME_EPS_S:
-                bad(f"{f}.{fld}", f"target time {x} is before the query time {q}")
-            if duration is not None and x > duration + TIME_EPS_S:
-                bad(f"{f}.{fld}", f"target time {x} is after the clip end {duration}")
-        if prev_anchor is not None and tg.anchor_s < prev_anchor - TIME_EPS_S:
-            bad(f"{f}", f"targets out of time order ({tg.anchor_s} after {prev_anchor})")
-        prev_anchor = tg.anchor_s
-        if it.task == "T1":
-            if not tg.tools:
-                bad(f"{f}.tools", "T1 target has no tools (the set of tool names to call)")
-            else:
-                for name in tg.tools:
-                    if offered and name not in offered:
-                        bad(f"{f}.tools", f"tool {name!r} is not offered to the model")
-        elif tg.interval_s is not None and it.task != "T8-A":
-            bad(f"{f}.interval_s", f"only T8-A targets use intervals (task {it.task})")
-    return out
 
 
 def benchmark_json_schema() -> dict[str, Any]:

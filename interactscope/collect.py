@@ -1,10 +1,14 @@
-"""``interactscope collect``: model config + settings + benchmark -> run folder (SPEC §2).
+"""``interactscope collect`` and ``merge``: model config + settings + benchmark -> run folder.
 
-Glue between the benchmark loader, the adapter registry, the run folder and the driver."""
+Glue between the benchmark loader, the adapter registry, the run folder and the driver. The run
+folder is created only once the adapter is built (a bad key or model leaves nothing behind) and
+is locked while it is written (docs/protocol.md, run folder).
+"""
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,20 +16,28 @@ from pydantic import ValidationError
 
 from interactscope.adapters.base import AdapterError
 from interactscope.adapters.registry import build_adapter, load_model_config
-from interactscope.bench import BenchmarkError, load_benchmark
+from interactscope.bench import Benchmark, BenchmarkError, load_benchmark
 from interactscope.protocol.driver import CollectSummary, collect, interaction_grid
 from interactscope.runlog import (
+    LOCK,
+    MANIFEST,
+    RESPONSES,
+    RunFolder,
     RunLogError,
+    describe_missing,
     git_revision,
     host_facts,
     in_shard,
+    merge_runs,
+    missing_points,
     now_iso,
     open_run,
     package_versions,
     parse_shard,
+    run_lock,
 )
-from interactscope.schema import BenchmarkInfo, RunManifest
-from interactscope.settings import Settings, apply_overrides
+from interactscope.schema import BenchmarkInfo, Invocation, RunManifest
+from interactscope.settings import Settings, apply_overrides, execution_settings
 
 log = logging.getLogger(__name__)
 
@@ -40,13 +52,81 @@ def resolve_settings(config: dict[str, Any], overrides: dict[str, Any]) -> Setti
     Raises:
         CollectError: an unknown setting or a value of the wrong type, naming the setting.
     """
-    merged = apply_overrides(Settings().model_dump(), config.get("settings") or {})
-    merged = apply_overrides(merged, overrides)
     try:
+        merged = apply_overrides(Settings().model_dump(), config.get("settings") or {})
+        merged = apply_overrides(merged, overrides)
         return Settings.model_validate(merged)
-    except ValidationError as exc:
-        msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+    except ValueError as exc:  # ValidationError is a ValueError
+        if isinstance(exc, ValidationError):
+            msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+        else:
+            msgs = [str(exc)]
         raise CollectError("invalid settings:\n  " + "\n  ".join(msgs)) from exc
+
+
+def _manifest(
+    b: Benchmark,
+    name: str,
+    config: dict[str, Any],
+    settings: Settings,
+    interactions: list[Any],
+    shard: str | None,
+    command: list[str] | None,
+    retry_errors: bool,
+) -> RunManifest:
+    facts = host_facts()
+    settings_json = settings.model_dump(mode="json")
+    started = now_iso()
+    return RunManifest(
+        model=name,
+        backend=config["backend"],
+        protocol=settings.protocol,
+        settings=settings_json,
+        benchmark=BenchmarkInfo(
+            name=b.name,
+            version=b.version,
+            path=str(b.root),
+            fingerprint=b.fingerprint,
+            n_interactions=len(b.interactions),
+        ),
+        shard=shard,
+        interaction_ids=sorted(it.id for it in interactions),
+        packages=package_versions(),
+        git_revision=git_revision(),
+        host=facts["host"],
+        python=facts["python"],
+        command=command,
+        model_config={k: v for k, v in config.items() if not k.startswith("_")},
+        started_at=started,
+        video_durations={
+            v: (None if v in b.media_errors else b.videos[v].duration_s)
+            for v in sorted({it.video_id for it in interactions})
+        },
+        invocations=[
+            Invocation(
+                started_at=started,
+                command=command,
+                execution=execution_settings(settings_json),
+                retry_errors=retry_errors,
+            )
+        ],
+    )
+
+
+def _prepare(
+    model: str, bench: str | Path, overrides: dict[str, Any], shard: str | None, limit: int | None
+) -> tuple[Benchmark, str, dict[str, Any], Settings, list[Any]]:
+    try:
+        b = load_benchmark(bench, media_errors="record")
+        name, config = load_model_config(model)
+        shard_t = parse_shard(shard)
+    except (BenchmarkError, AdapterError, ValueError) as exc:
+        raise CollectError(str(exc)) from exc
+    settings = resolve_settings(config, overrides)
+    interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
+    if limit is not None:
+        interactions = interactions[:limit]
+    return b, name, config, settings, interactions
 
 
 def run_collect(
@@ -65,78 +145,174 @@ def run_collect(
 ) -> CollectSummary:
     """Create or resume the run folder ``out`` and collect every pending decision point.
 
+    The folder is locked for the whole collection; when collection fails before writing any
+    record, a folder this call created is removed again.
+
+    Returns:
+        This invocation's counts; ``run.json``'s ``summary`` holds the counts of every record.
+
     Raises:
         CollectError: with a message naming what is wrong (benchmark problems, unknown model,
-            invalid settings, a run folder holding different settings).
+            invalid settings, a run folder holding different settings or locked by another
+            process).
     """
     overrides = dict(overrides or {})
     if protocol is not None:
         overrides["protocol"] = protocol
-    try:
-        b = load_benchmark(bench, media_errors="record")
-    except BenchmarkError as exc:
-        raise CollectError(str(exc)) from exc
-    try:
-        name, config = load_model_config(model)
-    except AdapterError as exc:
-        raise CollectError(str(exc)) from exc
-    settings = resolve_settings(config, overrides)
-    try:
-        shard_t = parse_shard(shard)
-    except ValueError as exc:
-        raise CollectError(str(exc)) from exc
-    interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
-    if limit is not None:
-        interactions = interactions[:limit]
+    b, name, config, settings, interactions = _prepare(model, bench, overrides, shard, limit)
     try:
         adapter = build_adapter(name, config, settings)
     except AdapterError as exc:
         raise CollectError(str(exc)) from exc
     if settings.protocol == "online" and not adapter.supports_online:
+        adapter.close()
         raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
-    facts = host_facts()
-    manifest = RunManifest(
-        model=name,
-        backend=config["backend"],
-        protocol=settings.protocol,
-        settings=settings.model_dump(mode="json"),
-        benchmark=BenchmarkInfo(
-            name=b.name,
-            version=b.version,
-            path=str(b.root),
-            fingerprint=b.fingerprint,
-            n_interactions=len(b.interactions),
-        ),
-        shard=shard,
-        interaction_ids=sorted(it.id for it in interactions),
-        packages=package_versions(),
-        git_revision=git_revision(),
-        host=facts["host"],
-        python=facts["python"],
-        command=command,
-        model_config={k: v for k, v in config.items() if not k.startswith("_")},
-        started_at=now_iso(),
-    )
+    manifest = _manifest(b, name, config, settings, interactions, shard, command, retry_errors)
     redo = None
     if settings.protocol == "online":
         redo = {it.id: interaction_grid(b, it, settings) for it in interactions}
+    outp = Path(out)
+    created = not outp.exists()
     try:
-        writer = open_run(out, manifest, retry_errors=retry_errors, redo_partial=redo)
+        with run_lock(outp, "collect"):
+            writer = open_run(outp, manifest, retry_errors=retry_errors, redo_partial=redo)
+            try:
+                summary = collect(
+                    b,
+                    adapter,
+                    writer,
+                    settings,
+                    interactions,
+                    batch_size=batch_size or int(config.get("batch_size", 16)),
+                    progress=progress,
+                )
+                writer.manifest.adapter = adapter.describe()
+                writer.finish(summary.as_dict())
+            except BaseException:
+                writer.close()
+                if created and not writer.done:
+                    _remove_new_run(outp)
+                raise
     except RunLogError as exc:
         raise CollectError(str(exc)) from exc
-    try:
-        summary = collect(
-            b,
-            adapter,
-            writer,
-            settings,
-            interactions,
-            batch_size=batch_size or int(config.get("batch_size", 16)),
-            progress=progress,
-        )
-        writer.manifest.adapter = adapter.describe()
-        writer.finish(summary.as_dict())
+    except AdapterError as exc:  # e.g. a preflight or key check in prepare()
+        raise CollectError(str(exc)) from exc
     finally:
-        writer.close()
         adapter.close()
     return summary
+
+
+def _remove_new_run(path: Path) -> None:
+    """Remove a run folder this invocation created and wrote nothing useful into."""
+    for name in (MANIFEST, RESPONSES, LOCK, MANIFEST + ".tmp"):
+        (path / name).unlink(missing_ok=True)
+    try:
+        path.rmdir()
+    except OSError:
+        log.debug("%s: left in place (not empty)", path)
+
+
+# --------------------------------------------------------------------------- completeness
+
+
+def expected_grids(
+    bench: Benchmark, settings: dict[str, Any], interaction_ids: list[str]
+) -> dict[str, list[float]]:
+    """Decision times (s) each interaction of a run should have a record for, under the run's
+    recorded settings. Interactions no longer in the benchmark are left out."""
+    s = Settings.model_validate(settings)
+    ids = set(interaction_ids)
+    return {it.id: interaction_grid(bench, it, s) for it in bench.interactions if it.id in ids}
+
+
+@dataclass
+class Completeness:
+    """How much of a run folder was collected.
+
+    Attributes:
+        finished: the last ``collect`` ended normally (``run.json`` has ``ended_at``).
+        missing: interaction id -> expected decision times (s) without a record.
+        lines: one line per incomplete interaction (``describe_missing``).
+    """
+
+    finished: bool
+    missing: dict[str, list[float]] = field(default_factory=dict)
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.finished and not self.missing
+
+
+def _benchmark_with_durations(folders: list[RunFolder]) -> Benchmark:
+    """The runs' benchmark with the video durations they recorded (decoding the media only
+    for runs from before durations were recorded)."""
+    recorded: dict[str, float | None] = {}
+    for f in folders:
+        recorded.update(f.manifest.video_durations or {})
+    needs_probe = any(f.manifest.video_durations is None for f in folders)
+    bench = folders[0].benchmark(probe_media=needs_probe, media_errors="record")
+    for vid, d in recorded.items():
+        if vid in bench.videos:
+            bench.videos[vid].duration_s = d
+    return bench
+
+
+def run_completeness(run: str | Path) -> Completeness:
+    """Compare a run folder's records with the decision grid of every interaction it covers.
+
+    Raises:
+        RunLogError: not a run folder.
+        BenchmarkError: the run's benchmark can no longer be loaded.
+    """
+    folder = RunFolder(run)
+    m = folder.manifest
+    bench = _benchmark_with_durations([folder])
+    ids = m.interaction_ids or [it.id for it in bench.interactions]
+    expected = expected_grids(bench, m.settings, ids)
+    missing = missing_points(folder.responses(), expected)
+    return Completeness(m.ended_at is not None, missing, describe_missing(missing, expected))
+
+
+def incomplete_warnings(run: str | Path) -> list[str]:
+    """Warning lines for ``score`` on a run that never finished or lacks records ([] if none)."""
+    try:
+        c = run_completeness(run)
+    except (RunLogError, BenchmarkError) as exc:
+        return [f"{run}: cannot check completeness ({str(exc).splitlines()[0]})"]
+    if c.complete:
+        return []
+    head = f"{run}: " + ("the run never finished" if not c.finished else "the run lacks records")
+    n = len(c.missing)
+    out = [
+        f"{head}; {n} interaction(s) without or with partial records count as misses. "
+        "Resume it by running the same `interactscope collect` command again."
+    ]
+    return (
+        out
+        + [f"  {line}" for line in c.lines[:20]]
+        + ([f"  ... and {n - 20} more"] if n > 20 else [])
+    )
+
+
+def run_merge(
+    sources: list[str | Path], out: str | Path, *, allow_incomplete: bool = False
+) -> RunManifest:
+    """Merge shard folders, checking every decision point of the benchmark is present.
+
+    Raises:
+        RunLogError: what ``merge_runs`` refuses (listed), incomplete shards included.
+    """
+    if not sources:
+        raise RunLogError("merge needs at least two run folders")
+    folders = [RunFolder(s) for s in sources]
+    try:
+        bench = _benchmark_with_durations(folders)
+    except BenchmarkError as exc:
+        raise RunLogError(
+            f"{folders[0].path}: cannot load its benchmark to check completeness "
+            f"({str(exc).splitlines()[0]})"
+        ) from exc
+    settings = folders[0].manifest.settings
+    expected = expected_grids(bench, settings, [it.id for it in bench.interactions])
+    return merge_runs(sources, out, expected=expected, allow_incomplete=allow_incomplete)

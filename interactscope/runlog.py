@@ -3,23 +3,30 @@
 A run folder is self-describing and re-scorable (SPEC §1). Records are appended one per decision
 point, flushed and fsynced, so a killed run loses at most the line being written; reopening the
 folder drops such a torn last line with a warning and resumes without duplicates or gaps.
+
+Every process that writes a run folder (collect, merge into it, score, ego run) holds an
+exclusive OS lock on ``RUN/.lock`` (:func:`run_lock`); the lock dies with the process.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
+import errno
+import fcntl
 import hashlib
-import json
 import logging
 import os
 import platform
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from interactscope.schema import ResponseRecord, RunManifest
 from interactscope.settings import diff_settings
@@ -28,6 +35,7 @@ log = logging.getLogger(__name__)
 
 MANIFEST = "run.json"
 RESPONSES = "responses.jsonl"
+LOCK = ".lock"
 TRACKED_PACKAGES = (
     "interactscope",
     "av",
@@ -47,6 +55,66 @@ IDENTITY_FIELDS = ("model", "backend", "protocol", "shard")
 
 class RunLogError(RuntimeError):
     """A run folder cannot be opened, resumed or merged; the message says why."""
+
+
+class RunLockedError(RunLogError):
+    """Another process holds the run folder's lock; ``pid`` is that process (None if unknown)."""
+
+    def __init__(self, message: str, pid: int | None):
+        super().__init__(message)
+        self.pid = pid
+
+
+# --------------------------------------------------------------------------- locking
+
+
+@contextlib.contextmanager
+def run_lock(path: str | Path, purpose: str = "collect", *, create: bool = True) -> Iterator[Path]:
+    """Hold an exclusive lock on the run folder ``path`` for the duration of the block.
+
+    The lock is ``fcntl.flock`` on ``RUN/.lock`` (released by the OS when the process dies, so a
+    killed run never leaves a stale lock); the file holds the holder's PID and purpose so a
+    second process can name it. Creates the folder when ``create`` (callers create it only once
+    nothing can fail before the first write, so no empty run folder is left behind).
+
+    Yields:
+        The folder path.
+
+    Raises:
+        RunLockedError: another process holds the lock (the message names its PID and purpose).
+        RunLogError: the folder does not exist (``create=False``) or the lock file cannot be made.
+    """
+    p = Path(path)
+    if create:
+        p.mkdir(parents=True, exist_ok=True)
+    elif not p.is_dir():
+        raise RunLogError(f"{p}: not a run folder (no such folder)")
+    try:
+        fh = open(p / LOCK, "a+", encoding="utf-8")
+    except OSError as exc:
+        raise RunLogError(f"{p}: cannot create the lock file {LOCK} ({exc.strerror})") from exc
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise RunLogError(f"{p}: cannot lock {LOCK} ({exc.strerror})") from exc
+            fh.seek(0)
+            holder = fh.read().split()
+            pid = int(holder[0]) if holder and holder[0].isdigit() else None
+            what = " ".join(holder[1:2]) or "another command"
+            raise RunLockedError(
+                f"{p} is in use by process {pid if pid is not None else '(unknown)'} ({what}); "
+                "wait for it to finish or stop it, then run this command again",
+                pid,
+            ) from None
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()} {purpose}\n")
+        fh.flush()
+        yield p
+    finally:
+        fh.close()  # closing the descriptor releases the flock
 
 
 def now_iso() -> str:
@@ -175,6 +243,42 @@ def dedupe(records: Iterable[ResponseRecord]) -> list[ResponseRecord]:
     return out
 
 
+class RunSummary(BaseModel):
+    """Counts over every record of a run folder (``run.json``'s ``summary``), recomputed from
+    ``responses.jsonl`` after each invocation so a resumed run reports the whole run.
+
+    ``decision_points`` counts the records; ``failed_interactions`` maps an interaction id to
+    its first error. Timing fields (``wall_s``, ``model_s``) sum every invocation (seconds)."""
+
+    interactions: int = 0
+    decision_points: int = 0
+    non_silent: int = 0
+    suppressed: int = 0
+    errors: int = 0
+    text_replaced: int = 0
+    failed_interactions: dict[str, str] = Field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    wall_s: float = 0.0
+    model_s: float = 0.0
+
+
+def summarise_records(records: Iterable[ResponseRecord], n_interactions: int) -> RunSummary:
+    """A :class:`RunSummary` of ``records`` (timing left at 0; the caller adds it)."""
+    out = RunSummary(interactions=n_interactions)
+    for r in records:
+        out.decision_points += 1
+        out.non_silent += int(not r.silent and not r.error)
+        out.suppressed += int(r.suppressed)
+        out.text_replaced += int(r.text_replaced)
+        out.prompt_tokens += r.prompt_tokens or 0
+        out.completion_tokens += r.completion_tokens or 0
+        if r.error:
+            out.errors += 1
+            out.failed_interactions.setdefault(r.interaction_id, r.error)
+    return out
+
+
 class RunFolder:
     """Read access to a finished or partial run folder."""
 
@@ -213,7 +317,10 @@ class RunFolder:
 
 
 class RunWriter:
-    """Append-only writer. Use ``open_run`` to create or resume one."""
+    """Append-only writer. Use ``open_run`` to create or resume one.
+
+    Keeps running counts over every record of the folder (:class:`RunSummary`) so ``finish``
+    writes a summary of the whole run, not only of the last invocation."""
 
     def __init__(self, path: Path, manifest: RunManifest, records: list[ResponseRecord]):
         self.path = path
@@ -224,6 +331,7 @@ class RunWriter:
         self._spoken: dict[str, list[ResponseRecord]] = {}
         for r in records:
             self._remember(r)
+        self.totals = summarise_records(records, len(manifest.interaction_ids or []))
         self._fh = open(path / RESPONSES, "a", encoding="utf-8")
 
     def append(self, record: ResponseRecord) -> None:
@@ -235,6 +343,7 @@ class RunWriter:
         os.fsync(self._fh.fileno())
         self.done.add(record.key)
         self._remember(record)
+        self.totals = _add_record(self.totals, record)
 
     def _remember(self, r: ResponseRecord) -> None:
         if not r.silent and not r.error:
@@ -245,9 +354,20 @@ class RunWriter:
         return sorted(self._spoken.get(interaction_id, []), key=lambda r: r.t)
 
     def finish(self, summary: dict[str, Any] | None = None) -> None:
+        """Mark the run finished: ``summary`` (this invocation's counts) goes to the last
+        invocation; the manifest's ``summary`` is recomputed over every record, with the
+        invocations' wall and model seconds summed."""
         self.manifest.ended_at = now_iso()
-        if summary is not None:
-            self.manifest.summary = summary
+        invs = self.manifest.invocations
+        if invs:
+            invs[-1].ended_at = self.manifest.ended_at
+            if summary is not None:
+                invs[-1].summary = summary
+        totals = self.totals.model_copy()
+        timed = [i.summary for i in invs if i.summary] or ([summary] if summary else [])
+        totals.wall_s = round(sum(float(t.get("wall_s") or 0) for t in timed), 3)
+        totals.model_s = round(sum(float(t.get("model_s") or 0) for t in timed), 3)
+        self.manifest.summary = totals.model_dump()
         write_manifest(self.path, self.manifest)
         self.close()
 
@@ -262,6 +382,16 @@ class RunWriter:
         self.close()
 
 
+def _add_record(totals: RunSummary, r: ResponseRecord) -> RunSummary:
+    one = summarise_records([r], 0)
+    for name in ("decision_points", "non_silent", "suppressed", "errors", "text_replaced",
+                 "prompt_tokens", "completion_tokens"):  # fmt: skip
+        setattr(totals, name, getattr(totals, name) + getattr(one, name))
+    for iid, err in one.failed_interactions.items():
+        totals.failed_interactions.setdefault(iid, err)
+    return totals
+
+
 def write_manifest(path: Path, manifest: RunManifest) -> None:
     tmp = path / (MANIFEST + ".tmp")
     tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -269,7 +399,8 @@ def write_manifest(path: Path, manifest: RunManifest) -> None:
 
 
 def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
-    """Differences that forbid resuming (or merging): identity fields, settings, benchmark."""
+    """Differences that forbid resuming (or merging): identity fields, the settings that define
+    what the run measures (execution settings may change), benchmark."""
     diffs = [
         f"{f}: {getattr(old, f)!r} != {getattr(new, f)!r}"
         for f in IDENTITY_FIELDS
@@ -294,7 +425,9 @@ def open_run(
     """Create a run folder, or resume the one at ``path``.
 
     Resuming keeps every record already written (key: interaction id + decision time), drops a
-    half-written last line with a warning, and refuses a run started with different settings.
+    half-written last line with a warning, and refuses a run started with different settings
+    (execution settings such as ``adapter.max_concurrency`` may change; each invocation is
+    appended to ``invocations``). Call it inside :func:`run_lock`.
 
     Args:
         path: run folder (created if missing).
@@ -335,6 +468,7 @@ def open_run(
             records = keep
         manifest.started_at = old.started_at
         manifest.ended_at = None
+        manifest.invocations = old.invocations + manifest.invocations
         log.info("resuming %s: %d records already written", p, len(records))
     elif (p / RESPONSES).exists() and (p / RESPONSES).stat().st_size:
         raise RunLogError(f"{p}: {RESPONSES} exists without {MANIFEST}; refusing to append")
@@ -368,55 +502,160 @@ def partial_interactions(
 # --------------------------------------------------------------------------- merge
 
 
-def merge_runs(sources: list[str | Path], out: str | Path) -> RunManifest:
+def missing_points(
+    records: Iterable[ResponseRecord], expected: dict[str, list[float]]
+) -> dict[str, list[float]]:
+    """Expected decision times (s) without a record, per interaction id (only ids with gaps)."""
+    have: dict[str, set[float]] = {}
+    for r in records:
+        have.setdefault(r.interaction_id, set()).add(r.t)
+    out: dict[str, list[float]] = {}
+    for iid, ts in expected.items():
+        got = have.get(iid, set())
+        miss = [t for t in ts if round(t, 3) not in got]
+        if miss:
+            out[iid] = miss
+    return out
+
+
+def describe_missing(
+    missing: dict[str, list[float]], expected: dict[str, list[float]]
+) -> list[str]:
+    """One line per interaction: ``ID: no records`` or ``ID: 3 of 9 decision points missing
+    (t = 6, 7, 7.6)``."""
+    out = []
+    for iid in sorted(missing):
+        ts = missing[iid]
+        n = len(expected.get(iid, ts))
+        if len(ts) == n:
+            out.append(f"{iid}: no records ({n} decision points)")
+        else:
+            shown = ", ".join(f"{t:g}" for t in ts[:8]) + (", ..." if len(ts) > 8 else "")
+            out.append(f"{iid}: {len(ts)} of {n} decision points missing (t = {shown})")
+    return out
+
+
+def _shard_problems(folders: list[RunFolder], manifests: list[RunManifest]) -> list[str]:
+    """Shards must share N, cover 1..N once each, and every shard's collect must have finished."""
+    problems: list[str] = []
+    specs = [parse_shard(m.shard) if m.shard else None for m in manifests]
+    ns = {sp[1] for sp in specs if sp is not None}
+    if any(sp is None for sp in specs):
+        problems += [f"{f.path} is not a shard (collected without --shard K/N)"
+                     for f, sp in zip(folders, specs, strict=True) if sp is None]  # fmt: skip
+    if len(ns) > 1:
+        problems.append(
+            "shards of different N: "
+            + ", ".join(f"{f.path} is {m.shard}" for f, m in zip(folders, manifests, strict=True))
+        )
+    elif len(ns) == 1:
+        (n,) = ns
+        have = {sp[0] for sp in specs if sp is not None}
+        lost = sorted(set(range(1, n + 1)) - have)
+        if lost:
+            problems.append("missing shard(s): " + ", ".join(f"{k}/{n}" for k in lost))
+    for f, m in zip(folders, manifests, strict=True):
+        if m.ended_at is None:
+            problems.append(
+                f"{f.path}: its collect never finished (killed or still running); "
+                "run the same collect command again to resume it"
+            )
+    return problems
+
+
+def merge_runs(
+    sources: list[str | Path],
+    out: str | Path,
+    *,
+    expected: dict[str, list[float]] | None = None,
+    allow_incomplete: bool = False,
+) -> RunManifest:
     """Join shard run folders into one.
+
+    Checks that the shards share settings, model and benchmark, share N and cover shards 1..N,
+    that every shard's collect finished, and (with ``expected``) that every expected decision
+    point of every interaction is present.
+
+    Args:
+        sources: shard run folders (``collect --shard K/N``).
+        out: new run folder; locked while it is written.
+        expected: decision times (s) per interaction id of the whole benchmark; without it only
+            the shards' own records are checked for overlap.
+        allow_incomplete: merge even when shards are missing, unfinished or lack records; what
+            is missing is recorded in the merged ``run.json`` (``incomplete``) and the merged run
+            is marked unfinished.
 
     Raises:
         RunLogError: fewer than 2 sources, ``out`` already holds a run, setting/benchmark
-            mismatches between shards (listed), or overlapping interactions/records.
+            mismatches between shards (listed), overlapping interactions/records, or (unless
+            ``allow_incomplete``) missing shards or decision points, listed.
     """
     if len(sources) < 2:
         raise RunLogError("merge needs at least two run folders")
     outp = Path(out)
-    if (outp / MANIFEST).exists() or ((outp / RESPONSES).exists()):
-        raise RunLogError(f"{outp} already holds a run; choose an empty --out")
+    _refuse_existing(outp)
     folders = [RunFolder(s) for s in sources]
     manifests = [f.manifest for f in folders]
+    problems = _mismatch_problems(folders, manifests)
+    all_records, overlap = _gather(folders)
+    problems += overlap
+    if problems:
+        raise RunLogError("cannot merge:\n  " + "\n  ".join(problems))
+    incomplete = _shard_problems(folders, manifests)
+    if expected is not None:
+        incomplete += describe_missing(missing_points(all_records, expected), expected)
+    if incomplete and not allow_incomplete:
+        raise RunLogError(
+            "cannot merge, the shards are incomplete (--allow-incomplete merges anyway):\n  "
+            + "\n  ".join(incomplete)
+        )
+    ids: list[str] = []
+    for m in manifests:
+        ids.extend(m.interaction_ids or [])
+    ended = [m.ended_at for m in manifests]
+    merged = manifests[0].model_copy(
+        update={
+            "shard": None,
+            "interaction_ids": sorted(set(ids)) or None,
+            "started_at": min((m.started_at or "") for m in manifests) or None,
+            "ended_at": None if incomplete or None in ended else max(e or "" for e in ended),
+            "merged_from": [str(Path(s).resolve()) for s in sources],
+            "summary": summarise_records(all_records, len(set(ids))).model_dump(),
+            "invocations": [inv for m in manifests for inv in m.invocations],
+            "incomplete": incomplete or None,
+        }
+    )
+    with run_lock(outp, "merge"):
+        _refuse_existing(outp)
+        _rewrite(outp / RESPONSES, sorted(all_records, key=lambda r: (r.interaction_id, r.t)))
+        write_manifest(outp, merged)
+    return merged
+
+
+def _refuse_existing(outp: Path) -> None:
+    if (outp / MANIFEST).exists() or (outp / RESPONSES).exists():
+        raise RunLogError(f"{outp} already holds a run; choose an empty --out")
+
+
+def _mismatch_problems(folders: list[RunFolder], manifests: list[RunManifest]) -> list[str]:
     base = manifests[0]
     problems: list[str] = []
     for f, m in zip(folders[1:], manifests[1:], strict=True):
         m_cmp = m.model_copy(update={"shard": base.shard})
         for d in manifest_differences(base, m_cmp):
             problems.append(f"{folders[0].path} vs {f.path}: {d}")
+    return problems
+
+
+def _gather(folders: list[RunFolder]) -> tuple[list[ResponseRecord], list[str]]:
     owner: dict[str, Path] = {}
-    all_records: list[ResponseRecord] = []
+    problems: list[str] = []
+    records: list[ResponseRecord] = []
     for f in folders:
         recs = f.responses()
         for iid in sorted({r.interaction_id for r in recs}):
             if iid in owner:
                 problems.append(f"interaction {iid} appears in both {owner[iid]} and {f.path}")
             owner[iid] = f.path
-        all_records.extend(recs)
-    if problems:
-        raise RunLogError("cannot merge:\n  " + "\n  ".join(problems))
-    ids: list[str] = []
-    for m in manifests:
-        ids.extend(m.interaction_ids or [])
-    merged = base.model_copy(
-        update={
-            "shard": None,
-            "interaction_ids": sorted(set(ids)) or None,
-            "started_at": min((m.started_at or "") for m in manifests) or None,
-            "ended_at": max((m.ended_at or "") for m in manifests) or None,
-            "merged_from": [str(Path(s).resolve()) for s in sources],
-            "summary": None,
-        }
-    )
-    outp.mkdir(parents=True, exist_ok=True)
-    _rewrite(outp / RESPONSES, sorted(all_records, key=lambda r: (r.interaction_id, r.t)))
-    write_manifest(outp, merged)
-    return merged
-
-
-def manifest_json(manifest: RunManifest) -> dict[str, Any]:
-    return json.loads(manifest.model_dump_json())
+        records.extend(recs)
+    return records, problems

@@ -6,6 +6,7 @@ Models are pydantic v2; ``model_dump(mode="json")`` gives the on-disk form.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -28,8 +29,36 @@ def panel_of(task: str) -> str:
     return "assistance" if task.startswith("T8") else "explicit"
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+REPLACEMENT_CHAR = "\ufffd"
+"""What an unstorable code point (a lone UTF-16 surrogate) is replaced by."""
+
+
+def storable(value: Any) -> tuple[Any, bool]:
+    """``value`` with every lone surrogate in its strings (and dict keys) replaced by U+FFFD, so
+    it can be written as UTF-8; returns (new value, whether anything was replaced). Walks str,
+    list, tuple and dict; other values pass through."""
+    if isinstance(value, str):
+        new = _SURROGATE.sub(REPLACEMENT_CHAR, value)
+        return new, new != value
+    if isinstance(value, (list, tuple)):
+        items = [storable(v) for v in value]
+        return type(value)(v for v, _ in items), any(c for _, c in items)
+    if isinstance(value, dict):
+        out: dict[Any, Any] = {}
+        changed = False
+        for k, v in value.items():
+            k2, ck = storable(k)
+            v2, cv = storable(v)
+            out[k2] = v2
+            changed = changed or ck or cv
+        return out, changed
+    return value, False
+
+
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # NaN/Infinity can never be a time: reject them at validation, not later in scoring
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class ToolSpec(_Strict):
@@ -150,7 +179,9 @@ class ResponseRecord(BaseModel):
 
     ``error`` is an infrastructure error (unreadable media, adapter exception, HTTP failure); such a
     record is never counted as silence. ``suppressed`` marks decision points skipped by the
-    cooldown control (SPEC §2). ``parse_error`` records a tool-call parsing failure."""
+    cooldown control (SPEC §2). ``parse_error`` records a tool-call parsing failure.
+    ``text_replaced`` is True when the model's text (or a tool call, error) held code points that
+    cannot be stored as UTF-8 (lone surrogates); they were replaced by U+FFFD."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -165,6 +196,16 @@ class ResponseRecord(BaseModel):
     latency_s: float | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    text_replaced: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _storable(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data, changed = storable(data)
+            if changed:
+                data["text_replaced"] = True
+        return data
 
     @field_validator("t")
     @classmethod
@@ -184,8 +225,29 @@ class BenchmarkInfo(BaseModel):
     n_interactions: int
 
 
+class Invocation(BaseModel):
+    """One ``collect`` invocation on a run folder (the first one and every resume).
+
+    ``execution``: the execution settings it ran with (dotted keys, e.g.
+    ``adapter.max_concurrency``), which may differ between invocations; ``summary``: its own
+    counts (the manifest's ``summary`` is recomputed from every record)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    started_at: str | None = None
+    ended_at: str | None = None
+    command: list[str] | None = None
+    execution: dict[str, Any] = Field(default_factory=dict)
+    retry_errors: bool = False
+    summary: dict[str, Any] | None = None
+
+
 class RunManifest(BaseModel):
-    """``run.json``: everything needed to re-score and reproduce a run (SPEC §1)."""
+    """``run.json``: everything needed to re-score and reproduce a run (SPEC §1).
+
+    ``settings`` holds the latest invocation's full settings; only those that define what the run
+    measures must match on resume. ``invocations`` (absent in older run folders) lists each
+    ``collect`` invocation; ``incomplete`` lists what a ``merge --allow-incomplete`` left out."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -205,3 +267,8 @@ class RunManifest(BaseModel):
     started_at: str | None = None
     ended_at: str | None = None
     summary: dict[str, Any] | None = None
+    invocations: list[Invocation] = Field(default_factory=list)
+    incomplete: list[str] | None = None
+    video_durations: dict[str, float | None] | None = None
+    """Measured duration (s) of each video of the run (None: unreadable), so completeness can be
+    checked without decoding the media again."""

@@ -1,8 +1,11 @@
 """Collection settings of a run (SPEC §2). Every knob is a named, recorded setting in ``run.json``.
 
 Nested groups mirror the SPEC's dotted names (``grid.step_s``, ``frames.max``, ...). Model configs
-(``configs/models/*.yaml``) and CLI options override the defaults; the merged result is frozen into
-``run.json`` and a resumed run must match it exactly.
+(``configs/models/*.yaml``) and CLI options override the defaults; the merged result is recorded in
+``run.json``. Settings fall in two kinds: those that define what a run measures (a resumed run must
+match them exactly) and execution settings (:data:`EXECUTION_SETTINGS`: concurrency, retries,
+timeouts, the audio check) that only change how the run is carried out; these are recorded per
+invocation and may change between a run and its resume.
 """
 
 from __future__ import annotations
@@ -10,6 +13,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+EXECUTION_SETTINGS: tuple[str, ...] = (
+    "adapter.max_concurrency",
+    "adapter.max_retries",
+    "adapter.timeout_s",
+    "adapter.check_audio",
+    "adapter.batch_size",
+    "adapter.threads",
+)
+"""Dotted settings that change how a run is executed, not what it measures: they may differ
+between a run and its resume (each invocation's values are recorded in ``run.json``)."""
 
 
 class _Group(BaseModel):
@@ -84,9 +98,26 @@ def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     return out
 
 
-def diff_settings(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
-    """Human-readable list of dotted settings whose values differ between two settings dicts."""
+def is_execution_setting(key: str) -> bool:
+    """True for a dotted key in (or under) :data:`EXECUTION_SETTINGS`."""
+    return any(key == k or key.startswith(k + ".") for k in EXECUTION_SETTINGS)
+
+
+def execution_settings(settings: dict[str, Any]) -> dict[str, Any]:
+    """The execution settings present in a settings dict, as ``{dotted key: value}``."""
+    return {k: v for k, v in flatten(settings).items() if is_execution_setting(k)}
+
+
+def diff_settings(
+    a: dict[str, Any], b: dict[str, Any], *, include_execution: bool = False
+) -> list[str]:
+    """Human-readable list of dotted settings whose values differ between two settings dicts.
+
+    Execution settings (:data:`EXECUTION_SETTINGS`) are left out unless ``include_execution``."""
     fa, fb = flatten(a), flatten(b)
+    if not include_execution:
+        fa = {k: v for k, v in fa.items() if not is_execution_setting(k)}
+        fb = {k: v for k, v in fb.items() if not is_execution_setting(k)}
     return [
         f"{k}: {fa.get(k, '<unset>')!r} != {fb.get(k, '<unset>')!r}"
         for k in sorted(set(fa) | set(fb))

@@ -217,3 +217,27 @@ def mux_speech_under_video(
     out.close()
     src.close()
     return path
+
+
+def write_ts_clip(path: Path, frames: int = 101, fps: int = 25, first_tick: int = 5) -> Path:
+    """H.264 in MPEG-TS, 64x64: frame i at pts ``first_tick + i * 90000 / fps`` (90 kHz ticks),
+    no B-frames. The default 101 frames end exactly 4.0 s after the first; a first tick of 5
+    (55.6 us) is not a whole number of microseconds."""
+    out = av.open(str(path), "w", format="mpegts")
+    s = out.add_stream("libx264", rate=fps)
+    s.width = s.height = 64
+    s.pix_fmt = "yuv420p"
+    s.codec_context.options = {"preset": "ultrafast", "bf": "0"}
+    tb = Fraction(1, 90000)
+    s.codec_context.time_base = tb
+    step = 90000 // fps
+    for i in range(frames):
+        fr = av.VideoFrame.from_ndarray(np.full((64, 64, 3), i % 256, np.uint8), format="rgb24")
+        fr.pts = first_tick + i * step
+        fr.time_base = tb
+        for p in s.encode(fr):
+            out.mux(p)
+    for p in s.encode():
+        out.mux(p)
+    out.close()
+    return path

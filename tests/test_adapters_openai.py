@@ -328,7 +328,7 @@ def test_missing_key_is_a_clear_error(monkeypatch, tmp_path: Path) -> None:
     with pytest.raises(AdapterError, match=KEY_ENV):  # before the run, not on every record
         make_adapter().prepare(bench=None)
     local = make_adapter(api_key_env=None, api_key_optional=True)
-    assert local._api_key() == "EMPTY"
+    assert local.engine._api_key() == "EMPTY"
 
 
 def _tokens_by_size(body: dict) -> int:

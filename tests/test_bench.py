@@ -42,18 +42,27 @@ def test_demo_benchmark_is_valid_and_covers_required_tasks():
     [
         ({"task": "T9"}, "task", "T1"),
         (
-            {"targets": [{"id": "k1", "time_s": 5.0}, {"id": "k2", "time_s": 3.0}]},
+            {
+                "targets": [
+                    {"id": "k1", "reference": "a", "time_s": 5.0},
+                    {"id": "k2", "reference": "b", "time_s": 3.0},
+                ]
+            },
             "targets[1]",
             "out of time order",
         ),
-        ({"targets": [{"id": "k1", "time_s": 9.0}]}, "targets[0].time_s", "after the clip end"),
         (
-            {"q": 3.0, "targets": [{"id": "k1", "time_s": 2.0}]},
+            {"targets": [{"id": "k1", "reference": "a", "time_s": 9.0}]},
+            "targets[0].time_s",
+            "after the clip end 7.6 (measured from media/city.mp4)",
+        ),
+        (
+            {"q": 3.0, "targets": [{"id": "k1", "reference": "a", "time_s": 2.0}]},
             "targets[0].time_s",
             "before the query",
         ),
         (
-            {"task": "T8-A", "targets": [{"id": "k1", "interval_s": [5.0, 4.0]}]},
+            {"task": "T8-A", "targets": [{"id": "k1", "reference": "a", "interval_s": [5.0, 4.0]}]},
             "targets[0].interval_s",
             "start 5.0 > end 4.0",
         ),
@@ -64,7 +73,12 @@ def test_demo_benchmark_is_valid_and_covers_required_tasks():
             "not offered",
         ),
         (
-            {"targets": [{"id": "k1", "time_s": 3.0}, {"id": "k1", "time_s": 5.0}]},
+            {
+                "targets": [
+                    {"id": "k1", "reference": "a", "time_s": 3.0},
+                    {"id": "k1", "reference": "b", "time_s": 5.0},
+                ]
+            },
             "targets[1].id",
             "duplicate",
         ),
@@ -81,10 +95,13 @@ def test_demo_benchmark_is_valid_and_covers_required_tasks():
         ),
         (
             {"targets": [{"id": "k1", "time_s": 3.0, "interval_s": [2.0, 4.0]}]},
-            "targets.0",
+            "targets[0]",  # pydantic's own errors use the same path style
             "exactly one",
         ),
         ({"task": "T2", "panel": "assistance"}, "panel", "explicit"),
+        ({"q": float("nan")}, "query.time_s", "finite number"),
+        ({"targets": [{"id": "k1", "time_s": 4.0}]}, "targets[0].reference", "empty"),
+        ({"targets": [{"id": "k1", "reference": " ", "time_s": 4.0}]}, "targets[0].reference", ""),
     ],
 )
 def test_each_validation_error_names_line_id_and_field(tmp_path, bad, field, words):

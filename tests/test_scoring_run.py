@@ -162,7 +162,7 @@ def test_metrics_hand_worked(hand_collection):
     assert m["output_volume"]["probed_min"] == pytest.approx(4.0)
     assert m["output_volume"]["per_min"] == pytest.approx(3.75)
     assert m["infrastructure_errors"] == 1
-    h = res.summary["health"]
+    h = res.summary.health.model_dump()
     assert h["judge"]["unparseable_pairs"] == 1 and h["judge"]["unjudged_targets"] == 1
     assert h["unknown_records"] == 1 and h["infrastructure_errors"] == 1
     # Only pairs that can matter reach the judge: no T1 pair, no 14 s 'xx' for h/k1, no 7 s 'car'.
@@ -311,13 +311,13 @@ def test_metric_ratios_feed_the_bootstrap(hand_collection):
 
     assert est(ratios["T1 conditional"]) == res.metrics["T1"]["conditional"] == 0.5
     assert est(ratios["Complete T8-C"]) == 0.5
-    assert est(ratios["responses/min"]) == pytest.approx(3.75)
-    six = ratios["six-task mean"]
+    assert est(ratios["Output volume"]) == pytest.approx(3.75)
+    six = ratios["Avg(6)"]
     assert set(six) == {"T1", "T2", "T3", "T7"}
     assert sum(est(r) for r in six.values()) / 4 == pytest.approx(res.metrics["six_task_mean"])
     assert list(ratios["T1 joint"][2]) == ["c1", "c2"]
     stats = pytest.importorskip("interactscope.stats")
     out = stats.bootstrap_metrics(
-        {k: ratios[k] for k in ("T1 joint", "six-task mean")}, n_resamples=200, seed=0
+        {k: ratios[k] for k in ("T1 joint", "Avg(6)")}, n_resamples=200, seed=0
     )
     assert out["T1 joint"].estimate == pytest.approx(0.25)

@@ -1,109 +1,65 @@
-"""Adapter protocol: what a model backend implements to take part in collection (SPEC §2).
-
-The collection driver (``interactscope.protocol.driver``) owns the decision grid, resume, the
-cooldown and history controls, and writing records; an adapter only turns one decision request
-into one answer. Offline Probing calls ``respond_batch`` with independent requests (batch them if
-the backend can); Online Rolling calls ``open_session`` once per interaction and then
-``session.step`` per decision point in time order.
-"""
+"""Adapter protocol (defined in :mod:`interactscope.protocol.types`, re-exported here so old
+imports keep working) and the helpers every streaming adapter over an engine shares."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-from interactscope.schema import Interaction, ResponseRecord, ToolCall, ToolSpec, VideoRecord
+from interactscope.engines.base import EngineError
+from interactscope.engines.config import BackendOptions, merge_options, parse_options
+from interactscope.protocol.types import (
+    Adapter,
+    AdapterError,
+    AdapterOutput,
+    DecisionRequest,
+    RecordSink,
+    Session,
+)
 from interactscope.settings import Settings
 
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "AdapterOutput",
+    "DecisionRequest",
+    "RecordSink",
+    "Session",
+    "adapter_errors",
+    "where_of",
+    "options_of",
+]
 
-class AdapterError(RuntimeError):
-    """A backend failed in a way that is not the model's answer (bad config, engine error)."""
-
-
-@dataclass
-class DecisionRequest:
-    """Everything an adapter may use at decision time ``t`` (seconds) of one interaction.
-
-    ``observation`` is the causal observation at ``t`` (``None`` when the adapter declares
-    ``needs_media = False`` or ``scene = none``); ``history`` holds the model's own last
-    ``history.n`` non-silent responses of this interaction; ``tools`` is the resolved catalogue
-    offered to the model (T1), empty otherwise."""
-
-    interaction: Interaction
-    video: VideoRecord
-    bench_root: Path
-    t: float
-    settings: Settings
-    tools: list[ToolSpec] = field(default_factory=list)
-    observation: Any | None = None
-    history: list[ResponseRecord] = field(default_factory=list)
+OptionsT = TypeVar("OptionsT", bound=BackendOptions)
 
 
-@dataclass
-class AdapterOutput:
-    """One answer. ``silent=None`` lets the driver decide from ``text`` (silence token rules,
-    SPEC §2); ``tool_calls=None`` lets it parse calls from ``text``; native tool-call fields of a
-    backend go in ``tool_calls`` directly."""
-
-    text: str = ""
-    silent: bool | None = None
-    tool_calls: list[ToolCall] | None = None
-    latency_s: float | None = None
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+def where_of(request: DecisionRequest) -> str:
+    """``interaction ID t=Ts``: how errors name a decision point."""
+    return f"interaction {request.interaction.id} t={request.t:g}s"
 
 
-class Session:
-    """Online Rolling session over one interaction; ``step`` is called in time order."""
+@contextmanager
+def adapter_errors(where: str | None = None) -> Iterator[None]:
+    """Re-raise an engine's :class:`EngineError` as :class:`AdapterError` (prefixed with
+    ``where``), so collection reports it as a backend failure on the record."""
+    try:
+        yield
+    except AdapterError:
+        raise
+    except EngineError as exc:
+        raise AdapterError(f"{where}: {exc}" if where else str(exc)) from exc
 
-    def step(self, request: DecisionRequest) -> AdapterOutput:  # pragma: no cover - interface
-        raise NotImplementedError
 
-    def close(self) -> None:
-        """Release per-interaction state."""
+def options_of(
+    cls: type[OptionsT], name: str, config: Mapping[str, Any], settings: Settings
+) -> OptionsT:
+    """The backend options of a model config with the run's ``settings.adapter`` overrides,
+    validated once (unknown keys refused with the list of valid ones).
 
-
-class Adapter:
-    """Base class of every backend. Subclasses set ``backend`` and override ``respond`` (or
-    ``respond_batch``), and ``open_session`` for Online Rolling.
-
-    ``config`` is the model config mapping (``configs/models/NAME.yaml``), ``settings`` the run's
-    merged settings."""
-
-    backend: ClassVar[str] = "base"
-    needs_media: ClassVar[bool] = True
-    supports_online: ClassVar[bool] = False
-
-    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
-        self.name = name
-        self.config = config
-        self.settings = settings
-
-    def prepare(self, bench: Any) -> None:
-        """Called once with the loaded ``Benchmark`` before collection starts (load the model,
-        run preflight checks, compute benchmark-level constants)."""
-
-    def describe(self) -> dict[str, Any]:
-        """Facts about the backend recorded into ``run.json`` (checkpoint, caveats, ...)."""
-        return {}
-
-    def respond(self, request: DecisionRequest) -> AdapterOutput:
-        raise NotImplementedError
-
-    def respond_batch(self, requests: list[DecisionRequest]) -> list[AdapterOutput | Exception]:
-        """Answer independent requests; an exception in the list fails that request only."""
-        out: list[AdapterOutput | Exception] = []
-        for r in requests:
-            try:
-                out.append(self.respond(r))
-            except Exception as exc:  # noqa: BLE001 - recorded on the record, run goes on
-                out.append(exc)
-        return out
-
-    def open_session(self, interaction: Interaction, video: VideoRecord) -> Session:
-        raise AdapterError(f"backend {self.backend!r} does not support Online Rolling")
-
-    def close(self) -> None:
-        """Release the model."""
+    Raises:
+        AdapterError: one line naming the model, the bad key and the valid keys.
+    """
+    where = f"model {name!r} (backend {config.get('backend', '?')})"
+    with adapter_errors():
+        return parse_options(cls, merge_options(config, settings.adapter), where)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import sys
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -25,12 +29,41 @@ def fail(msg: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+EXIT_RECORD_ERRORS = 3
+"""Exit code of ``collect`` when it finished but some records carry an infrastructure error."""
+
+
 def parse_sets(items: list[str]) -> dict[str, Any]:
-    """``["grid.step_s=2", ...]`` -> ``{"grid.step_s": 2, ...}`` (values parsed as YAML scalars)."""
+    """``["grid.step_s=2", ...]`` -> ``{"grid.step_s": 2, ...}`` (values parsed as plain YAML).
+
+    A malformed item or a value YAML cannot read (e.g. a ``!tag``) ends the command with one
+    line naming the item (exit 1)."""
     out: dict[str, Any] = {}
     for item in items:
         if "=" not in item:
-            raise typer.BadParameter(f"--set expects KEY=VALUE (e.g. grid.step_s=2), got {item!r}")
+            fail(f"--set expects KEY=VALUE (e.g. grid.step_s=2), got {item!r}")
         k, v = item.split("=", 1)
-        out[k.strip()] = yaml.safe_load(v)
+        try:
+            out[k.strip()] = yaml.safe_load(v)
+        except yaml.YAMLError as exc:
+            what = str(getattr(exc, "problem", None) or exc).splitlines()[0]
+            fail(f"--set {item!r}: not a plain YAML value ({what}); quote it or drop the '!' tag")
     return out
+
+
+@contextlib.contextmanager
+def disk_errors(path: str | Path) -> Iterator[None]:
+    """Turn a full disk or a failed write under ``path`` into one line and exit 1.
+
+    Records already written stay valid: the run resumes once there is space."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC:
+            fail(
+                f"{path}: no space left on device while writing; free space and run the same "
+                "command again (what was written is kept)"
+            )
+        if exc.errno in (errno.EACCES, errno.EROFS, errno.EDQUOT):
+            fail(f"{exc.filename or path}: cannot write ({exc.strerror}); check the permissions")
+        raise

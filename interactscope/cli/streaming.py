@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import typer
 
 from interactscope.cli.app import app
-from interactscope.cli.common import fail, parse_sets, setup_logging
+from interactscope.cli.common import (
+    EXIT_RECORD_ERRORS,
+    disk_errors,
+    fail,
+    parse_sets,
+    setup_logging,
+)
 
 DEMO_BENCH = Path(__file__).resolve().parents[2] / "annotations" / "demo"
 DEFAULT_DEMO_MODEL = "cascade"
@@ -31,6 +39,8 @@ def validate(
     try:
         b = load_benchmark(bench, probe_media=not no_probe)
     except BenchmarkError as exc:
+        for w in exc.warnings:
+            typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
         fail(str(exc))
     for w in b.warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
@@ -91,25 +101,67 @@ def collect(
     setup_logging(verbose)
     from interactscope.collect import CollectError, run_collect
 
+    overrides = parse_sets(set_)
     try:
-        summary = run_collect(
-            model=model,
-            bench=bench,
-            out=out,
-            protocol=protocol,
-            overrides=parse_sets(set_),
-            shard=shard,
-            limit=limit,
-            batch_size=batch_size,
-            retry_errors=retry_errors,
-            progress=not no_progress,
-            command=sys.argv,
-        )
+        with disk_errors(out):
+            summary = run_collect(
+                model=model,
+                bench=bench,
+                out=out,
+                protocol=protocol,
+                overrides=overrides,
+                shard=shard,
+                limit=limit,
+                batch_size=batch_size,
+                retry_errors=retry_errors,
+                progress=not no_progress,
+                command=sys.argv,
+            )
     except CollectError as exc:
         fail(str(exc))
     typer.echo(f"{out}: {summary.line()}")
-    for iid, err in sorted(summary.failed_interactions.items()):
+    _exit_on_record_errors(out)
+
+
+def _exit_on_record_errors(out: Path) -> None:
+    """After the summary: name the interactions whose records carry errors, exit non-zero."""
+    from interactscope.runlog import RunFolder
+
+    totals = RunFolder(out).manifest.summary or {}
+    failed = totals.get("failed_interactions") or {}
+    if not failed:
+        return
+    for iid, err in sorted(failed.items()):
         typer.secho(f"  failed {iid}: {err}", fg=typer.colors.YELLOW, err=True)
+    typer.secho(
+        f"{totals.get('errors', '?')} record(s) of {len(failed)} interaction(s) carry an error "
+        f"({', '.join(sorted(failed)[:10])}{', ...' if len(failed) > 10 else ''}); fix the "
+        "cause and run the same command with --retry-errors",
+        fg=typer.colors.RED,
+        err=True,
+    )
+    raise typer.Exit(EXIT_RECORD_ERRORS)
+
+
+@contextlib.contextmanager
+def run_guard(run: Path, purpose: str) -> Iterator[None]:
+    """Lock a run folder for ``purpose``, warn when it is incomplete, and turn a full disk into
+    one line (used by ``score``)."""
+    from interactscope.collect import incomplete_warnings
+    from interactscope.runlog import RunLockedError, RunLogError, run_lock
+
+    if not run.is_dir():
+        fail(f"{run}: not a run folder (no such folder)")
+    with disk_errors(run), contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(run_lock(run, purpose, create=False))
+        except RunLockedError as exc:
+            fail(str(exc))
+        except RunLogError as exc:  # a read-only run folder: score it unlocked
+            typer.secho(f"warning: {exc}; going on without a lock", fg="yellow", err=True)
+        for line in incomplete_warnings(run):
+            typer.secho(f"warning: {line}", fg=typer.colors.YELLOW, err=True)
+        yield
 
 
 @app.command()
@@ -148,15 +200,16 @@ def score(
     from interactscope.scoring.run import score_run
 
     try:
-        result = score_run(
-            run,
-            judge=judge,
-            tolerance_s=tolerance,
-            merge_s=merge_s,
-            rejudge=rejudge,
-            cache_path=cache,
-            out_dir=out,
-        )
+        with run_guard(run, "score"):
+            result = score_run(
+                run,
+                judge=judge,
+                tolerance_s=tolerance,
+                merge_s=merge_s,
+                rejudge=rejudge,
+                cache_path=cache,
+                out_dir=out,
+            )
     except (JudgeError, RunLogError, ValueError) as exc:
         fail(str(exc))
     typer.echo(result.table)
@@ -174,16 +227,28 @@ def score(
 def merge(
     runs: list[Path] = typer.Argument(..., help="Shard run folders."),
     out: Path = typer.Option(..., "--out", "-o", help="New run folder for the merged run."),
+    allow_incomplete: bool = typer.Option(
+        False,
+        "--allow-incomplete",
+        help="Merge even when shards are missing, unfinished or lack decision points "
+        "(recorded in run.json as `incomplete`).",
+    ),
 ) -> None:
     """Join shard run folders (collected with --shard K/N) into one run folder.
 
-    Refuses shards with different settings, models or benchmarks, and overlapping interactions."""
-    from interactscope.runlog import RunLogError, merge_runs
+    Refuses shards with different settings, models, benchmarks or N, overlapping interactions,
+    and (unless --allow-incomplete) missing shards, unfinished shards or missing decision
+    points, listing what is missing."""
+    from interactscope.collect import run_merge
+    from interactscope.runlog import RunLogError
 
     try:
-        m = merge_runs([str(r) for r in runs], out)
+        with disk_errors(out):
+            m = run_merge([str(r) for r in runs], out, allow_incomplete=allow_incomplete)
     except RunLogError as exc:
         fail(str(exc))
+    for line in m.incomplete or []:
+        typer.secho(f"warning: merged incomplete: {line}", fg=typer.colors.YELLOW, err=True)
     n = len(m.interaction_ids or [])
     typer.echo(f"{out}: merged {len(runs)} runs ({n} interactions)")
 

@@ -10,6 +10,11 @@ from interactscope.judges.cache import VerdictCache, cache_key
 
 __all__ = ["JudgeReport", "run_judge"]
 
+CACHE_CHUNK = 32
+"""Triples sent to a judge per call when a cache is used; each call's verdicts are stored before
+the next is asked, so a kill loses at most one chunk of paid-for verdicts. A judge with a
+``concurrency`` attribute gets chunks of 4 x concurrency (its thread pool stays busy)."""
+
 
 @dataclass
 class JudgeReport:
@@ -54,18 +59,19 @@ def run_judge(
 ) -> JudgeReport:
     """Verdicts for ``items``.
 
-    Per-triple judges: items are deduplicated by (request, reference, candidate); cached verdicts
-    are reused without calling the judge; the rest are judged in one batch and stored. Per-item
-    judges (``file:``) are asked for every item and never cached.
+        Per-triple judges: items are deduplicated by (request, reference, candidate); cached verdicts
+        are reused without calling the judge; the rest are judged in chunks, each stored in the cache
+    as it arrives (a killed scoring keeps the verdicts already paid for). Per-item
+        judges (``file:``) are asked for every item and never cached.
 
-    Args:
-        rejudge: re-ask this many cached verdicts (the first N of this batch's triples in cache-key
-            order, a fixed pseudo-random sample) bypassing the cache, and count flips. The cache
-            and the returned verdicts keep the original answers, so scores stay reproducible.
+        Args:
+            rejudge: re-ask this many cached verdicts (the first N of this batch's triples in cache-key
+                order, a fixed pseudo-random sample) bypassing the cache, and count flips. The cache
+                and the returned verdicts keep the original answers, so scores stay reproducible.
 
-    Raises:
-        JudgeError: the judge returned transport errors; verdicts obtained before are cached, so a
-            re-run resumes.
+        Raises:
+            JudgeError: the judge returned transport errors; verdicts obtained before are cached, so a
+                re-run resumes.
     """
     report = JudgeReport(pairs=len(items))
     if judge.per_item:
@@ -82,18 +88,8 @@ def run_judge(
     cached = cache.get_many(unique) if cache is not None else {}
     report.cache_hits = len(cached)
     todo = [k for k in unique if k not in cached]
-    fresh: dict[str, Verdict] = {}
-    if todo:
-        answers = judge.judge([unique[k] for k in todo])
-        if len(answers) != len(todo):
-            raise JudgeError(f"judge {judge.name} returned {len(answers)} verdicts for {len(todo)}")
-        fresh = dict(zip(todo, answers, strict=True))
-        report.calls = len(todo)
-        if cache is not None:
-            cache.put_many(
-                (k, judge.backend, judge.model, judge.prompt_version, unique[k], v)
-                for k, v in fresh.items()
-            )
+    fresh = _judge_fresh(judge, todo, unique, cache)
+    report.calls = len(fresh)
     _raise_errors(list(fresh.values()), judge)
     by_key = {**cached, **fresh}
     report.verdicts = {it.pair_key: by_key[_key(judge, it.triple)] for it in items}
@@ -118,6 +114,35 @@ def run_judge(
                     }
                 )
     return report
+
+
+def _judge_fresh(
+    judge: Judge,
+    todo: list[str],
+    unique: dict[str, tuple[str, str, str]],
+    cache: VerdictCache | None,
+) -> dict[str, Verdict]:
+    """Ask the judge for ``todo`` keys in chunks, storing each chunk's verdicts as it arrives."""
+    fresh: dict[str, Verdict] = {}
+    size = len(todo) or 1
+    if cache is not None:
+        conc = int(getattr(judge, "concurrency", 0) or 0)
+        size = 4 * conc if conc > 0 else CACHE_CHUNK
+    for i in range(0, len(todo), size):
+        keys = todo[i : i + size]
+        answers = judge.judge([unique[k] for k in keys])
+        if len(answers) != len(keys):
+            raise JudgeError(f"judge {judge.name} returned {len(answers)} verdicts for {len(keys)}")
+        got = dict(zip(keys, answers, strict=True))
+        if cache is not None:
+            cache.put_many(
+                (k, judge.backend, judge.model, judge.prompt_version, unique[k], v)
+                for k, v in got.items()
+            )
+        fresh.update(got)
+        if any(v.error for v in answers):
+            break  # the server is failing: stop paying; what was answered is cached
+    return fresh
 
 
 def _raise_errors(verdicts: list[Verdict], judge: Judge) -> None:

@@ -34,6 +34,7 @@ from interactscope.media.probe import (
     MediaError,
     MediaInfo,
     _check_file,
+    declared_duration,
     file_origin,
     open_container,
     rotation_of,
@@ -199,6 +200,130 @@ def load_audio(
     return cm._audio, 0.0, "pyav"
 
 
+class _Decoder:
+    """State of the single decode pass of one file: 1 fps samples (into the owning
+    :class:`CausalMedia`), resampled audio chunks and per-stream start/end times, all on the
+    file clock (exact fractions of each stream's own time base)."""
+
+    def __init__(self, media: CausalMedia, origin: Fraction, store_side: int | None, audio: bool):
+        self.media = media
+        self.origin = origin
+        self.store_side = store_side
+        sr = media.sample_rate
+        self.resampler = av.AudioResampler(format="flt", layout="mono", rate=sr) if audio else None
+        self.chunks: list[np.ndarray] = []
+        self.audio_start: Fraction | None = None
+        self.prev: av.VideoFrame | None = None
+        self.prev_pts: Fraction | None = None
+        self.rotation: int | None = None
+        self.n_video_frames = 0
+        self.n_audio_frames = 0
+        self.starts: dict[int, Fraction] = {}
+        self.ends: dict[int, Fraction] = {}
+        self._tick_start: dict[int, int] = {}
+        self._tick_end: dict[int, int] = {}
+        self._tbs: dict[int, Fraction] = {}
+
+    def store(self, frame: av.VideoFrame) -> int:
+        if self.store_side is not None:
+            w, h = _fit_size(frame.width, frame.height, self.store_side)
+            frame = frame.reformat(width=w, height=h, format="yuv420p", threads=0)
+        self.media._stored.append(_compact(frame))
+        return len(self.media._stored) - 1
+
+    def emit(self, frame: av.VideoFrame, pts: Fraction, until: Fraction | None, last_k: int):
+        """Record ``frame`` as shown at every integer k with pts <= k < until (or <= last_k)."""
+        k0 = max(0, math.ceil(pts))
+        k1 = (math.ceil(until) - 1) if until is not None else last_k
+        if k1 < k0:
+            return
+        idx = self.store(frame)
+        for k in range(k0, k1 + 1):
+            self.media._samples.append(_Sample(k, float(pts), idx))
+
+    def on_video(self, fr: av.VideoFrame) -> None:
+        ts = fr.pts if fr.pts is not None else fr.dts
+        if ts is None:  # no timestamp at all (raw elementary stream): cannot place it
+            return
+        pts = ts * fr.time_base - self.origin
+        if self.prev_pts is not None and pts <= self.prev_pts:
+            log.debug("%s: non-increasing video pts %s dropped", self.media.path, pts)
+            return
+        self.n_video_frames += 1
+        if self.rotation is None:
+            self.rotation = rotation_of(fr)
+        if self.prev is not None:
+            self.emit(self.prev, self.prev_pts, pts, 0)
+        self.prev, self.prev_pts = fr, pts
+
+    def on_audio(self, fr: av.AudioFrame) -> None:
+        if self.audio_start is None:
+            self.audio_start = (fr.pts * fr.time_base - self.origin) if fr.pts is not None else 0
+        self.n_audio_frames += 1
+        for o in self.resampler.resample(fr):
+            self.chunks.append(o.to_ndarray().reshape(-1))
+
+    def on_frame(self, fr) -> None:
+        self.on_video(fr) if isinstance(fr, av.VideoFrame) else self.on_audio(fr)
+
+    def _track_times(self, pkt: av.Packet) -> None:
+        ts = pkt.pts if pkt.pts is not None else pkt.dts
+        if ts is None:
+            return
+        i = pkt.stream.index  # integer ticks of the stream's time base (fast path)
+        en = ts + (pkt.duration or 0)
+        if i not in self._tick_start:
+            self._tick_start[i], self._tick_end[i], self._tbs[i] = ts, en, pkt.time_base
+        else:
+            self._tick_start[i] = min(self._tick_start[i], ts)
+            self._tick_end[i] = max(self._tick_end[i], en)
+
+    def demux_all(self, c: av.container.InputContainer, streams: list) -> Exception | None:
+        """Demux and decode every packet; a damaged tail keeps the decoded prefix. Returns the
+        error that stopped demuxing early, or None."""
+        p = self.media.path
+        error: Exception | None = None
+        try:
+            for pkt in c.demux(*streams):
+                self._track_times(pkt)
+                try:
+                    decoded = pkt.decode()
+                except av.error.FFmpegError as exc:
+                    log.warning("%s: undecodable packet at %s skipped (%s)", p, pkt.pts, exc)
+                    continue
+                for fr in decoded:
+                    self.on_frame(fr)
+        except av.error.FFmpegError as exc:
+            error = exc
+            log.warning("%s: decoding stopped early (%s); keeping the decoded prefix", p, exc)
+            for s in streams:  # flush whatever the decoders hold
+                try:
+                    for fr in s.codec_context.decode(None):
+                        self.on_frame(fr)
+                except av.error.FFmpegError:
+                    pass
+        for i, tk in self._tick_start.items():
+            self.starts[i] = tk * self._tbs[i] - self.origin
+            self.ends[i] = self._tick_end[i] * self._tbs[i] - self.origin
+        return error
+
+    def audio_track(self) -> np.ndarray | None:
+        """Flush the resampler; the mono track on the file clock from 0 (None if empty)."""
+        if self.resampler is not None and self.audio_start is not None:
+            try:
+                for o in self.resampler.resample(None):
+                    self.chunks.append(o.to_ndarray().reshape(-1))
+            except av.error.FFmpegError:
+                pass
+        if not self.chunks:
+            return None
+        off = _n_samples(float(self.audio_start or 0), self.media.sample_rate)
+        lead = [np.zeros(off, np.float32)] if off > 0 else []
+        track = np.concatenate(lead + self.chunks).astype(np.float32, copy=False)
+        self.chunks.clear()
+        return track[-off:].copy() if off < 0 else track
+
+
 class CausalMedia:
     """Causal view of one media file (SPEC §2): frames, audio and transcript up to time t.
 
@@ -337,149 +462,48 @@ class CausalMedia:
         origin = file_origin(c)
         if v is not None:
             v.thread_type = "AUTO"
-        store_side: int | None = self.store_max_side
-        sr = self.sample_rate
-        # Frame-store size bound (estimated from the header duration, refined nowhere else).
-        if v is not None:
-            cw, ch = v.codec_context.width or 0, v.codec_context.height or 0
-            est_s = (c.duration or 0) / 1e6 - float(origin)
-            n_est = max(1.0, est_s + 2)
-            need = n_est * cw * ch * 1.5
-            audio_est = n_est * sr * 4 if a is not None else 0
-            budget = max(1, self.max_memory_bytes - self._rgb_cache_bytes - int(audio_est))
-            if cw and ch and need > budget:
-                scale = math.sqrt(budget / need)
-                side = max(16, int(max(cw, ch) * scale))
-                store_side = side if store_side is None else min(store_side, side)
-                log.info("%s: storing 1 fps frames downscaled to max side %d", p, store_side)
-
-        ends: dict[int, Fraction] = {}
-        starts: dict[int, Fraction] = {}
-        tick_start: dict[int, int] = {}
-        tick_end: dict[int, int] = {}
-        tbs: dict[int, Fraction] = {}
-        prev: av.VideoFrame | None = None
-        prev_pts: Fraction | None = None
-        rotation: int | None = None
-        resampler = av.AudioResampler(format="flt", layout="mono", rate=sr) if a else None
-        chunks: list[np.ndarray] = []
-        audio_start: Fraction | None = None
-        n_video_frames = 0
-        n_audio_frames = 0
-
-        def store(frame: av.VideoFrame) -> int:
-            if store_side is not None:
-                w, h = _fit_size(frame.width, frame.height, store_side)
-                frame = frame.reformat(width=w, height=h, format="yuv420p", threads=0)
-            self._stored.append(_compact(frame))
-            return len(self._stored) - 1
-
-        def emit(frame: av.VideoFrame, pts: Fraction, until: Fraction | None, last_k: int) -> None:
-            """Record `frame` as shown at every integer k with pts <= k < until (or <= last_k)."""
-            k0 = max(0, math.ceil(pts))
-            k1 = (math.ceil(until) - 1) if until is not None else last_k
-            if k1 < k0:
-                return
-            idx = store(frame)
-            for k in range(k0, k1 + 1):
-                self._samples.append(_Sample(k, float(pts), idx))
-
-        def on_video(fr: av.VideoFrame) -> None:
-            nonlocal prev, prev_pts, rotation, n_video_frames
-            ts = fr.pts if fr.pts is not None else fr.dts
-            if ts is None:  # no timestamp at all (raw elementary stream): cannot place it
-                return
-            pts = ts * fr.time_base - origin
-            if prev_pts is not None and pts <= prev_pts:
-                log.debug("%s: non-increasing video pts %s after %s dropped", p, pts, prev_pts)
-                return
-            n_video_frames += 1
-            if rotation is None:
-                rotation = rotation_of(fr)
-            if prev is not None:
-                emit(prev, prev_pts, pts, 0)
-            prev, prev_pts = fr, pts
-
-        def on_audio(fr: av.AudioFrame) -> None:
-            nonlocal audio_start, n_audio_frames
-            if audio_start is None:
-                audio_start = (fr.pts * fr.time_base - origin) if fr.pts is not None else 0
-            n_audio_frames += 1
-            for o in resampler.resample(fr):
-                chunks.append(o.to_ndarray().reshape(-1))
-
-        streams = [s for s in (v, a) if s is not None]
-        error: Exception | None = None
-        try:
-            for pkt in c.demux(*streams):
-                ts = pkt.pts if pkt.pts is not None else pkt.dts
-                if ts is not None:  # integer ticks of the stream's time base (fast path)
-                    i = pkt.stream.index
-                    en = ts + (pkt.duration or 0)
-                    if i not in tick_start:
-                        tick_start[i], tick_end[i], tbs[i] = ts, en, pkt.time_base
-                    else:
-                        if ts < tick_start[i]:
-                            tick_start[i] = ts
-                        if en > tick_end[i]:
-                            tick_end[i] = en
-                try:
-                    decoded = pkt.decode()
-                except av.error.FFmpegError as exc:
-                    log.warning("%s: undecodable packet at %s skipped (%s)", p, pkt.pts, exc)
-                    continue
-                for fr in decoded:
-                    if isinstance(fr, av.VideoFrame):
-                        on_video(fr)
-                    else:
-                        on_audio(fr)
-        except av.error.FFmpegError as exc:
-            error = exc
-            log.warning("%s: decoding stopped early (%s); keeping the decoded prefix", p, exc)
-            for s in streams:  # flush whatever the decoders hold
-                try:
-                    for fr in s.codec_context.decode(None):
-                        on_video(fr) if isinstance(fr, av.VideoFrame) else on_audio(fr)
-                except av.error.FFmpegError:
-                    pass
-        for i, tk in tick_start.items():
-            starts[i] = tk * tbs[i] - origin
-            ends[i] = tick_end[i] * tbs[i] - origin
-        if resampler is not None and audio_start is not None:
-            try:
-                for o in resampler.resample(None):
-                    chunks.append(o.to_ndarray().reshape(-1))
-            except av.error.FFmpegError:
-                pass
-
-        if v is not None and n_video_frames == 0:
-            if a is None or n_audio_frames == 0:
+        dec = _Decoder(self, origin, self._store_side(c, v, a, origin), a is not None)
+        error = dec.demux_all(c, [s for s in (v, a) if s is not None])
+        if v is not None and dec.n_video_frames == 0:
+            if a is None or dec.n_audio_frames == 0:
                 raise MediaError(
                     f"{p}: no decodable video frame" + (f" ({error})" if error else "")
                 )
             log.warning("%s: video stream has no decodable frame; using audio only", p)
             v = None
-        if a is not None and n_audio_frames == 0:
+        if a is not None and dec.n_audio_frames == 0:
             a = None
-        if not ends or (v is None and a is None):
+        if not dec.ends or (v is None and a is None):
             raise MediaError(f"{p}: nothing decodable" + (f" ({error})" if error else ""))
-
         live = [s.index for s in (v, a) if s is not None]
-        duration = max([ends[i] for i in live if i in ends] + [Fraction(0)])
-        if v is not None and prev is not None:
-            emit(prev, prev_pts, None, int(math.floor(duration + Fraction(1, 10**9))))
-        self._rotation = rotation or 0
+        duration = max([dec.ends[i] for i in live if i in dec.ends] + [Fraction(0)])
+        if v is not None and dec.prev is not None:
+            dec.emit(dec.prev, dec.prev_pts, None, int(math.floor(duration + Fraction(1, 10**9))))
+        self._rotation = dec.rotation or 0
+        if a is not None:
+            self._audio = dec.audio_track()
+            self.audio_backend = "pyav" if self._audio is not None else None
+        self._info = self._make_info(c, v, a, dec, duration, origin)
 
-        if a is not None and chunks:
-            off = _n_samples(float(audio_start or 0), sr)
-            lead = [np.zeros(off, np.float32)] if off > 0 else []
-            track = np.concatenate(lead + chunks).astype(np.float32, copy=False)
-            chunks.clear()
-            if off < 0:
-                track = track[-off:].copy()
-            self._audio = track
-            self.audio_backend = "pyav"
+    def _store_side(self, c, v, a, origin: Fraction) -> int | None:
+        """Long side (px) to store 1 fps samples at: ``store_max_side``, lowered so the samples
+        estimated from the header duration fit the memory budget."""
+        store_side: int | None = self.store_max_side
+        if v is None:
+            return store_side
+        cw, ch = v.codec_context.width or 0, v.codec_context.height or 0
+        est_s = (c.duration or 0) / 1e6 - float(origin)
+        n_est = max(1.0, est_s + 2)
+        need = n_est * cw * ch * 1.5
+        audio_est = n_est * self.sample_rate * 4 if a is not None else 0
+        budget = max(1, self.max_memory_bytes - self._rgb_cache_bytes - int(audio_est))
+        if cw and ch and need > budget:
+            side = max(16, int(max(cw, ch) * math.sqrt(budget / need)))
+            store_side = side if store_side is None else min(store_side, side)
+            log.info("%s: storing 1 fps frames downscaled to max side %d", self.path, store_side)
+        return store_side
 
+    def _make_info(self, c, v, a, dec: _Decoder, duration: Fraction, origin: Fraction):
         def _f(i: int | None, d: dict[int, Fraction]) -> float | None:
             return None if i is None or i not in d else round(float(d[i]), 6)
 
@@ -488,23 +512,24 @@ class CausalMedia:
         if v is not None:
             cw, ch = v.codec_context.width, v.codec_context.height
         w, h = (ch, cw) if self._rotation in (90, 270) else (cw, ch)
-        self._info = MediaInfo(
+        return MediaInfo(
             duration_s=round(float(duration), 3),
             has_audio=a is not None,
             width=w,
             height=h,
             rotation_deg=self._rotation,
-            video_start_s=_f(v.index if v else None, starts) or 0.0,
-            audio_start_s=_f(a.index if a else None, starts),
+            video_start_s=_f(v.index if v else None, dec.starts) or 0.0,
+            audio_start_s=_f(a.index if a else None, dec.starts),
             coded_width=cw,
             coded_height=ch,
-            video_end_s=_f(v.index if v else None, ends),
-            audio_end_s=_f(a.index if a else None, ends),
+            video_end_s=_f(v.index if v else None, dec.ends),
+            audio_end_s=_f(a.index if a else None, dec.ends),
             fps=float(v.average_rate) if v is not None and v.average_rate else None,
             audio_sample_rate=a.codec_context.sample_rate if a is not None else None,
             audio_channels=a.codec_context.layout.nb_channels if a is not None else None,
             format_name=c.format.name,
             has_video=v is not None,
+            declared_duration_s=declared_duration(c, origin),
         )
 
     @property

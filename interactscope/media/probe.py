@@ -7,7 +7,8 @@ video frame is decoded to prove the video is decodable and to read its rotation.
 One clock: every time this package reports is in seconds on the *file clock*, measured from the
 file's start (:func:`file_origin`). For MP4/MOV/MKV that origin is 0 (a stream that starts late,
 e.g. audio at 0.5 s, keeps its offset); for formats whose timestamps do not start at zero
-(MPEG-TS/PS, flagged ``AVFMT_TS_DISCONT`` by FFmpeg) it is the container's start time.
+(MPEG-TS/PS, flagged ``AVFMT_TS_DISCONT`` by FFmpeg) it is the earliest stream start, taken
+exactly in that stream's own time base (90 kHz ticks), never rounded to microseconds.
 """
 
 from __future__ import annotations
@@ -50,6 +51,9 @@ class MediaInfo:
         fps: average frame rate (frames / s) from the stream header, informative only.
         audio_sample_rate, audio_channels: of the first audio stream (None without audio).
         format_name: FFmpeg's demuxer name.
+        declared_duration_s: the duration the container header declares (s, file clock), or
+            None when it declares none; a measured ``duration_s`` far from it means a truncated
+            or damaged file.
     """
 
     duration_s: float
@@ -68,6 +72,7 @@ class MediaInfo:
     audio_channels: int | None = None
     format_name: str = ""
     has_video: bool = True
+    declared_duration_s: float | None = None
 
 
 def _check_file(p: Path) -> None:
@@ -94,11 +99,34 @@ def open_container(path: str | Path) -> av.container.InputContainer:
 
 
 def file_origin(container: av.container.InputContainer) -> Fraction:
-    """The file-clock origin in seconds (exact): 0, or the start time of TS-like formats."""
-    fmt = container.format
-    if fmt.flags & _AVFMT_TS_DISCONT and container.start_time is not None:
+    """The file-clock origin in seconds (exact): 0, or the start time of TS-like formats.
+
+    For TS-like formats this is the earliest audio/video stream start in that stream's own time
+    base (an exact fraction of 90 kHz ticks): the container's start time is rounded to whole
+    microseconds, which would put every time a fraction of a microsecond early and lose the
+    frame shown at the last grid second."""
+    if not container.format.flags & _AVFMT_TS_DISCONT:
+        return Fraction(0)
+    starts = [
+        s.start_time * s.time_base
+        for s in container.streams
+        if s.type in ("video", "audio") and s.start_time is not None and s.time_base
+    ]
+    if starts:
+        return max(Fraction(0), min(starts))
+    if container.start_time is not None:
         return max(Fraction(0), container.start_time * _AV_TIME_BASE)
     return Fraction(0)
+
+
+def declared_duration(container: av.container.InputContainer, origin: Fraction) -> float | None:
+    """The container header's duration on the file clock (s, ms-rounded), or None."""
+    if not container.duration:
+        return None
+    end = Fraction(container.duration, 1_000_000)
+    if container.start_time is not None and container.format.flags & _AVFMT_TS_DISCONT:
+        end += Fraction(container.start_time, 1_000_000) - origin
+    return round(float(end), 3)
 
 
 def rotation_of(frame: av.VideoFrame) -> int:
@@ -218,4 +246,5 @@ def _probe_open(p: Path, c: av.container.InputContainer, require_video: bool) ->
         audio_channels=a.codec_context.layout.nb_channels if a is not None else None,
         format_name=c.format.name,
         has_video=v is not None,
+        declared_duration_s=declared_duration(c, origin),
     )

@@ -24,7 +24,6 @@ Tool calls
 
 from __future__ import annotations
 
-import ast
 import json
 import re
 import string
@@ -32,6 +31,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from interactscope.engines.toolcalls import parse_arguments as _as_arguments
+from interactscope.engines.toolcalls import python_literal as _literal
 from interactscope.schema import ToolCall
 
 __all__ = ["ParsedResponse", "is_silence", "parse_response", "parse_tool_calls"]
@@ -113,63 +114,6 @@ def _balanced_end(text: str, start: int) -> int | None:
                 return i + 1
         i += 1
     return None
-
-
-def _literal(span: str) -> Any:
-    """Python literal of ``span``; JSON's ``true``/``false``/``null`` also accepted."""
-    try:
-        return ast.literal_eval(span)
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    fixed = _replace_bare_words(span, {"true": "True", "false": "False", "null": "None"})
-    return ast.literal_eval(fixed)
-
-
-def _replace_bare_words(span: str, table: dict[str, str]) -> str:
-    """Replace whole bare words outside string literals (for JSON-ish Python literals)."""
-    out: list[str] = []
-    i, n = 0, len(span)
-    while i < n:
-        c = span[i]
-        if c in "\"'":
-            j = i + 1
-            while j < n and span[j] != c:
-                j += 2 if span[j] == "\\" else 1
-            out.append(span[i : j + 1])
-            i = j + 1
-            continue
-        if c.isalpha():
-            j = i
-            while j < n and (span[j].isalnum() or span[j] == "_"):
-                j += 1
-            word = span[i:j]
-            out.append(table.get(word, word))
-            i = j
-            continue
-        out.append(c)
-        i += 1
-    return "".join(out)
-
-
-def _as_arguments(value: Any) -> tuple[dict[str, Any], str | None]:
-    if value is None:
-        return {}, None
-    if isinstance(value, dict):
-        return {str(k): v for k, v in value.items()}, None
-    if isinstance(value, str):
-        if not value.strip():
-            return {}, None
-        try:
-            decoded = json.loads(value)
-        except ValueError:
-            try:
-                decoded = _literal(value)
-            except Exception:  # noqa: BLE001 - anything unparsable is recorded, never raised
-                return {"_unparsed": value}, "arguments string is not JSON"
-        if isinstance(decoded, dict):
-            return {str(k): v for k, v in decoded.items()}, None
-        return {"_unparsed": value}, "arguments string is not a JSON object"
-    return {"_unparsed": value}, f"arguments of type {type(value).__name__} is not an object"
 
 
 def _calls_from_value(value: Any, errors: list[str]) -> list[ToolCall] | None:

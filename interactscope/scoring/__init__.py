@@ -1,6 +1,7 @@
-"""Scoring (SPEC §3): first-response allocation (T1–T7), order-preserving matching (T8), metrics.
+"""Scoring: first-response allocation (T1–T7), order-preserving matching (T8), the metric table.
 
-The run-level entry point is :func:`interactscope.scoring.run.score_run` (``interactscope score``).
+The run-level entry point is :func:`interactscope.scoring.run.score_run` (``interactscope score``);
+every metric is defined once, in :data:`interactscope.scoring.metrics.METRICS`.
 """
 
 from interactscope.scoring.allocation import (

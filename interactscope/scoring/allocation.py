@@ -10,9 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from interactscope.schema import Target
+from interactscope.tasks import OUTCOMES
 
 __all__ = [
     "OUTCOMES",
@@ -24,10 +25,6 @@ __all__ = [
     "ms",
 ]
 
-Outcome = Literal["hit", "premature", "wrong", "late", "missed", "unjudged"]
-OUTCOMES: tuple[str, ...] = ("hit", "premature", "wrong", "late", "missed", "unjudged")
-"""``unjudged``: the outcome hangs on an unparseable judge verdict; the target is excluded from
-numerator and denominator and counted under judge health (SPEC §3.3)."""
 
 Verdict = bool | None
 EligibleLike = Callable[[int, int], Verdict] | Sequence[Sequence[Verdict]] | Any

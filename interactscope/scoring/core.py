@@ -22,6 +22,7 @@ from interactscope.judges.toolset import tool_names, toolset_match
 from interactscope.schema import Interaction, ResponseRecord
 from interactscope.scoring.allocation import allocate_first_response, candidate_responses, ms
 from interactscope.scoring.matching import match_with_unjudged
+from interactscope.tasks import task_spec
 
 __all__ = ["InteractionScore", "pairs_that_matter", "score_interaction", "uses_matching"]
 
@@ -31,8 +32,9 @@ TextVerdicts = Callable[[str, int], tuple[Verdict, str]]
 
 
 def uses_matching(task: str) -> bool:
-    """T8-* use order-preserving matching (SPEC §3.2); T1–T7 first-response allocation (§3.1)."""
-    return task.startswith("T8")
+    """Whether ``task`` is scored by order-preserving matching (T8) rather than first-response
+    allocation (T1–T7): its :class:`~interactscope.tasks.TaskSpec` ``scoring_rule``."""
+    return task_spec(task).scoring_rule == "matching"
 
 
 def _in_window(t: float, window: tuple[float, float]) -> bool:
@@ -141,7 +143,7 @@ def score_interaction(
             j = matched.get(k)
             outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
             rows.append(_row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content))
-        if interaction.task == "T8-C" and not excluded:
+        if task_spec(interaction.task).has_sequences and not excluded:
             complete = int(result.count == len(targets))
     else:
         allocs = allocate_first_response(

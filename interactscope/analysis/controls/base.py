@@ -1,0 +1,162 @@
+"""What every evidence control shares: its result, its registry entry, and run helpers.
+
+A control is registered by name (:func:`register`) with the parameters of its command line
+(``interactscope control NAME``), a function that runs it from those parameters, and
+optionally a report section (``interactscope report`` calls every registered section).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+import pandas as pd
+
+from interactscope.analysis.output import write_table
+from interactscope.analysis.runs import ScoredRun, non_default_settings
+from interactscope.analysis.stats import BootstrapOptions
+
+__all__ = [
+    "CONTROLS",
+    "ControlParam",
+    "ControlResult",
+    "ControlSpec",
+    "ReportInputs",
+    "ReportSink",
+    "other_differences",
+    "register",
+    "setting",
+]
+
+
+@dataclass
+class ControlResult:
+    """A control's output: ``table`` (raw numbers), ``markdown``, ``meta`` (runs, options; the
+    JSON written beside the table), ``extra`` (in-memory frames for callers)."""
+
+    name: str
+    table: pd.DataFrame
+    markdown: str
+    meta: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def write(self, out_dir: str | Path, *, latex: str | None = None) -> dict[str, Path]:
+        """Write ``NAME.csv``, ``NAME.md``, ``NAME.json`` (and ``NAME.tex``) into ``out_dir``."""
+        return write_table(
+            self.table,
+            out_dir,
+            self.name,
+            markdown=self.markdown,
+            latex=latex,
+            meta={"control": self.name, **self.meta},
+        )
+
+
+@dataclass(frozen=True)
+class ControlParam:
+    """One command-line parameter of a control.
+
+    ``kind``: ``argument`` (positional) or ``option``; ``type``: its annotation (``Path``,
+    ``list[float]``, ``str | None``, ...); ``default``: ``...`` when required; ``flags``: the
+    option's spellings (default ``--NAME``)."""
+
+    name: str
+    kind: Literal["argument", "option"]
+    type: Any
+    default: Any = ...
+    help: str = ""
+    flags: tuple[str, ...] = ()
+
+
+@dataclass
+class ReportInputs:
+    """What a control's report section gets: the scored runs (main runs first), their roles,
+    the (role, main, control) pairs, bootstrap options and the report's sweep settings."""
+
+    runs: list[ScoredRun]
+    roles: dict[str, str]
+    pairs: list[tuple[str, ScoredRun, ScoredRun]]
+    options: BootstrapOptions
+    tolerances: tuple[float, ...]
+    delays: tuple[float, ...]
+    judge: str | None
+    out: Path
+
+    def with_role(self, *roles: str) -> list[ScoredRun]:
+        return [r for r in self.runs if self.roles[r.label] in roles]
+
+    def pairs_of(self, *roles: str) -> list[tuple[str, ScoredRun, ScoredRun]]:
+        return [p for p in self.pairs if p[0] in roles]
+
+
+class ReportSink(Protocol):
+    """Where a report section puts what it made (implemented by the report)."""
+
+    def add_table(
+        self,
+        name: str,
+        title: str,
+        display: pd.DataFrame,
+        raw: pd.DataFrame | None = None,
+        meta: dict[str, Any] | None = None,
+        note: str = "",
+    ) -> None: ...
+
+    def add_files(self, name: str, paths: Sequence[Path], markdown: str | None = None) -> None: ...
+
+    def skip(self, message: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class ControlSpec:
+    """A registered control: ``name`` (the command ``interactscope control NAME``), ``summary``
+    (its help line), ``params`` (command-line parameters besides ``--out`` / ``--resamples``),
+    ``run(args, options)`` (args: parameter name → value) and ``report(inputs, sink)``."""
+
+    name: str
+    summary: str
+    params: tuple[ControlParam, ...]
+    run: Callable[[Mapping[str, Any], BootstrapOptions], ControlResult]
+    report: Callable[[ReportInputs, ReportSink], None] | None = None
+
+
+CONTROLS: dict[str, ControlSpec] = {}
+"""Control name → spec, in registration order (the order of the report's sections)."""
+
+
+def register(spec: ControlSpec) -> ControlSpec:
+    """Add a control to :data:`CONTROLS`.
+
+    Raises:
+        ValueError: a control of that name is already registered.
+    """
+    if spec.name in CONTROLS and CONTROLS[spec.name] is not spec:
+        raise ValueError(f"control {spec.name!r} is already registered")
+    CONTROLS[spec.name] = spec
+    return spec
+
+
+def setting(run: ScoredRun, dotted: str, default: Any) -> Any:
+    """A run's setting by dotted key (``grid.step_s``), ``default`` when absent."""
+    cur: Any = run.settings
+    for part in dotted.split("."):
+        if not isinstance(cur, Mapping) or part not in cur:
+            return default
+        cur = cur[part]
+    return cur
+
+
+def other_differences(a: ScoredRun, b: ScoredRun, allowed: Sequence[str]) -> list[str]:
+    """Non-default settings that differ between the runs, besides the ``allowed`` keys."""
+    na, nb = non_default_settings(a.settings), non_default_settings(b.settings)
+    keys = sorted((set(na) | set(nb)) - set(allowed))
+    out = [
+        f"{k}: {na.get(k, '<default>')!r} vs {nb.get(k, '<default>')!r}"
+        for k in keys
+        if na.get(k) != nb.get(k)
+    ]
+    if a.model != b.model:
+        out.insert(0, f"model: {a.model!r} vs {b.model!r}")
+    return out

@@ -1,0 +1,67 @@
+"""Writing analysis tables: ``NAME.csv`` (raw numbers), ``NAME.md``, ``NAME.tex``, ``NAME.json``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+
+__all__ = ["jsonable", "latex_table", "write_table"]
+
+
+def write_table(
+    df: pd.DataFrame,
+    out_dir: str | Path,
+    name: str,
+    *,
+    markdown: str | None = None,
+    latex: str | None = None,
+    meta: Mapping[str, Any] | None = None,
+) -> dict[str, Path]:
+    """Write ``name.csv`` (raw numbers), ``name.md`` (``markdown`` or the frame), optionally
+    ``name.tex`` and ``name.json`` (``meta``: the runs compared, options). Returns the paths."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"csv": out / f"{name}.csv", "md": out / f"{name}.md"}
+    df.to_csv(paths["csv"], index=False, float_format="%.4f", lineterminator="\n")
+    md = markdown if markdown is not None else df.to_markdown(index=False)
+    paths["md"].write_text(md.rstrip() + "\n", encoding="utf-8")
+    if latex is not None:
+        paths["tex"] = out / f"{name}.tex"
+        paths["tex"].write_text(latex, encoding="utf-8")
+    if meta is not None:
+        paths["json"] = out / f"{name}.json"
+        paths["json"].write_text(
+            json.dumps(jsonable(meta), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
+    return paths
+
+
+def latex_table(df: pd.DataFrame, caption: str) -> str:
+    """``DataFrame.to_latex`` (cells escaped by pandas; the caption, which pandas leaves as is,
+    escaped here so "%" does not start a LaTeX comment)."""
+    for ch in ("\\", "%", "&", "_", "#", "$"):
+        caption = caption.replace(ch, "\\" + ch if ch != "\\" else r"\textbackslash{}")
+    return df.to_latex(index=False, escape=True, caption=caption, column_format="l" * df.shape[1])
+
+
+def jsonable(obj: Any) -> Any:
+    """JSON-ready copy: floats to 6 decimals (NaN → null), paths → str, models → dicts."""
+    if isinstance(obj, BaseModel):
+        return jsonable(obj.model_dump(mode="json"))
+    if isinstance(obj, float):
+        return None if not np.isfinite(obj) else round(obj, 6)
+    if isinstance(obj, Mapping):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, Path):
+        return str(obj)
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        return jsonable(obj.item())
+    return obj

@@ -1,0 +1,35 @@
+"""Canonical JSON of a state and its sha256 (docs/egobench.md, "State hash")."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from typing import Any
+
+
+def normalise(value: Any) -> Any:
+    """Integral floats become ints (``12.0`` -> ``12``), tuples become lists, recursively.
+
+    Bools stay bools. Raises ValueError on NaN or infinity (not representable in JSON)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValueError(f"state holds a non-finite number {value!r}")
+        return int(value) if value.is_integer() else value
+    if isinstance(value, dict):
+        return {str(k): normalise(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [normalise(v) for v in value]
+    raise TypeError(f"state holds a {type(value).__name__}, which has no JSON form")
+
+
+def canonical_json(value: Any) -> str:
+    """Sorted keys, UTF-8 (no ASCII escapes), no spaces, integral floats as integers."""
+    return json.dumps(normalise(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def sha256_of(value: Any) -> str:
+    """Hex sha256 of :func:`canonical_json`."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()

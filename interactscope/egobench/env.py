@@ -1,0 +1,175 @@
+"""The scenario environment: state in SQLite, schema tools with validated arguments."""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any, Literal
+
+import jsonschema
+
+from interactscope.egobench.canonical import canonical_json, sha256_of
+from interactscope.egobench.records import Task, ToolResult, ToolSpec, Variant
+from interactscope.egobench.scenarios import SCENARIO_DEFS, Ctx, ToolError
+
+Undeclared = Literal["drop", "reject"]
+
+
+@functools.lru_cache(maxsize=512)
+def _validator(schema_json: str) -> jsonschema.protocols.Validator:
+    schema = json.loads(schema_json)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(schema)
+
+
+def _coerce(value: Any, schema: dict[str, Any]) -> Any:
+    """Numeric strings where the schema wants a number ("3" -> 3, "14.8" -> 14.8), recursively."""
+    t = schema.get("type")
+    if t in ("number", "integer") and isinstance(value, str):
+        try:
+            x = float(value.strip())
+        except ValueError:
+            return value
+        return int(x) if x.is_integer() else x
+    if t == "object" and isinstance(value, dict):
+        props = schema.get("properties") or {}
+        return {k: _coerce(v, props[k]) if k in props else v for k, v in value.items()}
+    if t == "array" and isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_coerce(v, schema["items"]) for v in value]
+    return value
+
+
+class Environment:
+    """One scenario database (a fresh in-memory SQLite built from the seed JSON) and its tools.
+
+    Args:
+        scenario: one of retail, kitchen, restaurant, warehouse, household.
+        tools: the scenario schema (only these tools can be called).
+        seed_db: the seed database JSON object.
+        today: the task's date; tools never read the wall clock.
+        undeclared: arguments the schema does not declare are dropped (``drop``, listed in
+            ``ToolResult.ignored``) or make the call invalid (``reject``).
+        coerce_numeric_strings: convert numeric strings where the schema declares a number
+            before validation.
+
+    Raises:
+        ValueError: unknown scenario, or a seed the scenario cannot load (message names it)."""
+
+    def __init__(
+        self,
+        scenario: str,
+        tools: list[ToolSpec],
+        seed_db: dict[str, Any],
+        today: dt.date | None = None,
+        *,
+        undeclared: Undeclared = "drop",
+        coerce_numeric_strings: bool = True,
+    ) -> None:
+        if scenario not in SCENARIO_DEFS:
+            raise ValueError(f"unknown scenario {scenario!r}; expected one of {sorted(SCENARIO_DEFS)}")
+        self.scenario = scenario
+        self.definition = SCENARIO_DEFS[scenario]
+        self.tools = {t.name: t for t in tools}
+        self.today = today
+        self.undeclared = undeclared
+        self.coerce_numeric_strings = coerce_numeric_strings
+        self.conn = sqlite3.connect(":memory:", isolation_level=None)
+        self.conn.executescript(self.definition.ddl)
+        try:
+            self.conn.execute("BEGIN")
+            self.definition.load(self.conn, seed_db)
+            self.conn.execute("COMMIT")
+        except (KeyError, TypeError, AttributeError, sqlite3.Error) as exc:
+            raise ValueError(f"{scenario} seed database cannot be loaded: {exc!r}") from None
+        self._ctx = Ctx(self.conn, today)
+
+    @classmethod
+    def from_variant(cls, variant: Variant, task: Task | int | None = None, **kw: Any) -> Environment:
+        """A fresh environment for a variant; ``task`` (or its id) supplies "today"."""
+        if isinstance(task, int):
+            task = variant.task(task)
+        return cls(variant.scenario, variant.tools, variant.seed,
+                   today=task.today if task else None, **kw)
+
+    def tool_specs(self) -> list[dict[str, Any]]:
+        """The catalogue as OpenAI-style function specs, in schema order."""
+        return [t.openai() for t in self.tools.values()]
+
+    def _prepare(self, name: str, arguments: Any) -> tuple[dict[str, Any], list[str]]:
+        spec = self.tools[name]
+        if not isinstance(arguments, dict):
+            raise jsonschema.ValidationError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+        declared = spec.declared
+        ignored = sorted(k for k in arguments if k not in declared)
+        args = {k: v for k, v in arguments.items() if k in declared} if self.undeclared == "drop" else dict(arguments)
+        if self.undeclared == "reject" and ignored:
+            raise jsonschema.ValidationError(f"undeclared parameter(s) {', '.join(ignored)}")
+        if self.coerce_numeric_strings:
+            args = _coerce(args, spec.parameters)
+        schema = dict(spec.parameters)
+        schema.setdefault("type", "object")
+        _validator(json.dumps(schema, sort_keys=True)).validate(args)
+        return args, ignored if self.undeclared == "drop" else []
+
+    def call(self, name: str, arguments: Any = None) -> ToolResult:
+        """Execute one tool call. Never raises: an unknown tool, invalid arguments or a failed
+        precondition gives ``ok=False`` with a one-line ``error`` and leaves the state as it was."""
+        arguments = {} if arguments is None else arguments
+        if name not in self.tools or name not in self.definition.tools:
+            return ToolResult(ok=False, name=str(name), error_kind="unknown_tool",
+                              error=f"unknown tool {name!r}; available: {', '.join(self.tools)}")
+        try:
+            args, ignored = self._prepare(name, arguments)
+        except jsonschema.ValidationError as exc:
+            where = "/".join(str(p) for p in exc.absolute_path)
+            return ToolResult(ok=False, name=name, error_kind="invalid_arguments",
+                              error=f"{name}: invalid arguments{' at ' + where if where else ''}: {exc.message}")
+        before = self.conn.total_changes
+        self.conn.execute("SAVEPOINT call")
+        try:
+            out = self.definition.tools[name](self._ctx, **args)
+        except (ToolError, TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
+            self.conn.execute("ROLLBACK TO call")
+            self.conn.execute("RELEASE call")
+            msg = str(exc) if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
+            return ToolResult(ok=False, name=name, error_kind="precondition", error=msg, ignored=ignored)
+        self.conn.execute("RELEASE call")
+        return ToolResult(ok=True, name=name, output=out, ignored=ignored,
+                          changed=self.conn.total_changes != before)
+
+    def state(self) -> dict[str, Any]:
+        """The canonical state: every table as JSON (per-user lists in a defined order)."""
+        return self.definition.dump(self.conn)
+
+    def state_json(self) -> str:
+        """:meth:`state` as canonical JSON (sorted keys, integral floats as integers)."""
+        return canonical_json(self.state())
+
+    def state_hash(self) -> str:
+        """sha256 (hex) of :meth:`state_json`."""
+        return sha256_of(self.state())
+
+    def save(self, path: str | Path) -> Path:
+        """Write the current database to a ``.sqlite`` file (replaced if present)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.unlink()
+        dst = sqlite3.connect(path)
+        try:
+            self.conn.backup(dst)
+        finally:
+            dst.close()
+        return path
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> Environment:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

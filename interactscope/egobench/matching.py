@@ -1,0 +1,192 @@
+"""Parameter equality and GT-to-agent call matching (docs/egobench.md, "Equality rules")."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from typing import Any
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+from interactscope.egobench.records import ToolCall
+from interactscope.egobench.scenarios import ScenarioDef
+from interactscope.egobench.settings import ScoreSettings
+
+#: Keys that name an item inside a list, in priority order (merging duplicates).
+MERGE_NAME_KEYS = ("product_name", "ingredient_name", "equipment", "item_name", "dish_name",
+                   "set_meal_name", "restaurant_name", "recipe_name", "name")
+
+
+def _canon(s: Any) -> str:
+    return "" if s is None else str(s).strip().lower()
+
+
+def _num(x: Any, settings: ScoreSettings) -> float | None:
+    if isinstance(x, bool):
+        return float(x) if settings.bool_is_number else None
+    if isinstance(x, (int, float)):
+        return float(x)
+    if isinstance(x, str) and x.strip():
+        try:
+            return float(x.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _num_equal(a: float, b: float, settings: ScoreSettings) -> bool:
+    if settings.float_tolerance == 0:
+        return a == b
+    return math.isfinite(a) and math.isfinite(b) and abs(a - b) <= settings.float_tolerance
+
+
+def merge_items(value: Any) -> Any:
+    """Merge items of lists of objects that carry the same name (case-insensitive) by summing
+    ``quantity``, then sort by name; recursively. Other lists are left as they are."""
+    if isinstance(value, dict):
+        return {k: merge_items(v) for k, v in value.items()}
+    if not isinstance(value, list):
+        return value
+    items = [merge_items(v) for v in value]
+    if not items or not all(isinstance(x, dict) for x in items):
+        return items
+    groups: list[dict[str, Any]] = []
+    for item in items:
+        key = next((k for k in MERGE_NAME_KEYS if item.get(k) is not None), None)
+        target = None
+        if key is not None:
+            for g in groups:
+                gk = next((k for k in MERGE_NAME_KEYS if g.get(k) is not None), None)
+                if gk == key and (_canon(g[key]) == _canon(item[key]) if isinstance(item[key], str)
+                                  and isinstance(g[key], str) else g[key] == item[key]):
+                    target = g
+                    break
+        if target is None:
+            groups.append(dict(item))
+            continue
+        for k, v in item.items():
+            if k == "quantity":
+                a, b = _num(target.get(k), ScoreSettings()), _num(v, ScoreSettings())
+                if a is not None and b is not None:
+                    s = a + b
+                    target[k] = int(s) if s.is_integer() else s
+                elif target.get(k) is None:
+                    target[k] = v
+            elif target.get(k) is None or (isinstance(target.get(k), str) and not target[k].strip()):
+                target[k] = v
+
+    def sort_key(x: dict[str, Any]) -> str:
+        k = next((k for k in MERGE_NAME_KEYS if x.get(k) is not None), None)
+        return _canon(x[k]) if k else json.dumps(x, sort_keys=True, default=str)
+
+    return sorted(groups, key=sort_key)
+
+
+class ParamComparer:
+    """Compares GT parameters with agent parameters for one scenario database.
+
+    ``conn`` is a database of the scenario in its seed state, used by the ``lookup`` name rule
+    (the sets of entities that the scenario's own name search finds for the two strings must
+    intersect; when either set is empty, case-insensitive containment decides)."""
+
+    def __init__(self, sdef: ScenarioDef, conn: sqlite3.Connection | None, settings: ScoreSettings):
+        self.sdef, self.conn, self.s = sdef, conn, settings
+        self._lookups: dict[str, set[str]] = {}
+
+    def _names(self, q: str) -> set[str]:
+        if q not in self._lookups:
+            self._lookups[q] = self.sdef.lookup(self.conn, q) if self.conn is not None else set()
+        return self._lookups[q]
+
+    def names_equal(self, gt: Any, agent: Any) -> bool:
+        """The name rule for a top-level name key (e.g. ``product_name``)."""
+        if not isinstance(gt, str) or not isinstance(agent, str):
+            return False
+        mode = self.sdef.name_match if self.s.name_match == "scenario" else "exact"
+        if mode == "exact":
+            return _canon(gt) == _canon(agent)
+        if mode == "lookup" and self.sdef.lookup is not None:
+            a, b = self._names(gt), self._names(agent)
+            if a and b:
+                return bool(a & b)
+        if not gt or not agent:
+            return False
+        g, x = gt.lower(), agent.lower()
+        return g in x or x in g
+
+    def equal(self, gt: Any, agent: Any, key: str | None = None, inside_list: bool = False) -> bool:
+        """Recursive equality of two parameter values (``key``: the parameter name above)."""
+        s = self.s
+        gnum, anum = isinstance(gt, bool), isinstance(agent, bool)
+        if type(gt) is not type(agent):
+            if gnum or anum:
+                if not s.bool_is_number:
+                    return False
+            a, b = _num(gt, s), _num(agent, s)
+            return a is not None and b is not None and _num_equal(a, b, s)
+        if isinstance(gt, list):
+            if s.merge_duplicate_items:
+                gt, agent = merge_items(gt), merge_items(agent)
+            if len(gt) != len(agent):
+                return False
+            used = [False] * len(agent)
+            for g in gt:
+                for j, a in enumerate(agent):
+                    if not used[j] and self.equal(g, a, key, True):
+                        used[j] = True
+                        break
+                else:
+                    return False
+            return True
+        if isinstance(gt, dict):
+            if set(gt) != set(agent):
+                return False
+            for k, g in gt.items():
+                if not inside_list and k in self.sdef.name_keys and isinstance(g, str):
+                    if not self.names_equal(g, agent[k]):
+                        return False
+                elif not self.equal(g, agent[k], k, inside_list):
+                    return False
+            return True
+        if isinstance(gt, str):
+            if key in self.sdef.name_keys:
+                return _canon(gt) == _canon(agent)
+            return gt == agent
+        if isinstance(gt, float) or isinstance(agent, float):
+            return _num_equal(float(gt), float(agent), s)
+        return gt == agent
+
+    def params_equal(self, gt: dict[str, Any], agent: dict[str, Any]) -> bool:
+        """Top-level comparison of two argument objects (lists merged first when set)."""
+        if self.s.merge_duplicate_items:
+            gt, agent = merge_items(gt), merge_items(agent)
+        return self.equal(gt, agent)
+
+
+def match_calls(gt: list[ToolCall], agent: list[ToolCall], cmp: ParamComparer,
+                how: str = "greedy") -> list[int | None]:
+    """For each GT call, the index of the distinct agent call it is matched to (or None).
+
+    ``greedy``: GT calls in order each take the first unused agent call with the same tool name
+    and equal parameters (the reference). ``optimal``: a maximum matching of the same relation."""
+    ok = np.zeros((len(gt), len(agent)), dtype=bool)
+    for i, g in enumerate(gt):
+        for j, a in enumerate(agent):
+            ok[i, j] = g.name == a.name and cmp.params_equal(g.arguments, a.arguments)
+    out: list[int | None] = [None] * len(gt)
+    if how == "optimal" and ok.size:
+        rows, cols = linear_sum_assignment(-ok.astype(float))
+        for r, c in zip(rows, cols):
+            if ok[r, c]:
+                out[r] = int(c)
+        return out
+    used: set[int] = set()
+    for i in range(len(gt)):
+        for j in range(len(agent)):
+            if j not in used and ok[i, j]:
+                out[i] = j
+                used.add(j)
+                break
+    return out

@@ -1,0 +1,114 @@
+"""What every scenario module provides, and small helpers shared by them.
+
+A scenario keeps its catalogue tables as ``(name PRIMARY KEY, record JSON)`` rows in insertion
+order (rowid) and its per-user state in plain relational tables. Tools are plain functions
+``tool(ctx, **arguments) -> JSON value``; a failed precondition raises :class:`ToolError`, which
+the environment turns into an error result after rolling the database back."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class ToolError(Exception):
+    """A tool's precondition failed; the message is the one-line reason shown to the agent."""
+
+
+@dataclass
+class Ctx:
+    """What a tool sees: the database and the task's today (None when the task names none)."""
+
+    conn: sqlite3.Connection
+    today: dt.date | None = None
+
+
+@dataclass
+class ScenarioDef:
+    """One scenario: DDL, seed loader, canonical state dump and its tools.
+
+    ``name_keys``: parameter names carrying catalogue names (matched by name rules when
+    scoring). ``name_match``: how the scorer compares two such names: ``lookup`` (the sets of
+    entities that :attr:`lookup` finds intersect, else containment), ``exact`` (case-insensitive
+    equality) or ``contains`` (case-insensitive containment either way). ``query_tools``: the read
+    tools the error classifier inspects for visual referents. ``user_key_aliases``: parameter
+    names under which a task's ``key`` may also appear."""
+
+    name: str
+    ddl: str
+    load: Callable[[sqlite3.Connection, dict[str, Any]], None]
+    dump: Callable[[sqlite3.Connection], dict[str, Any]]
+    tools: dict[str, Callable[..., Any]]
+    name_keys: tuple[str, ...]
+    name_match: str
+    query_tools: frozenset[str]
+    lookup: Callable[[sqlite3.Connection, str], set[str]] | None = None
+    key_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+def catalogue(conn: sqlite3.Connection, table: str) -> list[dict[str, Any]]:
+    """Every record of a catalogue table, in insertion order."""
+    return [json.loads(r[0]) for r in conn.execute(f"SELECT record FROM {table} ORDER BY rowid")]
+
+
+def record(conn: sqlite3.Connection, table: str, name: str) -> dict[str, Any] | None:
+    """The record keyed by exactly ``name``, or None."""
+    row = conn.execute(f"SELECT record FROM {table} WHERE name = ?", (name,)).fetchone()
+    return json.loads(row[0]) if row else None
+
+
+def put(conn: sqlite3.Connection, table: str, name: str, rec: dict[str, Any]) -> None:
+    """Insert or replace (keeping the original position) a catalogue record."""
+    conn.execute(
+        f"INSERT INTO {table}(name, record) VALUES (?, ?) "
+        "ON CONFLICT(name) DO UPDATE SET record = excluded.record",
+        (name, dumps(rec)),
+    )
+
+
+def containing(conn: sqlite3.Connection, table: str, query: str) -> list[dict[str, Any]]:
+    """Records whose name contains ``query`` or is contained in it, case-insensitively."""
+    q = query.lower()
+    out = []
+    for rec in catalogue(conn, table):
+        n = str(rec.get("name", "")).lower()
+        if q in n or n in q:
+            out.append(rec)
+    return out
+
+
+def by_name_sorted(conn: sqlite3.Connection, table: str) -> dict[str, Any]:
+    """A catalogue table as ``{name: record}`` (key order does not matter: the hash sorts)."""
+    return {r[0]: json.loads(r[1]) for r in conn.execute(f"SELECT name, record FROM {table}")}
+
+
+def parse_day(value: Any, field_name: str) -> dt.date:
+    """A ``YYYY-MM-DD`` string as a date; ToolError naming the field otherwise."""
+    if not isinstance(value, str):
+        raise ToolError(f"{field_name} must be a YYYY-MM-DD string")
+    try:
+        return dt.datetime.strptime(value, "%Y-%m-%d").date()
+    except ValueError:
+        raise ToolError(f"{field_name} must use YYYY-MM-DD format, got {value!r}") from None
+
+
+def lower_list(values: Any) -> list[Any]:
+    return [v.lower() if isinstance(v, str) else v for v in (values or [])]
+
+
+def nonempty(value: Any, field_name: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ToolError(f"{field_name} must be a non-empty string")
+    return value
+
+
+def round2(x: float) -> float:
+    return round(x, 2)

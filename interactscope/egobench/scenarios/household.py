@@ -1,0 +1,175 @@
+"""Household: item records and per-user household action lists
+(tools/household_tools.json). Names match exactly; "PRESENT" in a usage period is the task's
+today, never the wall clock."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from interactscope.egobench.scenarios import actionlists
+from interactscope.egobench.scenarios.base import (
+    Ctx,
+    ScenarioDef,
+    ToolError,
+    by_name_sorted,
+    catalogue,
+    nonempty,
+    parse_day,
+    put,
+    record,
+)
+
+DDL = "CREATE TABLE items (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + actionlists.DDL
+CATEGORIES = frozenset({
+    "furniture", "tableware", "cookware", "bedding", "clothing", "footwear", "home_textile",
+    "storage_item", "home_appliance", "electronics", "lighting", "decoration", "cleaning_item",
+    "daily_supply", "other"})
+LOCATIONS = frozenset({
+    "living_room", "dining_room", "bedroom", "study", "wardrobe", "linen_closet", "shoe_cabinet",
+    "kitchen_cabinet", "pantry", "bathroom_cabinet", "laundry_area", "storage_room", "bookshelf",
+    "display_shelf", "balcony", "garage"})
+ACTIONS = frozenset({"clean", "condition", "disinfect", "wash", "inspect", "repair", "relocate",
+                     "dry", "iron", "replace", "dispose"})
+
+
+def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
+    for raw in seed.get("items", []):
+        put(conn, "items", raw["name"], raw)
+    actionlists.load(conn, seed.get("household_action_lists", []), "name")
+
+
+def dump(conn: sqlite3.Connection) -> dict[str, Any]:
+    return {"items": by_name_sorted(conn, "items"),
+            "user_action_lists": actionlists.dump(conn, "name")}
+
+
+def _item(ctx: Ctx, item_name: str) -> dict[str, Any]:
+    rec = record(ctx.conn, "items", item_name)
+    if rec is None:
+        raise ToolError(f"household item not found: {item_name}")
+    return rec
+
+
+def _where(ctx: Ctx, pred) -> list[str]:
+    return [r["name"] for r in catalogue(ctx.conn, "items") if pred(r)]
+
+
+def get_all_item_names(ctx: Ctx):
+    return _where(ctx, lambda r: True)
+
+
+def get_item_category(ctx: Ctx, item_name):
+    return _item(ctx, item_name)["category"]
+
+
+def find_items_by_category(ctx: Ctx, category):
+    if category not in CATEGORIES:
+        raise ToolError(f"invalid household item category: {category}")
+    return _where(ctx, lambda r: r["category"] == category)
+
+
+def get_item_ideal_storage_location(ctx: Ctx, item_name):
+    return _item(ctx, item_name)["ideal_storage_location"]
+
+
+def find_items_by_ideal_storage_location(ctx: Ctx, location):
+    if location not in LOCATIONS:
+        raise ToolError(f"invalid household storage location: {location}")
+    return _where(ctx, lambda r: r["ideal_storage_location"] == location)
+
+
+def get_item_purchase_date(ctx: Ctx, item_name):
+    return _item(ctx, item_name)["purchase_date"]
+
+
+def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
+    start, end = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
+    if start > end:
+        raise ToolError("start_date cannot be later than end_date")
+    return _where(ctx, lambda r: r.get("purchase_date") is not None
+                  and start <= parse_day(r["purchase_date"], "purchase_date") <= end)
+
+
+def get_item_purchase_price(ctx: Ctx, item_name):
+    return _item(ctx, item_name)["purchase_price"]
+
+
+def find_items_by_purchase_price_range(ctx: Ctx, min_price, max_price):
+    if min_price < 0 or max_price < 0 or min_price > max_price:
+        raise ToolError("prices must be non-negative and min_price cannot exceed max_price")
+    return _where(ctx, lambda r: min_price <= r["purchase_price"] <= max_price)
+
+
+def get_item_usage_history(ctx: Ctx, item_name):
+    return list(_item(ctx, item_name).get("usage_history") or [])
+
+
+def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
+    q0, q1 = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
+    if q0 > q1:
+        raise ToolError("start_date cannot be later than end_date")
+    out = []
+    for r in catalogue(ctx.conn, "items"):
+        for period in r.get("usage_history") or []:
+            a, b = period.split("/")
+            start = parse_day(r["purchase_date"] if a == "PURCHASE_DATE" else a, "usage start")
+            if b == "PRESENT":
+                if ctx.today is None:
+                    raise ToolError("the task names no 'today', so PRESENT cannot be resolved")
+                end = ctx.today
+            else:
+                end = parse_day(b, "usage end")
+            if start <= q1 and q0 <= end:
+                out.append(r["name"])
+                break
+    return out
+
+
+def get_item_maintenance_history(ctx: Ctx, item_name):
+    return list(_item(ctx, item_name).get("maintenance_history") or [])
+
+
+def get_item_maintenance_and_usage_instructions(ctx: Ctx, item_name):
+    if not item_name:
+        raise ToolError("item_name must be a non-empty list of household item names")
+    return {n: _item(ctx, n)["care_and_usage_instructions"] for n in item_name}
+
+
+def add_to_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
+    nonempty(user_id, "user_id")
+    _item(ctx, name)
+    if required_action not in ACTIONS:
+        raise ToolError(f"invalid household required action: {required_action}")
+    actionlists.add(ctx.conn, user_id, name, required_action, due_date)
+    return {"message": "Household action added successfully."}
+
+
+def remove_from_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
+    if required_action not in ACTIONS:
+        raise ToolError(f"invalid household required action: {required_action}")
+    actionlists.remove(ctx.conn, user_id, name, required_action, due_date)
+    return {"message": "Household action removed successfully."}
+
+
+def get_household_action_list(ctx: Ctx, user_id):
+    nonempty(user_id, "user_id")
+    return actionlists.entries(ctx.conn, user_id, "name")
+
+
+TOOLS = {f.__name__: f for f in (
+    get_all_item_names, get_item_category, find_items_by_category,
+    get_item_ideal_storage_location, find_items_by_ideal_storage_location,
+    get_item_purchase_date, find_items_by_purchase_date_range, get_item_purchase_price,
+    find_items_by_purchase_price_range, get_item_usage_history,
+    find_items_used_during_date_range, get_item_maintenance_history,
+    get_item_maintenance_and_usage_instructions, add_to_household_action_list,
+    remove_from_household_action_list, get_household_action_list)}
+
+SCENARIO = ScenarioDef(
+    name="household", ddl=DDL, load=load, dump=dump, tools=TOOLS,
+    name_keys=("item_name", "name"), name_match="contains",
+    query_tools=frozenset(set(TOOLS) - {"add_to_household_action_list",
+                                        "remove_from_household_action_list"}),
+    key_aliases={"name": ("name", "item_name")},
+)

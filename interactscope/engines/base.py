@@ -1,0 +1,245 @@
+"""The one chat interface every model backend implements.
+
+An :class:`Engine` takes chat :class:`Message` values whose content is text, images, videos and
+audio (our own decoded arrays, never file paths) and an optional tool catalogue, and returns a
+:class:`ChatResult`: the text, the native tool calls parsed into name + arguments dict, token
+counts and the wall time of the call.
+
+Arrays: an image is ``(H, W, 3)`` uint8 RGB; a video is a list of such frames with their stream
+times (s); audio is a ``(n,)`` float32 mono waveform with its sample rate (Hz).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from interactscope.schema import ToolCall, ToolSpec
+
+__all__ = [
+    "AudioPart",
+    "ChatResult",
+    "Engine",
+    "EngineError",
+    "ImagePart",
+    "Message",
+    "Part",
+    "TextPart",
+    "VideoPart",
+    "as_messages",
+    "chat_each",
+]
+
+
+class EngineError(RuntimeError):
+    """A model backend failed in a way that is not the model's answer (bad config, missing
+    package or weights, transport error after retries, engine exception)."""
+
+
+class _Part(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid", frozen=True)
+
+
+def _rgb(value: Any) -> np.ndarray:
+    """``(H, W, 3)`` uint8 RGB; grey ``(H, W)`` and RGBA are converted, other shapes refused."""
+    arr = np.asarray(value)
+    if arr.ndim == 2:
+        arr = np.stack([arr] * 3, axis=-1)
+    if arr.ndim != 3 or arr.shape[-1] not in (3, 4):
+        raise ValueError(f"image must be an (H, W, 3) uint8 RGB array, got shape {arr.shape}")
+    if arr.shape[-1] == 4:
+        arr = arr[..., :3]
+    if arr.dtype != np.uint8:
+        arr = np.clip(arr, 0, 255).astype(np.uint8)
+    return arr
+
+
+class TextPart(_Part):
+    """Plain text."""
+
+    type: Literal["text"] = "text"
+    text: str
+
+
+class ImagePart(_Part):
+    """One image: a stream frame (``pts_s`` = its presentation time, s) or an attachment."""
+
+    type: Literal["image"] = "image"
+    image: np.ndarray
+    pts_s: float | None = None
+    attachment: bool = False
+
+    @field_validator("image", mode="before")
+    @classmethod
+    def _image(cls, v: Any) -> np.ndarray:
+        return _rgb(v)
+
+
+class VideoPart(_Part):
+    """Stream frames sent as one video item; ``pts_s[i]`` is the stream time of ``frames[i]``."""
+
+    type: Literal["video"] = "video"
+    frames: list[np.ndarray]
+    pts_s: list[float] = Field(default_factory=list)
+
+    @field_validator("frames", mode="before")
+    @classmethod
+    def _frames(cls, v: list[Any]) -> list[np.ndarray]:
+        return [_rgb(f) for f in v]
+
+
+class AudioPart(_Part):
+    """A mono waveform ``(n,)`` float32 at ``sample_rate`` Hz."""
+
+    type: Literal["audio"] = "audio"
+    audio: np.ndarray
+    sample_rate: int = Field(16000, gt=0)
+
+    @field_validator("audio", mode="before")
+    @classmethod
+    def _mono(cls, v: Any) -> np.ndarray:
+        return np.asarray(v, dtype=np.float32).reshape(-1)
+
+
+Part = TextPart | ImagePart | VideoPart | AudioPart
+
+
+class Message(BaseModel):
+    """One chat turn. ``content`` is a string or a list of parts in prompt order; an assistant
+    turn may carry the native ``tool_calls`` it made and a ``tool`` turn the ``tool_call_id`` of
+    the call whose result it holds."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, extra="forbid")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | list[Part] = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list, description="assistant's calls")
+    tool_call_ids: list[str] = Field(default_factory=list, description="ids of tool_calls")
+    tool_call_id: str | None = Field(None, description="role tool: the call this answers")
+
+    def parts(self) -> list[Part]:
+        """The content as parts (a string becomes one :class:`TextPart`)."""
+        if isinstance(self.content, str):
+            return [TextPart(text=self.content)] if self.content else []
+        return list(self.content)
+
+    def text(self) -> str:
+        """The text parts joined (media parts left out)."""
+        return "".join(p.text for p in self.parts() if isinstance(p, TextPart))
+
+
+class ChatResult(BaseModel):
+    """One answer. ``tool_calls`` are the backend's native calls, parsed (``tool_call_errors``
+    says what could not be parsed); ``latency_s`` is the wall time of the call in seconds;
+    ``raw`` holds backend facts worth recording (finish reason, frame counts, ...)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    tool_call_errors: list[str] = Field(default_factory=list)
+    tool_call_ids: list[str] = Field(default_factory=list)
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    latency_s: float | None = None
+    raw: dict[str, Any] = Field(default_factory=dict)
+
+
+@runtime_checkable
+class Engine(Protocol):
+    """What every backend implements (see the module docstring).
+
+    ``generation`` keyword arguments override the engine's configured defaults for one call:
+    ``max_new_tokens``, ``temperature``, ``top_p``, ``seed``, ``stop``."""
+
+    name: str
+
+    def chat(
+        self,
+        messages: Sequence[Message],
+        tools: Sequence[ToolSpec] | None = None,
+        **generation: Any,
+    ) -> ChatResult: ...
+
+    def chat_batch(
+        self,
+        conversations: Sequence[Sequence[Message]],
+        tools: Sequence[ToolSpec] | None = None,
+        **generation: Any,
+    ) -> list[ChatResult | EngineError]: ...
+
+    def describe(self) -> dict[str, Any]: ...
+
+    def close(self) -> None: ...
+
+
+def chat_each(
+    engine: Any,
+    conversations: Sequence[Sequence[Message]],
+    tools: Sequence[ToolSpec] | None = None,
+    **generation: Any,
+) -> list[ChatResult | EngineError]:
+    """``chat_batch`` for engines that do not batch: one ``chat`` per conversation; a failure
+    fills that slot with its :class:`EngineError` and the others are still answered."""
+    out: list[ChatResult | EngineError] = []
+    for conv in conversations:
+        try:
+            out.append(engine.chat(conv, tools, **generation))
+        except EngineError as exc:
+            out.append(exc)
+        except Exception as exc:  # noqa: BLE001 - one failed conversation fails its slot only
+            err = EngineError(f"{type(exc).__name__}: {exc}")
+            err.__cause__ = exc
+            out.append(err)
+    return out
+
+
+_DICT_KEYS = {"image": "image", "video": "frames", "audio": "audio"}
+
+
+def _part(p: Any) -> Part:
+    if isinstance(p, (TextPart, ImagePart, VideoPart, AudioPart)):
+        return p
+    if isinstance(p, str):
+        return TextPart(text=p)
+    kind = p.get("type")
+    if kind == "text":
+        return TextPart(text=str(p.get("text", "")))
+    if kind == "image":
+        return ImagePart(
+            image=p["image"], pts_s=p.get("pts_s"), attachment=bool(p.get("attachment"))
+        )
+    if kind == "video":
+        frames = p.get("video", p.get("frames"))
+        frames = [f["image"] if isinstance(f, dict) else f for f in frames]
+        return VideoPart(frames=frames, pts_s=list(p.get("pts_s") or []))
+    if kind == "audio":
+        sr = p.get("sample_rate", p.get("sampling_rate")) or 16000
+        return AudioPart(audio=p["audio"], sample_rate=int(sr))
+    raise EngineError(f"prompt part of type {kind!r} is not supported (text, image, video, audio)")
+
+
+def as_messages(messages: Sequence[Any]) -> list[Message]:
+    """Messages from :class:`Message` values or the dict shape of the prompt builder
+    (``{"role", "content": str | [{"type": "text"|"image"|"video"|"audio", ...}]}``; audio may
+    name its rate ``sampling_rate``).
+
+    Raises:
+        EngineError: an unknown part type or a malformed array, naming message and part.
+    """
+    out: list[Message] = []
+    for i, m in enumerate(messages):
+        if isinstance(m, Message):
+            out.append(m)
+            continue
+        content = m.get("content", "")
+        try:
+            parts = content if isinstance(content, str) else [_part(p) for p in content]
+            out.append(Message(role=m.get("role", "user"), content=parts))
+        except (ValidationError, KeyError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
+            raise EngineError(f"message {i}: {first}") from exc
+    return out

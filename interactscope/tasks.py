@@ -1,0 +1,146 @@
+"""The task groups T1–T8-C and the target outcomes, defined once (docs/protocol.md, task groups).
+
+Every module that needs to know which tasks exist, how a task is scored, which content check it
+uses, whether it enters the six-task mean or has guidance sequences, looks it up here instead of
+writing task literals:
+
+>>> task_spec("T8-C").scoring_rule
+'matching'
+>>> SIX_TASK_MEAN_TASKS
+('T1', 'T2', 'T3', 'T4', 'T6', 'T7')
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "ASSISTANCE_TASKS",
+    "EXPLICIT_TASKS",
+    "OUTCOMES",
+    "SEQUENCE_TASKS",
+    "SIX_TASK_MEAN_TASKS",
+    "TASKS",
+    "TASK_SPECS",
+    "TOOL_TASKS",
+    "Outcome",
+    "Panel",
+    "TaskSpec",
+    "panel_of",
+    "task_spec",
+    "tasks_of_panel",
+]
+
+Panel = Literal["explicit", "assistance"]
+ScoringRule = Literal["allocation", "matching"]
+ContentCheck = Literal["toolset", "judge"]
+
+Outcome = Literal["hit", "premature", "wrong", "late", "missed", "unjudged"]
+OUTCOMES: tuple[str, ...] = ("hit", "premature", "wrong", "late", "missed", "unjudged")
+"""Outcome of one target, in the order of the failure breakdown: ``hit`` (eligible and correct),
+``premature`` (the consumed group opened before the window), ``wrong`` (in time, content check
+failed), ``late`` (the group opened after the window), ``missed`` (no response in the region),
+``unjudged`` (the judge's verdict could not be parsed: excluded from numerator and denominator)."""
+
+
+class TaskSpec(BaseModel):
+    """One task group.
+
+    Attributes:
+        id: ``T1`` … ``T7``, ``T8-A``, ``T8-B``, ``T8-C``.
+        panel: ``explicit`` (a spoken request at q) or ``assistance`` (T8: no explicit request).
+        scoring_rule: ``allocation`` (first-response allocation) or ``matching``
+            (order-preserving maximum matching).
+        content_check: ``toolset`` (exact tool-name set) or ``judge`` (text judge).
+        in_six_task_mean: averaged into the six-task balanced mean (Avg(6)).
+        has_sequences: episodes are ordered guidance steps (Complete T8-C, permutation reference).
+        description: one line, what the task asks of a model.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    id: str
+    panel: Panel
+    scoring_rule: ScoringRule
+    content_check: ContentCheck
+    in_six_task_mean: bool
+    has_sequences: bool
+    description: str
+
+
+def _spec(
+    id: str,
+    description: str,
+    *,
+    six: bool = False,
+    tools: bool = False,
+    sequences: bool = False,
+) -> TaskSpec:
+    assistance = id.startswith("T8")
+    return TaskSpec(
+        id=id,
+        panel="assistance" if assistance else "explicit",
+        scoring_rule="matching" if assistance else "allocation",
+        content_check="toolset" if tools else "judge",
+        in_six_task_mean=six,
+        has_sequences=sequences,
+        description=description,
+    )
+
+
+TASK_SPECS: dict[str, TaskSpec] = {
+    s.id: s
+    for s in (
+        _spec(
+            "T1", "call the requested tools when the asked-for moment comes", six=True, tools=True
+        ),
+        _spec("T2", "notify when the announced event happens", six=True),
+        _spec("T3", "interject on a risk or an error as it happens", six=True),
+        _spec("T4", "report a cumulative state (a count, a total) when it is reached", six=True),
+        _spec("T5", "answer when a stated time condition holds"),
+        _spec("T6", "react to a non-verbal or workflow cue", six=True),
+        _spec("T7", "respond continuously, each time the condition recurs", six=True),
+        _spec("T8-A", "remind without being asked (query-free reminders)"),
+        _spec("T8-B", "answer a question whose answer appears later in the stream"),
+        _spec("T8-C", "guide through ordered steps, each when it is due", sequences=True),
+    )
+}
+"""Task id → :class:`TaskSpec`, in the paper's order."""
+
+TASKS: tuple[str, ...] = tuple(TASK_SPECS)
+EXPLICIT_TASKS: tuple[str, ...] = tuple(t for t, s in TASK_SPECS.items() if s.panel == "explicit")
+ASSISTANCE_TASKS: tuple[str, ...] = tuple(
+    t for t, s in TASK_SPECS.items() if s.panel == "assistance"
+)
+SIX_TASK_MEAN_TASKS: tuple[str, ...] = tuple(t for t, s in TASK_SPECS.items() if s.in_six_task_mean)
+SEQUENCE_TASKS: tuple[str, ...] = tuple(t for t, s in TASK_SPECS.items() if s.has_sequences)
+TOOL_TASKS: tuple[str, ...] = tuple(
+    t for t, s in TASK_SPECS.items() if s.content_check == "toolset"
+)
+
+
+def task_spec(task: str) -> TaskSpec:
+    """The :class:`TaskSpec` of ``task``.
+
+    Raises:
+        ValueError: unknown task id (the message lists the valid ones).
+    """
+    try:
+        return TASK_SPECS[task]
+    except KeyError:
+        raise ValueError(f"unknown task {task!r}; valid: {', '.join(TASKS)}") from None
+
+
+def panel_of(task: str) -> Panel:
+    """``explicit`` for T1–T7, ``assistance`` for T8-* (unknown ids: by their prefix)."""
+    spec = TASK_SPECS.get(task)
+    if spec is not None:
+        return spec.panel
+    return "assistance" if task.startswith("T8") else "explicit"
+
+
+def tasks_of_panel(panel: Panel) -> tuple[str, ...]:
+    """Task ids of one panel, in order."""
+    return EXPLICIT_TASKS if panel == "explicit" else ASSISTANCE_TASKS

@@ -1,0 +1,155 @@
+"""Typed data of a viewer page: what the loaders produce and the template's JavaScript reads.
+
+Every time is in seconds on the media file's clock. The page embeds :class:`PageData` as JSON;
+nothing else crosses from Python into the HTML.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+MarkClass = Literal[
+    "hit", "premature", "wrong", "late", "unjudged", "unmatched", "ignored", "suppressed",
+    "error", "unscored",
+]  # fmt: skip
+"""What allocation/matching made of one record: the outcome of the target whose group it joined
+(T1–T7) or ``hit`` when matched (T8); ``unmatched`` for a response that counted for nothing;
+``ignored`` for a response before q; ``suppressed``/``error`` records; ``unscored`` when the run
+has no scores."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ViewSettings(_Model):
+    """Settings of ``interactscope view`` (recorded in the page's footer).
+
+    Attributes:
+        max_thumbnails: distinct JPEG thumbnails embedded in the whole page (0 = none); decision
+            points past the cap list their frame times only.
+        thumbs_per_point: thumbnails shown per decision point (evenly spaced over the frames the
+            model saw, the newest always kept); every frame time is listed anyway.
+        thumb_px: long side of a thumbnail, pixels.
+        jpeg_quality: JPEG quality of the thumbnails (1–95).
+        lazy_threshold: with more interactions than this, timelines are drawn when their section
+            scrolls into view instead of all at once.
+        resamples: cluster-bootstrap resamples B for the summary intervals.
+        seed: bootstrap seed.
+        transcripts: show the transcript heard so far (runs with ``audio.mode = asr``).
+    """
+
+    max_thumbnails: int = Field(400, ge=0)
+    thumbs_per_point: int = Field(8, ge=1)
+    thumb_px: int = Field(160, ge=16, le=1024)
+    jpeg_quality: int = Field(70, ge=1, le=95)
+    lazy_threshold: int = Field(200, ge=0)
+    resamples: int = Field(10_000, ge=100)
+    seed: int = 0
+    transcripts: bool = True
+
+
+class Mark(_Model):
+    """One non-silent, suppressed or error record on a timeline."""
+
+    t: float
+    cls: MarkClass
+    text: str = ""
+    tools: list[dict[str, Any]] = Field(default_factory=list)
+    target: str | None = None
+    matched: bool = False
+    verdict: str = ""
+    latency_s: float | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    error: str | None = None
+    parse_error: str | None = None
+
+
+class FramesAt(_Model):
+    """What the model saw at one decision point: ``times`` of every frame passed (s), ``thumbs``
+    keys into :attr:`PageData.thumbs` for the shown subset (``None`` where not embedded)."""
+
+    times: list[float] = Field(default_factory=list)
+    thumbs: list[str | None] = Field(default_factory=list)
+    transcript: str | None = None
+    note: str = ""
+
+
+class RunTimeline(_Model):
+    """One run's view of one interaction."""
+
+    present: bool = True
+    outcomes: dict[str, str] = Field(default_factory=dict)
+    regions: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
+    marks: list[Mark] = Field(default_factory=list)
+    grid: list[float] = Field(default_factory=list)
+    frames: dict[str, FramesAt] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+class TargetInfo(_Model):
+    id: str
+    reference: str
+    tools: list[str] | None = None
+    anchor_s: float
+    window_s: tuple[float, float]
+    interval: bool = False
+    evidence: str = "visual"
+
+
+class InteractionPage(_Model):
+    """One interaction section: the request, its targets and one timeline per run."""
+
+    id: str
+    task: str
+    video_id: str
+    q: float
+    end_s: float
+    query: str
+    targets: list[TargetInfo]
+    runs: list[RunTimeline]
+    gained: list[str] = Field(default_factory=list)
+    lost: list[str] = Field(default_factory=list)
+
+
+class ScoreCell(_Model):
+    """A metric in percent (or responses/min for volume) with its 95 % interval."""
+
+    metric: str
+    estimate: float | None
+    low: float | None = None
+    high: float | None = None
+    counts: str = ""
+    note: str = ""
+
+
+class RunSummary(_Model):
+    label: str
+    path: str
+    model: str
+    protocol: str
+    judge: str = ""
+    approximation: str | None = None
+    scored: bool = False
+    settings: dict[str, Any] = Field(default_factory=dict)
+    health: dict[str, Any] = Field(default_factory=dict)
+    scores: list[ScoreCell] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+
+class PageData(_Model):
+    """Everything a page shows; ``page`` names the template (``streaming``; ``ego`` later)."""
+
+    page: str = "streaming"
+    title: str
+    runs: list[RunSummary]
+    interactions: list[InteractionPage]
+    thumbs: dict[str, str] = Field(default_factory=dict)
+    gained: list[str] = Field(default_factory=list)
+    lost: list[str] = Field(default_factory=list)
+    lazy: bool = False
+    settings: ViewSettings = Field(default_factory=ViewSettings)
+    generated_by: str = "interactscope view"

@@ -1,0 +1,46 @@
+"""Render a :class:`PageData` into one self-contained HTML file (jinja2 templates shipped with
+the package; CSS, JavaScript, SVG and JPEG thumbnails all inline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import jinja2
+
+from interactscope.view.model import PageData
+
+__all__ = ["PAGES", "render_page", "write_page"]
+
+PAGES: dict[str, str] = {"streaming": "streaming.html.j2"}
+"""Page kind -> template; an EgoBench page is one more entry (and one more builder)."""
+
+_ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("interactscope.view", "templates"),
+    autoescape=jinja2.select_autoescape(["html", "j2"]),
+    keep_trailing_newline=True,
+)
+
+
+def _payload(data: PageData) -> str:
+    # JSON inside <script>: "</" and "<!--" must not appear literally.
+    text = json.dumps(data.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+def render_page(data: PageData) -> str:
+    """The page as HTML text.
+
+    Raises:
+        KeyError: ``data.page`` names no template in :data:`PAGES`.
+    """
+    template = _ENV.get_template(PAGES[data.page])
+    return template.render(data=data, payload=jinja2.utils.markupsafe.Markup(_payload(data)))
+
+
+def write_page(data: PageData, out: str | Path) -> Path:
+    """Write the page to ``out`` (parent folders created); returns the path."""
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(render_page(data), encoding="utf-8")
+    return out
