@@ -1,4 +1,4 @@
-"""Backend ``vllm``: the offline ``vllm.LLM`` engine (GPU only, extra ``[vllm]``; SPEC §2).
+"""Backend ``vllm``: the offline ``vllm.LLM`` engine (GPU only, extra ``[vllm]``).
 
 Offline Probing is embarrassingly parallel: :meth:`VLLMAdapter.respond_batch` sends every request
 of a batch in one ``llm.generate`` call, with prefix caching on (the shared system prompt and the
@@ -61,6 +61,11 @@ also be given in ``settings.adapter``, which wins):
     How :meth:`VLLMAdapter.prepare` builds the largest request of each interaction before the
     run (see there).
 
+The model client is :class:`interactscope.engines.vllm_engine.VLLMEngine` (engine creation,
+chat template, ``multi_modal_data``, sampling); this module keeps the streaming parts: the
+decision-point prompt, stream frames as one video, preflight and the run-wide frame size.
+Options: :class:`interactscope.engines.qwen_options.QwenOptions` (unknown keys are refused).
+
 Errors: a missing ``vllm`` package raises :class:`AdapterError` at construction. An engine
 exception fails only the requests it concerns: the batch is retried one request at a time and each
 failing request gets an :class:`AdapterError` naming the interaction and ``t``.
@@ -76,27 +81,25 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interactscope.adapters.base import Adapter, AdapterError, AdapterOutput, DecisionRequest
+from interactscope.adapters.base import (
+    Adapter,
+    AdapterError,
+    AdapterOutput,
+    DecisionRequest,
+    adapter_errors,
+    options_of,
+    where_of,
+)
+from interactscope.engines.base import as_messages
+from interactscope.engines.qwen_options import QwenOptions
+from interactscope.engines.vllm_engine import Rendered, VLLMEngine
+from interactscope.protocol.requests import interaction_grid, request_at
 from interactscope.schema import ResponseRecord
 from interactscope.settings import Settings
 
 log = logging.getLogger(__name__)
 
 __all__ = ["PreflightReport", "VLLMAdapter", "estimate_image_tokens", "smart_resize"]
-
-_MISSING = object()
-
-
-def _import_vllm() -> Any:
-    try:
-        import vllm
-    except ImportError as exc:
-        raise AdapterError(
-            "backend 'vllm' needs the vllm package and a CUDA GPU: "
-            "pip install 'interactscope[vllm]' "
-            "(on a CPU-only machine use the 'transformers' or 'cascade' backends instead)"
-        ) from exc
-    return vllm
 
 
 def smart_resize(
@@ -123,32 +126,6 @@ def estimate_image_tokens(
     """Placeholder tokens of one image for a Qwen-style vision encoder (one per patch_px² area)."""
     h, w = smart_resize(height, width, patch_px, min_pixels, max_pixels)
     return (h // patch_px) * (w // patch_px)
-
-
-def _fps_of(pts: list[float]) -> float:
-    """Frame rate (Hz) of frames at times ``pts``: 1 for the 1 fps stream, the inverse of the mean
-    spacing when the ``uniform`` cap spread them out."""
-    if len(pts) < 2:
-        return 1.0
-    span = pts[-1] - pts[0]
-    return 1.0 if span <= 0 else max(1e-3, (len(pts) - 1) / span)
-
-
-def _video_metadata(pts: list[float], n_sent: int) -> dict[str, Any]:
-    """vLLM video metadata for frames decoded at 1 fps and shown at stream times ``pts`` (s):
-    frame indices on a 1 Hz grid, so the model's timestamps (index / fps) are the stream times;
-    the padding frame repeats the newest index. Needed by Qwen3-VL (``video_needs_metadata``)."""
-    idx = [int(round(p)) for p in pts]
-    idx += [idx[-1]] * (n_sent - len(idx))
-    total = idx[-1] + 1
-    return {
-        "fps": 1.0,
-        "duration": float(total),
-        "total_num_frames": total,
-        "frames_indices": idx,
-        "video_backend": "opencv",
-        "do_sample_frames": False,
-    }
 
 
 def _shapes_only(built: _Built) -> _Built:
@@ -191,7 +168,10 @@ class _Built:
 
     @property
     def where(self) -> str:
-        return f"interaction {self.request.interaction.id} t={self.request.t:g}s"
+        return where_of(self.request)
+
+    def rendered(self) -> Rendered:
+        return Rendered(self.prompt, self.images, self.videos, self.video_pts, self.audios)
 
 
 @dataclass
@@ -213,9 +193,12 @@ class PreflightReport:
 
 
 class VLLMAdapter(Adapter):
-    """Offline Probing with the ``vllm.LLM`` engine; see the module docstring for the config.
+    """Offline Probing with the ``vllm.LLM`` engine; see the module docstring for the options.
 
     The engine is created on first use (:meth:`preflight` or :meth:`respond_batch`).
+
+    Raises:
+        AdapterError: (construction) vLLM missing, no ``checkpoint``, an unknown option.
     """
 
     backend: ClassVar[str] = "vllm"
@@ -224,158 +207,43 @@ class VLLMAdapter(Adapter):
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
-        self._vllm = _import_vllm()
-        checkpoint = self._opt("checkpoint")
-        if not checkpoint:
-            raise AdapterError(f"model {name!r}: backend 'vllm' needs 'checkpoint' in its config")
-        self.checkpoint = str(checkpoint)
-        self.max_model_len = int(self._opt("max_model_len", 32768))
-        self.frames_as = str(self._opt("frames_as", "image"))
-        if self.frames_as not in ("image", "video"):
-            raise AdapterError(f"model {name!r}: frames_as must be 'image' or 'video'")
-        # room for up to 4 image attachments besides the stream frames
-        default_limits = (
-            {"image": int(settings.frames.max) + 4, "audio": 2}
-            if self.frames_as == "image"
-            else {"image": 4, "video": 1, "audio": 2}
-        )
-        self.limit_mm_per_prompt = {
-            str(k): int(v) for k, v in (self._opt("limit_mm_per_prompt") or default_limits).items()
-        }
-        self.mm_processor_kwargs = dict(
-            self._opt("mm_processor_kwargs") or self._opt("processor_kwargs") or {}
-        )
-        self.videos_kwargs = dict(self._opt("videos_kwargs") or {})
-        meta = self._opt("video_metadata", "auto")
-        if meta == "auto":
-            meta = any(k in self.checkpoint.lower() for k in ("qwen3-vl", "qwen3_vl"))
-        self.video_metadata = bool(meta)
-        self.template = str(self._opt("template", "auto"))
-        gen = dict(self.config.get("generation") or {})
-        gen.update(self.settings.adapter.get("generation") or {})
-        self.max_new_tokens = int(gen.get("max_new_tokens", 256))
-        self.temperature = float(gen.get("temperature", 0.0))
-        self.top_p = gen.get("top_p")
-        self.seed = gen.get("seed")
-        self.stop = gen.get("stop")
-        self.engine_args = dict(self._opt("engine_args") or {})
-        est = dict(self._opt("token_estimate") or {})
-        self.patch_px = int(est.get("patch_px", 28))
-        self.min_pixels = int(est.get("min_pixels", 3136))
+        self.options = options_of(QwenOptions, name, config, settings)
+        with adapter_errors():
+            self.chat_engine = VLLMEngine(
+                self.options, name, frames_as="image", max_frames=settings.frames.max
+            )
+        o = self.options
+        self.checkpoint = self.chat_engine.checkpoint
+        self.frames_as = self.chat_engine.frames_as
+        self.max_model_len = o.max_model_len
+        self.limit_mm_per_prompt = self.chat_engine.limit_mm_per_prompt
+        self.max_new_tokens = self.chat_engine.max_new_tokens
+        est = o.token_estimate
         self.max_pixels = int(
-            est.get("max_pixels", self.mm_processor_kwargs.get("max_pixels", 12845056))
+            est.max_pixels or self.chat_engine.mm_processor_kwargs.get("max_pixels", 12845056)
         )
-        self.audio_tokens_per_s = float(est.get("audio_tokens_per_s", 25.0))
-        self.per_item_overhead = int(est.get("per_item_overhead", 0))
-        pre = dict(self._opt("preflight") or {})
-        self.reduce_pixels = bool(pre.get("reduce_pixels", True))
-        self.min_side = int(pre.get("min_side", 224))
-        self.preflight_mode = str(pre.get("on_prepare", "synthetic"))
         self._probe_cache: dict[Any, Any] = {}
         self.max_side: int | None = settings.frames.max_side
         self._preflight: PreflightReport | None = None
-        self._llm: Any = None
-        self._renderer: Any = None
-        self._renderer_source: str | None = None
 
-    # -- configuration -------------------------------------------------------------------------
+    def engine(self) -> Any:
+        """The ``vllm.LLM`` instance (created once)."""
+        with adapter_errors():
+            return self.chat_engine.llm()
 
-    def _opt(self, key: str, default: Any = None) -> Any:
-        if key in self.settings.adapter:
-            return self.settings.adapter[key]
-        for group in (self.config, self.config.get("limits") or {}, self.config.get("vllm") or {}):
-            if isinstance(group, dict) and key in group:
-                return group[key]
-        return default
+    def renderer(self) -> Any:
+        """The object whose ``apply_chat_template`` renders prompts (processor or tokenizer)."""
+        with adapter_errors():
+            return self.chat_engine.renderer()
 
     def describe(self) -> dict[str, Any]:
         """Recorded into ``run.json``."""
         return {
-            "checkpoint": self.checkpoint,
-            "max_model_len": self.max_model_len,
-            "limit_mm_per_prompt": self.limit_mm_per_prompt,
+            **self.chat_engine.describe(),
             "frames_as": self.frames_as,
-            "video_metadata": self.video_metadata,
-            "mm_processor_kwargs": self.mm_processor_kwargs,
-            "max_new_tokens": self.max_new_tokens,
-            "temperature": self.temperature,
-            "enable_prefix_caching": True,
-            "engine_args": self.engine_args,
-            "chat_template_source": self._renderer_source,
             "frames_max_side": self.max_side,
             "preflight": self._preflight.as_dict() if self._preflight else None,
-            "vllm_version": getattr(self._vllm, "__version__", None),
         }
-
-    # -- engine --------------------------------------------------------------------------------
-
-    def engine(self) -> Any:
-        """The ``vllm.LLM`` instance (created once)."""
-        if self._llm is None:
-            kwargs = dict(self.engine_args)
-            kwargs.update(
-                model=self.checkpoint,
-                max_model_len=self.max_model_len,
-                limit_mm_per_prompt=self.limit_mm_per_prompt,
-                enable_prefix_caching=True,
-            )
-            if self.mm_processor_kwargs:
-                kwargs.setdefault("mm_processor_kwargs", self.mm_processor_kwargs)
-            if self.seed is not None:
-                kwargs.setdefault("seed", int(self.seed))
-            log.info(
-                "vllm backend: loading %s (max_model_len %d)", self.checkpoint, self.max_model_len
-            )
-            try:
-                self._llm = self._vllm.LLM(**kwargs)
-            except Exception as exc:
-                raise AdapterError(
-                    f"model {self.name!r}: vllm could not load {self.checkpoint}: {exc}"
-                ) from exc
-        return self._llm
-
-    def sampling_params(self) -> Any:
-        kwargs: dict[str, Any] = {
-            "temperature": self.temperature,
-            "max_tokens": self.max_new_tokens,
-        }
-        if self.top_p is not None:
-            kwargs["top_p"] = float(self.top_p)
-        if self.seed is not None:
-            kwargs["seed"] = int(self.seed)
-        if self.stop:
-            kwargs["stop"] = list(self.stop) if not isinstance(self.stop, str) else [self.stop]
-        return self._vllm.SamplingParams(**kwargs)
-
-    def renderer(self) -> Any:
-        """The object whose ``apply_chat_template`` renders prompts (processor or tokenizer)."""
-        if self._renderer is not None:
-            return self._renderer
-        if self.template in ("auto", "processor"):
-            try:
-                from transformers import AutoProcessor
-
-                proc = AutoProcessor.from_pretrained(
-                    self.checkpoint,
-                    trust_remote_code=bool(self.engine_args.get("trust_remote_code", False)),
-                )
-                if getattr(proc, "chat_template", None):
-                    self._renderer, self._renderer_source = proc, "processor"
-                    return proc
-                if self.template == "processor":
-                    raise AdapterError(f"{self.checkpoint}: the processor has no chat template")
-            except AdapterError:
-                raise
-            except Exception as exc:
-                if self.template == "processor":
-                    raise AdapterError(
-                        f"model {self.name!r}: cannot load the processor of "
-                        f"{self.checkpoint}: {exc}"
-                    ) from exc
-                log.info("vllm backend: no processor chat template (%s); using the tokenizer", exc)
-        self._renderer = self.engine().get_tokenizer()
-        self._renderer_source = "tokenizer"
-        return self._renderer
 
     # -- request construction ------------------------------------------------------------------
 
@@ -385,132 +253,79 @@ class VLLMAdapter(Adapter):
         return build_messages(request)
 
     def _audio_window(self) -> int | None:
-        """Most samples one audio item may carry: ``audio_window_s`` × 16 kHz from the config,
-        else the processor's feature-extractor window (``n_samples``), else unlimited."""
-        if self._opt("audio_window_s"):
-            return int(float(self._opt("audio_window_s")) * self.settings.audio.sample_rate)
-        fe = getattr(self._renderer, "feature_extractor", None) if self._renderer else None
-        n = getattr(fe, "n_samples", None)
-        return int(n) if n else None
+        """Most samples one audio item may carry (see ``VLLMEngine.audio_window``)."""
+        return self.chat_engine.audio_window(self.settings.audio.sample_rate)
+
+    def _as_video(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``frames_as: video``: the stream frames become one video part where the first frame
+        was, the frame labels between them replaced by one line listing the frame times."""
+        stream = [
+            i for i, p in enumerate(content) if p.get("type") == "image" and not p.get("attachment")
+        ]
+        if self.frames_as != "video" or not stream:
+            return content
+        first, last = stream[0], stream[-1]
+        frames = [content[i] for i in stream]
+        times = ", ".join(f"{float(f.get('pts_s', 0.0)):g} s" for f in frames)
+        video = {
+            "type": "video",
+            "video": [f["image"] for f in frames],
+            "pts_s": [float(f.get("pts_s", 0.0)) for f in frames],
+        }
+        label = {"type": "text", "text": f"(video of {len(frames)} frames at {times})"}
+        return content[:first] + [label, video] + content[last + 1 :]
+
+    def _fit_part(self, p: dict[str, Any], built: _Built, window: int | None) -> dict[str, Any]:
+        """Downscale images to the run-wide ``max_side``; keep an audio part's newest window."""
+        kind = p.get("type")
+        if kind == "image":
+            if not p.get("attachment"):
+                built.n_frames += 1
+            return {**p, "image": _downscale(np.asarray(p["image"]), self.max_side)}
+        if kind == "video":
+            built.n_frames += len(p["video"])
+            return {**p, "video": [_downscale(np.asarray(f), self.max_side) for f in p["video"]]}
+        if kind == "audio":
+            wave = np.asarray(p["audio"], dtype=np.float32).reshape(-1)
+            sr = int(p.get("sampling_rate") or self.settings.audio.sample_rate)
+            if window and wave.shape[0] > window:
+                built.audio_dropped_s += (wave.shape[0] - window) / sr
+                wave = wave[-window:]
+            return {"type": "audio", "audio": wave, "sampling_rate": sr}
+        return p
 
     def build(self, request: DecisionRequest) -> _Built:
         """Render one request: the prompt text and its multimodal arrays in prompt order.
 
-        Stream frames become image items (``frames_as: image``) or one video item placed where
-        the first frame was, the frame labels between them replaced by one line listing the
-        frame times (``frames_as: video``); image attachments are always image items. An audio
-        part with no samples (t = 0) is left out; one longer than the audio window keeps its
-        most recent window (``extra["audio_dropped_s"]``).
+        Stream frames become image items (``frames_as: image``) or one video item
+        (``frames_as: video``, see :meth:`_as_video`); image attachments are always image items.
+        An audio part with no samples (t = 0) is left out; one longer than the audio window keeps
+        its most recent window (``extra["audio_dropped_s"]``).
+
+        Raises:
+            AdapterError: an unsupported part, naming the interaction and ``t``.
         """
         built = _Built(request=request, prompt="")
-        renderer = self.renderer()
-        window = self._audio_window()
-        template_msgs: list[dict[str, Any]] = []
-        for msg in self._messages(request):
-            content = msg.get("content", "")
-            role = msg.get("role", "user")
-            if isinstance(content, str):
-                template_msgs.append({"role": role, "content": content})
-                continue
-            content = [p if isinstance(p, dict) else {"type": "text", "text": p} for p in content]
-            stream = [
-                i
-                for i, p in enumerate(content)
-                if p.get("type") == "image" and not p.get("attachment")
-            ]
-            if self.frames_as == "video" and stream:
-                first, last = stream[0], stream[-1]
-                frames = [content[i] for i in stream]
-                times = ", ".join(f"{float(f.get('pts_s', 0.0)):g} s" for f in frames)
-                content = (
-                    content[:first]
-                    + [
-                        {"type": "text", "text": f"(video of {len(frames)} frames at {times})"},
-                        {"type": "video", "frames": frames},
+        with adapter_errors(where_of(request)):
+            self.chat_engine.renderer()
+            window = self._audio_window()
+            messages = []
+            for msg in self._messages(request):
+                content = msg.get("content", "")
+                if not isinstance(content, str):
+                    content = [
+                        p if isinstance(p, dict) else {"type": "text", "text": p} for p in content
                     ]
-                    + content[last + 1 :]
-                )
-            parts: list[dict[str, Any]] = []
-            for p in content:
-                kind = p.get("type")
-                if kind == "text":
-                    parts.append({"type": "text", "text": str(p.get("text", ""))})
-                elif kind == "image":
-                    built.images.append(_downscale(np.asarray(p["image"]), self.max_side))
-                    if not p.get("attachment"):
-                        built.n_frames += 1
-                    parts.append({"type": "image"})
-                elif kind == "video":
-                    imgs = [_downscale(np.asarray(f["image"]), self.max_side) for f in p["frames"]]
-                    built.videos.append(imgs)
-                    built.video_pts.append([float(f.get("pts_s", 0.0)) for f in p["frames"]])
-                    built.n_frames += len(imgs)
-                    parts.append({"type": "video"})
-                elif kind == "audio":
-                    wave = np.asarray(p["audio"], dtype=np.float32).reshape(-1)
-                    sr = int(p.get("sampling_rate") or self.settings.audio.sample_rate)
-                    if window and wave.shape[0] > window:
-                        built.audio_dropped_s += (wave.shape[0] - window) / sr
-                        wave = wave[-window:]
-                    if wave.shape[0] == 0:
-                        continue  # nothing heard yet (t = 0): no audio item
-                    built.audios.append((wave, sr))
-                    parts.append({"type": "audio"})
-                else:
-                    raise AdapterError(
-                        f"interaction {request.interaction.id} t={request.t:g}s: prompt part "
-                        f"{kind!r} is not supported by the vllm backend"
-                    )
-            template_msgs.append({"role": role, "content": parts})
-        prompt = renderer.apply_chat_template(
-            template_msgs, tokenize=False, add_generation_prompt=True
-        )
-        if isinstance(prompt, list):  # processors may return a batch
-            prompt = prompt[0]
-        built.prompt = str(prompt)
+                    content = [self._fit_part(p, built, window) for p in self._as_video(content)]
+                messages.append({"role": msg.get("role", "user"), "content": content})
+            r = self.chat_engine.render(as_messages(messages))
+        built.prompt, built.images, built.videos = r.prompt, r.images, r.videos
+        built.video_pts, built.audios = r.video_pts, r.audios
         return built
 
-    @staticmethod
-    def _video(frames: list[np.ndarray]) -> np.ndarray:
-        """(T, H, W, 3) with T even (the newest frame repeated when odd: Qwen's temporal patch is
-        2 frames); frames cropped to the smallest size among them."""
-        frames = list(frames)
-        if len(frames) % 2:
-            frames.append(frames[-1])
-        h = min(f.shape[0] for f in frames)
-        w = min(f.shape[1] for f in frames)
-        return np.stack([f[:h, :w] for f in frames])
-
     def engine_input(self, built: _Built) -> dict[str, Any]:
-        """The ``llm.generate`` prompt dict: ``prompt``, ``multi_modal_data`` and
-        ``mm_processor_kwargs`` (the configured ones; in video mode also ``videos_kwargs`` and
-        the frames' ``fps``, or, with ``video_metadata``, per-video metadata instead)."""
-        mm: dict[str, Any] = {}
-        if built.images:
-            mm["image"] = list(built.images)
-        if built.videos:
-            arrays = [self._video(v) for v in built.videos]
-            if self.video_metadata:
-                mm["video"] = [
-                    (arr, _video_metadata(pts, arr.shape[0]))
-                    for arr, pts in zip(arrays, built.video_pts, strict=True)
-                ]
-            else:
-                mm["video"] = arrays
-        if built.audios:
-            mm["audio"] = list(built.audios)
-        out: dict[str, Any] = {"prompt": built.prompt}
-        if mm:
-            out["multi_modal_data"] = mm
-        kwargs = dict(self.mm_processor_kwargs)
-        if built.videos:
-            kwargs.update(self.videos_kwargs)
-            kwargs.setdefault("do_sample_frames", False)  # our frames are already the sample
-            if not self.video_metadata:
-                kwargs.setdefault("fps", _fps_of(built.video_pts[0]))
-        if kwargs:
-            out["mm_processor_kwargs"] = kwargs
-        return out
+        """The ``llm.generate`` prompt dict of one built request (``VLLMEngine.engine_input``)."""
+        return self.chat_engine.engine_input(built.rendered())
 
     # -- preflight -----------------------------------------------------------------------------
 
@@ -527,13 +342,9 @@ class VLLMAdapter(Adapter):
         Raises:
             AdapterError: from :meth:`preflight`, naming the interaction and ``t``.
         """
-        mode = str(self.preflight_mode)
+        mode = self.options.preflight.on_prepare
         if mode == "off" or not bench.interactions:
             return
-        if mode not in ("synthetic", "decode"):
-            raise AdapterError("preflight.on_prepare must be synthetic, decode or off")
-        from interactscope.protocol.driver import interaction_grid
-
         requests = []
         observer: Any = None
         for it in sorted(bench.interactions, key=lambda i: i.video_id):
@@ -544,14 +355,7 @@ class VLLMAdapter(Adapter):
             obs = None
             if self.needs_media and self.settings.scene != "none":
                 if mode == "decode":
-                    from interactscope.protocol.observation import Observer
-
-                    if observer is None or observer.path != bench.media_path(video):
-                        if observer is not None:
-                            observer.close()
-                        observer = Observer(
-                            bench.media_path(video), self.settings, bench_root=bench.root
-                        )
+                    observer = self._observer(bench, video, observer)
                     obs = observer.observe(t, it)
                 else:
                     obs = self._synthetic_observation(bench, it, t)
@@ -562,21 +366,22 @@ class VLLMAdapter(Adapter):
                 for _ in range(self.settings.history.n)
             ]
             requests.append(
-                DecisionRequest(
-                    interaction=it,
-                    video=video,
-                    bench_root=bench.root,
-                    t=t,
-                    settings=self.settings,
-                    tools=bench.offered_tools(it),
-                    observation=obs,
-                    history=history,
-                )
+                request_at(bench, it, t, self.settings, observation=obs, history=history)
             )
         if observer is not None:
             observer.close()
         report = self.preflight(requests)
         log.info("vllm preflight (%s): %s", mode, report.as_dict())
+
+    def _observer(self, bench: Any, video: Any, observer: Any) -> Any:
+        """An Observer of ``video`` (the previous one reused when it is the same file)."""
+        from interactscope.protocol.observation import Observer
+
+        if observer is not None and observer.path == bench.media_path(video):
+            return observer
+        if observer is not None:
+            observer.close()
+        return Observer(bench.media_path(video), self.settings, bench_root=bench.root)
 
     def _synthetic_observation(self, bench: Any, it: Any, t: float) -> Any:
         """An Observation with the shapes the real one would have at ``t`` (zero-memory arrays)."""
@@ -629,16 +434,6 @@ class VLLMAdapter(Adapter):
 
     # -- token estimate -----------------------------------------------------------------------------
 
-    def _text_tokens(self, prompt: str) -> int:
-        tok = self.renderer()
-        tok = getattr(tok, "tokenizer", tok)
-        try:
-            return len(tok.encode(prompt, add_special_tokens=False))
-        except TypeError:
-            return len(tok.encode(prompt))
-        except Exception:  # noqa: BLE001 - a rough estimate is still useful
-            return len(prompt) // 3 + 1
-
     def _mm_counts(self, built: _Built) -> dict[str, int]:
         counts: dict[str, int] = {}
         if built.images:
@@ -654,22 +449,74 @@ class VLLMAdapter(Adapter):
         if max_side and max(h, w) > max_side:
             s = max_side / max(h, w)
             h, w = max(1, round(h * s)), max(1, round(w * s))
-        return estimate_image_tokens(h, w, self.patch_px, self.min_pixels, self.max_pixels)
+        est = self.options.token_estimate
+        return estimate_image_tokens(h, w, est.patch_px, est.min_pixels, self.max_pixels)
 
     def estimate_tokens(self, built: _Built, max_side: int | None) -> int:
         """Estimated prompt + generation tokens of one request at frame long side ``max_side``."""
+        est = self.options.token_estimate
         if built.text_tokens is None:
-            built.text_tokens = self._text_tokens(built.prompt)
+            with adapter_errors(built.where):
+                built.text_tokens = self.chat_engine.count_tokens(built.prompt)
         n = built.text_tokens + self.max_new_tokens
         per = [self._image_tokens(im, max_side) for im in built.images]
-        n += sum(per) + self.per_item_overhead * len(per)
+        n += sum(per) + est.per_item_overhead * len(per)
         for video in built.videos:
             n_sent = len(video) + len(video) % 2
             size = max(self._image_tokens(im, max_side) for im in video)
-            n += (n_sent // 2) * size + self.per_item_overhead
+            n += (n_sent // 2) * size + est.per_item_overhead
         for wave, sr in built.audios:
-            n += math.ceil(len(wave) / sr * self.audio_tokens_per_s) + self.per_item_overhead
+            n += math.ceil(len(wave) / sr * est.audio_tokens_per_s) + est.per_item_overhead
         return n
+
+    def _item_problems(self, built: _Built) -> list[str]:
+        """One line per multimodal item kind over ``limit_mm_per_prompt``."""
+        problems = []
+        for kind, n in self._mm_counts(built).items():
+            limit = self.limit_mm_per_prompt.get(kind, 0)
+            if n > limit:
+                problems.append(
+                    f"{built.where}: {n} {kind} item(s) > limit_mm_per_prompt[{kind!r}]={limit}"
+                )
+        return problems
+
+    def _worst(self, builts: list[_Built], max_side: int | None) -> tuple[int, _Built | None]:
+        """The largest estimated length among ``builts`` at ``max_side``, and its request."""
+        best, which = 0, None
+        for b in builts:
+            n = self.estimate_tokens(b, max_side)
+            if n > best:
+                best, which = n, b
+        return best, which
+
+    def _fit_side(self, builts: list[_Built], tokens: int, which: _Built) -> int:
+        """The largest frame long side (steps of 15 %, not below ``preflight.min_side``) at which
+        every request fits ``max_model_len``.
+
+        Raises:
+            AdapterError: none fits, or reduction is off; names the longest request.
+        """
+        pre = self.options.preflight
+        longest = max(
+            (max(im.shape[:2]) for b in builts for im in b.images + sum(b.videos, [])),
+            default=0,
+        )
+        side = min(longest, self.max_side or longest)
+        can_reduce = pre.reduce_pixels and longest > pre.min_side
+        while can_reduce and side > pre.min_side:
+            side = max(pre.min_side, int(side * 0.85))
+            if self._worst(builts, side)[0] <= self.max_model_len:
+                return side
+        hint = (
+            f"even at frames.max_side={pre.min_side} px"
+            if can_reduce
+            else "(pixel reduction not allowed or no frames)"
+        )
+        raise AdapterError(
+            f"vllm preflight failed: {which.where}: about {tokens} tokens (prompt + "
+            f"{self.max_new_tokens} new) exceed max_model_len={self.max_model_len} {hint}; "
+            "lower frames.max, frames.max_side or audio length, or raise max_model_len"
+        )
 
     def preflight(self, requests: list[DecisionRequest]) -> PreflightReport:
         """Check requests against the engine's limits before the run starts.
@@ -686,61 +533,24 @@ class VLLMAdapter(Adapter):
                 limit is exceeded or the context cannot be met.
         """
         builts = [_shapes_only(self.build(r)) for r in requests]
-        problems = []
-        for b in builts:
-            for kind, n in self._mm_counts(b).items():
-                limit = self.limit_mm_per_prompt.get(kind, 0)
-                if n > limit:
-                    problems.append(
-                        f"{b.where}: {n} {kind} item(s) > limit_mm_per_prompt[{kind!r}]={limit} "
-                        f"(lower frames.max or raise the limit in the model config)"
-                    )
+        problems = [
+            p + " (lower frames.max or raise the limit in the model config)"
+            for b in builts
+            for p in self._item_problems(b)
+        ]
         if problems:
             raise AdapterError("vllm preflight failed:\n  " + "\n  ".join(problems[:20]))
-
-        def worst(max_side: int | None) -> tuple[int, _Built | None]:
-            best, which = 0, None
-            for b in builts:
-                n = self.estimate_tokens(b, max_side)
-                if n > best:
-                    best, which = n, b
-            return best, which
-
-        tokens, which = worst(self.max_side)
+        tokens, which = self._worst(builts, self.max_side)
         reduced = False
         if tokens > self.max_model_len and which is not None:
-            longest = max(
-                (max(im.shape[:2]) for b in builts for im in b.images + sum(b.videos, [])),
-                default=0,
-            )
-            start = min(longest, self.max_side or longest)
-            side = start
-            fitted = None
-            can_reduce = self.reduce_pixels and longest > self.min_side
-            if can_reduce:
-                while side > self.min_side:
-                    side = max(self.min_side, int(side * 0.85))
-                    if worst(side)[0] <= self.max_model_len:
-                        fitted = side
-                        break
-            if fitted is None:
-                hint = (
-                    f"even at frames.max_side={self.min_side} px"
-                    if can_reduce
-                    else "(pixel reduction not allowed or no frames)"
-                )
-                raise AdapterError(
-                    f"vllm preflight failed: {which.where}: about {tokens} tokens (prompt + "
-                    f"{self.max_new_tokens} new) exceed max_model_len={self.max_model_len} {hint}; "
-                    "lower frames.max, frames.max_side or audio length, or raise max_model_len"
-                )
+            fitted = self._fit_side(builts, tokens, which)
             log.warning(
                 "vllm preflight: frames downscaled to long side %d px to fit max_model_len %d",
                 fitted,
                 self.max_model_len,
             )
             self.max_side, reduced = fitted, True
-            tokens = worst(fitted)[0]
+            tokens = self._worst(builts, fitted)[0]
         self._preflight = PreflightReport(
             max_side=self.max_side,
             reduced=reduced,
@@ -752,74 +562,73 @@ class VLLMAdapter(Adapter):
 
     # -- generation ----------------------------------------------------------------------------
 
-    def _generate(self, inputs: list[dict[str, Any]]) -> list[Any]:
-        outs = self.engine().generate(
-            inputs, sampling_params=self.sampling_params(), use_tqdm=False
-        )
-        outs = list(outs)
-        if len(outs) != len(inputs):
-            raise AdapterError(f"vllm returned {len(outs)} outputs for {len(inputs)} prompts")
-        return outs
-
     def respond(self, request: DecisionRequest) -> AdapterOutput:
         out = self.respond_batch([request])[0]
         if isinstance(out, Exception):
             raise out
         return out
 
+    def _prepared(self, r: DecisionRequest) -> tuple[_Built, dict[str, Any]]:
+        """The built request and its engine input.
+
+        Raises:
+            AdapterError: the prompt cannot be built or exceeds the item limits.
+        """
+        try:
+            b = self.build(r)
+        except AdapterError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise AdapterError(
+                f"{where_of(r)}: building the prompt failed: {type(exc).__name__}: {exc}"
+            ) from exc
+        problems = self._item_problems(b)
+        if problems:
+            raise AdapterError(problems[0])
+        return b, self.engine_input(b)
+
     def respond_batch(self, requests: list[DecisionRequest]) -> list[AdapterOutput | Exception]:
         """All requests in one ``llm.generate`` call; results in request order.
 
         A request that cannot be built, exceeds the item limits, or fails in the engine gets an
-        :class:`AdapterError` in its slot; the others are answered. ``latency_s`` is the batch's
-        wall time divided by the batch size (``extra.batch_wall_s`` and ``extra.batch_size`` hold
-        the raw values).
+        :class:`AdapterError` in its slot; the others are answered (after a failed batch, one
+        request at a time). ``latency_s`` is the batch's wall time divided by the batch size
+        (``extra.batch_wall_s`` and ``extra.batch_size`` hold the raw values).
         """
         results: list[AdapterOutput | Exception | None] = [None] * len(requests)
         pending: list[tuple[int, _Built, dict[str, Any]]] = []
         for i, r in enumerate(requests):
             try:
-                b = self.build(r)
-                for kind, n in self._mm_counts(b).items():
-                    limit = self.limit_mm_per_prompt.get(kind, 0)
-                    if n > limit:
-                        raise AdapterError(
-                            f"{b.where}: {n} {kind} item(s) > limit_mm_per_prompt[{kind!r}]={limit}"
-                        )
-                pending.append((i, b, self.engine_input(b)))
+                pending.append((i, *self._prepared(r)))
             except AdapterError as exc:
                 results[i] = exc
-            except Exception as exc:  # noqa: BLE001
-                results[i] = AdapterError(
-                    f"interaction {r.interaction.id} t={r.t:g}s: building the prompt failed: "
-                    f"{type(exc).__name__}: {exc}"
-                )
         if pending:
             t0 = time.perf_counter()
             try:
-                outs: list[Any] | None = self._generate([p[2] for p in pending])
+                outs = self.chat_engine.generate([p[2] for p in pending])
             except Exception as exc:  # noqa: BLE001 - isolate the failing request(s)
                 log.warning("vllm batch of %d failed (%s); retrying one by one", len(pending), exc)
-                outs = None
-                batch_exc = exc
-            wall = time.perf_counter() - t0
-            if outs is not None:
+                for i, b, inp in pending:
+                    results[i] = self._generate_one(b, inp, exc if len(pending) == 1 else None)
+            else:
+                wall = time.perf_counter() - t0
                 for (i, b, _), o in zip(pending, outs, strict=True):
                     results[i] = self._to_output(o, b, wall / len(pending), wall, len(pending))
-            elif len(pending) == 1:
-                i, b, _ = pending[0]
-                results[i] = self._engine_error(b, batch_exc)
-            else:
-                for i, b, inp in pending:
-                    t1 = time.perf_counter()
-                    try:
-                        o = self._generate([inp])[0]
-                    except Exception as exc:  # noqa: BLE001
-                        results[i] = self._engine_error(b, exc)
-                        continue
-                    dt = time.perf_counter() - t1
-                    results[i] = self._to_output(o, b, dt, dt, 1)
         return [r if r is not None else AdapterError("no result") for r in results]
+
+    def _generate_one(
+        self, built: _Built, inp: dict[str, Any], known: BaseException | None
+    ) -> AdapterOutput | AdapterError:
+        """One request alone (``known``: its batch-of-one failure, not retried)."""
+        if known is not None:
+            return self._engine_error(built, known)
+        t1 = time.perf_counter()
+        try:
+            (o,) = self.chat_engine.generate([inp])
+        except Exception as exc:  # noqa: BLE001
+            return self._engine_error(built, exc)
+        dt = time.perf_counter() - t1
+        return self._to_output(o, built, dt, dt, 1)
 
     def _engine_error(self, built: _Built, exc: BaseException) -> AdapterError:
         err = AdapterError(f"{built.where}: vllm engine error: {type(exc).__name__}: {exc}")
@@ -829,11 +638,9 @@ class VLLMAdapter(Adapter):
     def _to_output(
         self, o: Any, built: _Built, latency: float, wall: float, batch: int
     ) -> AdapterOutput:
-        comp = o.outputs[0]
-        prompt_ids = getattr(o, "prompt_token_ids", None)
-        comp_ids = getattr(comp, "token_ids", None)
+        res = self.chat_engine.to_result(o, latency)
         extra: dict[str, Any] = {
-            "finish_reason": getattr(comp, "finish_reason", None),
+            "finish_reason": res.raw.get("finish_reason"),
             "batch_wall_s": wall,
             "batch_size": batch,
             "frames_max_side": self.max_side,
@@ -844,14 +651,13 @@ class VLLMAdapter(Adapter):
         if built.audio_dropped_s:
             extra["audio_dropped_s"] = round(built.audio_dropped_s, 3)
         return AdapterOutput(
-            text=str(comp.text or ""),
+            text=res.text,
             latency_s=latency,
-            prompt_tokens=len(prompt_ids) if prompt_ids is not None else None,
-            completion_tokens=len(comp_ids) if comp_ids is not None else None,
+            prompt_tokens=res.prompt_tokens,
+            completion_tokens=res.completion_tokens,
             extra=extra,
         )
 
     def close(self) -> None:
         """Drop the engine (GPU memory is freed when the object is collected)."""
-        self._llm = None
-        self._renderer = None
+        self.chat_engine.close()

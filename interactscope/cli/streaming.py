@@ -255,23 +255,34 @@ def merge(
 
 @app.command()
 def demo(
-    model: str = typer.Option(DEFAULT_DEMO_MODEL, "--model", "-m", help="Model config name."),
+    model: str | None = typer.Option(
+        None, "--model", "-m", help="Run only this model (default: the whole panel)."
+    ),
     out: Path | None = typer.Option(
-        None, "--out", "-o", help="Run folder (default runs/demo-MODEL)."
+        None, "--out", "-o", help="Output folder (default runs/demo, or runs/demo-MODEL)."
     ),
     judge: str = typer.Option(
         DEFAULT_DEMO_JUDGE,
         help="Judge for scoring T2-T8 (embedding and lexical are offline approximations).",
     ),
+    cpu_limit: int = typer.Option(
+        4, "--cpu-limit", help="Interactions given to the CPU model in the panel (its share)."
+    ),
+    resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples B."),
 ) -> None:
-    """Collect and score the bundled demo benchmark (annotations/demo) with the CPU default model.
+    """Collect, score and compare a panel on the bundled demo benchmark: oracle (perfect),
+    blind-fire (timing prior), silent, and the CPU default model `cascade` (ASR transcript +
+    SmolLM2-135M; it SEES NO PIXELS) on its first --cpu-limit interactions. Prints one
+    leaderboard with 95% intervals; writes the report and one viewer page for the panel.
 
-    The default `cascade` model (ASR transcript + SmolLM2-135M) SEES NO PIXELS; it is a plumbing
-    baseline that runs anywhere. Use --model oracle for a perfect model (scores 1.0)."""
-    out = out or Path("runs") / f"demo-{model}"
+    With --model NAME: collect and score that model alone (e.g. --model oracle, scores 1.0)."""
     setup_logging(False)
     from interactscope.collect import CollectError, run_collect
 
+    if model is None:
+        _demo_panel(out or Path("runs") / "demo", judge, cpu_limit, resamples)
+        return
+    out = out or Path("runs") / f"demo-{model}"
     try:
         summary = run_collect(model=model, bench=DEMO_BENCH, out=out, command=sys.argv)
     except CollectError as exc:
@@ -280,6 +291,26 @@ def demo(
     if any((c.name or c.callback.__name__) == "score" for c in app.registered_commands):
         args = ["score", str(out), "--judge", judge]
         typer.main.get_command(app).main(args, standalone_mode=False)
+
+
+def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
+    from interactscope.collect import CollectError
+    from interactscope.compare import CompareError
+    from interactscope.demo import DemoSettings, run_panel
+    from interactscope.judges import JudgeError
+
+    settings = DemoSettings(judge=judge, cpu_limit=cpu_limit, resamples=resamples)
+    try:
+        res = run_panel(DEMO_BENCH, out, settings, command=sys.argv, echo=typer.echo)
+    except (CollectError, CompareError, JudgeError) as exc:
+        fail(str(exc))
+    typer.echo(f"\nLeaderboard (demo benchmark, judge {judge}; % of targets [95% CI]):\n")
+    typer.echo(res.leaderboard)
+    typer.echo(
+        f"\nLook at:\n  {res.view}  (open in a browser: timelines, responses, frames seen)\n"
+        f"  {res.report}  (tables and figures)\n  runs: "
+        + ", ".join(str(p) for p in res.runs.values())
+    )
 
 
 # ----------------------------------------------------------- compare, controls, report (issue 6)

@@ -57,15 +57,14 @@ def videos_prefix(out: Path, videos: Path | None) -> tuple[str, str | None]:
 
 def validate_import(out: Path, conv: Conversion, probe_media: bool) -> ValidationSummary:
     """Load the written benchmark; missing video files are listed, not counted as problems."""
+    bfile = BenchmarkFile.model_validate_json((out / BENCHMARK_FILE).read_text(encoding="utf-8"))
+    absent = {i for i, v in enumerate(bfile.videos) if not (out / v.path).exists()}
+    missing = [bfile.videos[i].path for i in sorted(absent)]
     try:
         b = load_benchmark(out, probe_media=probe_media)
     except BenchmarkError as exc:
-        missing, other = [], []
-        for p in exc.problems:
-            if p.field.startswith("videos[") and p.message.endswith("file not found"):
-                missing.append(p.message.removesuffix(": file not found"))
-            else:
-                other.append(str(p))
+        absent_fields = {f"videos[{i}].path" for i in absent}
+        other = [str(p) for p in exc.problems if p.field not in absent_fields]
         n_t = sum(len(it.targets) for it in conv.interactions)
         tasks = " ".join(f"{k}={v}" for k, v in count_tasks(conv.interactions).items())
         summary = (
@@ -75,7 +74,7 @@ def validate_import(out: Path, conv: Conversion, probe_media: bool) -> Validatio
         return ValidationSummary(
             ok=not other, summary=summary, videos_missing=missing, problems=other
         )
-    return ValidationSummary(ok=True, summary=b.summary())
+    return ValidationSummary(ok=True, summary=b.summary(), videos_missing=missing)
 
 
 def import_benchmark(

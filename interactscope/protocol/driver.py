@@ -1,5 +1,5 @@
 """Collection driver: walks every interaction's decision grid and writes one record per decision
-point (SPEC §2), for both protocols.
+point, for both protocols (docs/protocol.md, collection).
 
 - **Offline Probing**: one independent request per decision point. Without the history/cooldown
   controls the pending points of an interaction go to the adapter in batches
@@ -9,7 +9,8 @@ point (SPEC §2), for both protocols.
   A partially collected interaction is redone from q on resume.
 
 A failure (unreadable media, adapter exception) is written as an ``error`` on that interaction's
-records and the run goes on.
+records and the run goes on. Records go to a :class:`~interactscope.protocol.types.RecordSink`
+(a run folder's writer).
 """
 
 from __future__ import annotations
@@ -23,9 +24,8 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from interactscope.adapters.base import Adapter, AdapterOutput, DecisionRequest
-from interactscope.protocol.grid import decision_grid
-from interactscope.runlog import RunWriter
+from interactscope.protocol.requests import interaction_grid, request_at
+from interactscope.protocol.types import Adapter, AdapterOutput, DecisionRequest, RecordSink
 from interactscope.schema import Interaction, ResponseRecord, ToolCall
 from interactscope.settings import Settings
 
@@ -50,6 +50,7 @@ class CollectSummary:
     completion_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
+        """The counts as a plain dict (``run.json``'s ``summary``)."""
         return dict(self.__dict__)
 
     def line(self) -> str:
@@ -61,14 +62,6 @@ class CollectSummary:
         )
 
 
-def interaction_grid(bench: Any, interaction: Interaction, settings: Settings) -> list[float]:
-    """Decision times of one interaction; just [q] when its video could not be measured."""
-    video = bench.video_of(interaction)
-    if video.id in bench.media_errors or video.duration_s is None:
-        return [round(interaction.q, 3)]
-    return decision_grid(interaction.q, video.duration_s, settings.grid.step_s)
-
-
 def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
@@ -78,7 +71,7 @@ def to_record(
 ) -> ResponseRecord:
     """Turn an adapter answer (or its exception) into a ResponseRecord.
 
-    Silence and tool calls follow SPEC §2: an answer with ``silent=None`` is classified from its
+    Silence and tool calls follow docs/protocol.md (silence, tool calls): an answer with ``silent=None`` is classified from its
     text by ``parse_response``; native ``tool_calls`` win over calls parsed from text."""
     if isinstance(out, BaseException):
         return ResponseRecord(
@@ -109,7 +102,7 @@ def to_record(
 
 
 class _Observations:
-    """Lazily builds one Observer per video (decode once, SPEC §2 / issue 3)."""
+    """Lazily builds one Observer per video (each file is decoded once)."""
 
     def __init__(self, bench: Any, settings: Settings):
         self.bench = bench
@@ -131,7 +124,7 @@ class _Observations:
 def collect(
     bench: Any,
     adapter: Adapter,
-    writer: RunWriter,
+    writer: RecordSink,
     settings: Settings,
     interactions: list[Interaction],
     *,
@@ -143,7 +136,7 @@ def collect(
     Args:
         bench: the loaded Benchmark.
         adapter: a prepared adapter (``adapter.prepare(bench)`` is called here).
-        writer: an open run (``interactscope.runlog.open_run``).
+        writer: where records go: a RecordSink (``interactscope.runlog.open_run`` gives one).
         settings: the run's settings (protocol, grid, controls).
         interactions: the interactions of this run (shard), in collection order.
         batch_size: decision points per ``respond_batch`` call in plain Offline Probing.
@@ -178,21 +171,11 @@ def collect(
             if not pending:
                 continue
             for rec in _collect_interaction(
-                bench, adapter, writer, settings, it, pending, observations, batch_size
+                _Context(bench, adapter, writer, settings, observations), it, pending, batch_size
             ):
                 writer.append(rec)
                 bar.update(1)
-                summary.written += 1
-                if rec.error:
-                    summary.errors += 1
-                    summary.failed_interactions.setdefault(it.id, rec.error)
-                elif rec.suppressed:
-                    summary.suppressed += 1
-                elif not rec.silent:
-                    summary.non_silent += 1
-                summary.model_s += rec.latency_s or 0.0
-                summary.prompt_tokens += rec.prompt_tokens or 0
-                summary.completion_tokens += rec.completion_tokens or 0
+                _count(summary, rec)
     finally:
         bar.close()
         summary.wall_s = round(time.perf_counter() - t0, 3)
@@ -200,105 +183,145 @@ def collect(
     return summary
 
 
-def _collect_interaction(
-    bench: Any,
-    adapter: Adapter,
-    writer: RunWriter,
-    settings: Settings,
-    it: Interaction,
-    pending: list[float],
-    observations: _Observations | None,
-    batch_size: int,
-) -> Iterator[ResponseRecord]:
-    video = bench.video_of(it)
-    if video.id in bench.media_errors:
-        for t in pending:
-            yield ResponseRecord(
-                interaction_id=it.id, t=t, silent=False, error=bench.media_errors[video.id]
-            )
-        return
-    try:
-        observer = observations.get(it) if observations is not None else None
-    except Exception as exc:  # noqa: BLE001 - unreadable media fails this interaction only
-        log.warning("interaction %s: %s", it.id, _error_text(exc))
-        for t in pending:
-            yield ResponseRecord(interaction_id=it.id, t=t, silent=False, error=_error_text(exc))
-        return
-    tools = bench.offered_tools(it)
+def _count(summary: CollectSummary, rec: ResponseRecord) -> None:
+    """Add one written record to the summary counts."""
+    summary.written += 1
+    if rec.error:
+        summary.errors += 1
+        summary.failed_interactions.setdefault(rec.interaction_id, rec.error)
+    elif rec.suppressed:
+        summary.suppressed += 1
+    elif not rec.silent:
+        summary.non_silent += 1
+    summary.model_s += rec.latency_s or 0.0
+    summary.prompt_tokens += rec.prompt_tokens or 0
+    summary.completion_tokens += rec.completion_tokens or 0
 
-    def request(t: float) -> DecisionRequest:
-        obs = observer.observe(t, it) if observer is not None else None
-        spoken = writer.spoken(it.id)
-        hist = spoken[-settings.history.n :] if settings.history.n else []
-        return DecisionRequest(
-            interaction=it,
-            video=video,
-            bench_root=bench.root,
-            t=t,
-            settings=settings,
-            tools=tools,
-            observation=obs,
-            history=hist,
+
+@dataclass
+class _Context:
+    """What every collection step of one run shares."""
+
+    bench: Any
+    adapter: Adapter
+    sink: RecordSink
+    settings: Settings
+    observations: _Observations | None
+
+
+class _Requests:
+    """Builds the request of one interaction at each decision time (observation + history)."""
+
+    def __init__(self, ctx: _Context, it: Interaction, observer: Any | None):
+        self.ctx, self.it, self.observer = ctx, it, observer
+
+    def __call__(self, t: float) -> DecisionRequest:
+        obs = self.observer.observe(t, self.it) if self.observer is not None else None
+        n = self.ctx.settings.history.n
+        hist = self.ctx.sink.spoken(self.it.id)[-n:] if n else []
+        return request_at(
+            self.ctx.bench, self.it, t, self.ctx.settings, observation=obs, history=hist
         )
 
-    def timed(fn, *args) -> AdapterOutput | BaseException:
-        start = time.perf_counter()
-        try:
-            out = fn(*args)
-        except Exception as exc:  # noqa: BLE001 - recorded on the record
-            log.debug("interaction %s: %s", it.id, traceback.format_exc())
-            return exc
-        if out.latency_s is None:
-            out.latency_s = round(time.perf_counter() - start, 4)
-        return out
 
-    sequential = settings.history.n > 0 or settings.cooldown_s > 0
-    if settings.protocol == "online":
-        yield from _online(adapter, settings, it, video, pending, request, timed, writer)
-    elif not sequential:
-        for s in range(0, len(pending), batch_size):
-            chunk = pending[s : s + batch_size]
-            reqs: list[DecisionRequest] = []
-            failed: dict[float, BaseException] = {}
-            for t in chunk:
-                try:
-                    reqs.append(request(t))
-                except Exception as exc:  # noqa: BLE001 - a bad observation fails that point
-                    failed[t] = exc
-            start = time.perf_counter()
-            try:
-                outs = adapter.respond_batch(reqs) if reqs else []
-            except Exception as exc:  # noqa: BLE001 - a failed batch fails its points
-                outs = [exc] * len(reqs)
-            if len(outs) != len(reqs):
-                bad = RuntimeError(f"adapter returned {len(outs)} answers for {len(reqs)} requests")
-                outs = [bad] * len(reqs)
-            per = (time.perf_counter() - start) / max(1, len(reqs))
-            by_t = {r.t: o for r, o in zip(reqs, outs, strict=True)}
-            for t in chunk:
-                out = failed.get(t) or by_t[t]
-                if isinstance(out, AdapterOutput) and out.latency_s is None:
-                    out.latency_s = round(per, 4)
-                yield to_record(it.id, t, out, settings)
+def _timed(fn: Any, request: DecisionRequest) -> AdapterOutput | BaseException:
+    """``fn(request)`` with its wall time as latency when the adapter gave none; an exception
+    is returned, not raised (it is recorded)."""
+    start = time.perf_counter()
+    try:
+        out = fn(request)
+    except Exception as exc:  # noqa: BLE001 - recorded on the record
+        log.debug("interaction %s: %s", request.interaction.id, traceback.format_exc())
+        return exc
+    if out.latency_s is None:
+        out.latency_s = round(time.perf_counter() - start, 4)
+    return out
+
+
+def _failed(it: Interaction, pending: list[float], error: str) -> Iterator[ResponseRecord]:
+    for t in pending:
+        yield ResponseRecord(interaction_id=it.id, t=t, silent=False, error=error)
+
+
+def _collect_interaction(
+    ctx: _Context, it: Interaction, pending: list[float], batch_size: int
+) -> Iterator[ResponseRecord]:
+    """The records of one interaction's pending decision points, by the strategy the settings
+    call for: Online Rolling, plain Offline Probing (batched) or Offline Probing with the
+    history/cooldown controls (one point at a time)."""
+    video = ctx.bench.video_of(it)
+    if video.id in ctx.bench.media_errors:
+        yield from _failed(it, pending, ctx.bench.media_errors[video.id])
+        return
+    try:
+        observer = ctx.observations.get(it) if ctx.observations is not None else None
+    except Exception as exc:  # noqa: BLE001 - unreadable media fails this interaction only
+        log.warning("interaction %s: %s", it.id, _error_text(exc))
+        yield from _failed(it, pending, _error_text(exc))
+        return
+    requests = _Requests(ctx, it, observer)
+    s = ctx.settings
+    if s.protocol == "online":
+        yield from _online(ctx, it, pending, requests)
+    elif s.history.n > 0 or s.cooldown_s > 0:
+        yield from _offline_sequential(ctx, it, pending, requests)
     else:
-        for t in pending:
-            if _in_cooldown(writer, it.id, t, settings):
-                yield ResponseRecord(interaction_id=it.id, t=t, silent=True, suppressed=True)
-                continue
-            try:
-                req = request(t)
-            except Exception as exc:  # noqa: BLE001
-                yield to_record(it.id, t, exc, settings)
-                continue
-            yield to_record(it.id, t, timed(adapter.respond, req), settings)
+        for start in range(0, len(pending), batch_size):
+            yield from _offline_batch(ctx, it, pending[start : start + batch_size], requests)
 
 
-def _in_cooldown(writer: RunWriter, interaction_id: str, t: float, settings: Settings) -> bool:
-    """SPEC §2 cooldown: after a non-silent response at t0, points in (t0, t0 + cooldown_s] are
-    not generated."""
+def _offline_batch(
+    ctx: _Context, it: Interaction, chunk: list[float], requests: _Requests
+) -> Iterator[ResponseRecord]:
+    """Plain Offline Probing: one ``respond_batch`` call for independent decision points; the
+    batch's wall time is shared out as latency when the adapter gave none."""
+    reqs: list[DecisionRequest] = []
+    failed: dict[float, BaseException] = {}
+    for t in chunk:
+        try:
+            reqs.append(requests(t))
+        except Exception as exc:  # noqa: BLE001 - a bad observation fails that point
+            failed[t] = exc
+    start = time.perf_counter()
+    try:
+        outs = ctx.adapter.respond_batch(reqs) if reqs else []
+    except Exception as exc:  # noqa: BLE001 - a failed batch fails its points
+        outs = [exc] * len(reqs)
+    if len(outs) != len(reqs):
+        bad = RuntimeError(f"adapter returned {len(outs)} answers for {len(reqs)} requests")
+        outs = [bad] * len(reqs)
+    per = (time.perf_counter() - start) / max(1, len(reqs))
+    by_t = {r.t: o for r, o in zip(reqs, outs, strict=True)}
+    for t in chunk:
+        out = failed.get(t) or by_t[t]
+        if isinstance(out, AdapterOutput) and out.latency_s is None:
+            out.latency_s = round(per, 4)
+        yield to_record(it.id, t, out, ctx.settings)
+
+
+def _offline_sequential(
+    ctx: _Context, it: Interaction, pending: list[float], requests: _Requests
+) -> Iterator[ResponseRecord]:
+    """Offline Probing with history/cooldown: points in time order, each after the last is
+    written (the request depends on the answers before it)."""
+    for t in pending:
+        if _in_cooldown(ctx.sink, it.id, t, ctx.settings):
+            yield ResponseRecord(interaction_id=it.id, t=t, silent=True, suppressed=True)
+            continue
+        try:
+            req = requests(t)
+        except Exception as exc:  # noqa: BLE001
+            yield to_record(it.id, t, exc, ctx.settings)
+            continue
+        yield to_record(it.id, t, _timed(ctx.adapter.respond, req), ctx.settings)
+
+
+def _in_cooldown(sink: RecordSink, interaction_id: str, t: float, settings: Settings) -> bool:
+    """The cooldown control: after a non-silent response at t0, points in
+    (t0, t0 + cooldown_s] are not generated."""
     if settings.cooldown_s <= 0:
         return False
-    spoken = writer.spoken(interaction_id)
+    spoken = sink.spoken(interaction_id)
     if not spoken:
         return False
     t0 = spoken[-1].t
@@ -306,33 +329,32 @@ def _in_cooldown(writer: RunWriter, interaction_id: str, t: float, settings: Set
 
 
 def _online(
-    adapter, settings, it, video, pending, request, timed, writer
+    ctx: _Context, it: Interaction, pending: list[float], requests: _Requests
 ) -> Iterator[ResponseRecord]:
+    """Online Rolling: one session stepped through the points in order; after a failed step
+    the session cannot continue and the remaining points carry that error."""
     try:
-        session = adapter.open_session(it, video)
+        session = ctx.adapter.open_session(it, ctx.bench.video_of(it))
     except Exception as exc:  # noqa: BLE001
         for t in pending:
-            yield to_record(it.id, t, exc, settings)
+            yield to_record(it.id, t, exc, ctx.settings)
         return
     broken: BaseException | None = None
     try:
         for t in pending:
             if broken is not None:
-                yield to_record(it.id, t, broken, settings)
+                yield to_record(it.id, t, broken, ctx.settings)
                 continue
-            if _in_cooldown(writer, it.id, t, settings):
+            if _in_cooldown(ctx.sink, it.id, t, ctx.settings):
                 yield ResponseRecord(interaction_id=it.id, t=t, silent=True, suppressed=True)
                 continue
             try:
-                req = request(t)
-            except Exception as exc:  # noqa: BLE001
-                broken = exc
-                yield to_record(it.id, t, exc, settings)
-                continue
-            out = timed(session.step, req)
+                out: AdapterOutput | BaseException = _timed(session.step, requests(t))
+            except Exception as exc:  # noqa: BLE001 - building the request failed
+                out = exc
             if isinstance(out, BaseException):
-                broken = out  # a session cannot continue past a failed step
-            yield to_record(it.id, t, out, settings)
+                broken = out
+            yield to_record(it.id, t, out, ctx.settings)
     finally:
         try:
             session.close()

@@ -1,6 +1,6 @@
 """Versioned prompt templates (SPEC §2): chat messages for one decision request.
 
-:func:`build_messages` turns a :class:`~interactscope.adapters.base.DecisionRequest` into chat
+:func:`build_messages` turns a :class:`~interactscope.protocol.types.DecisionRequest` into chat
 messages ``[{"role": "system", "content": [parts]}, {"role": "user", "content": [parts]}]``.
 Parts are backend-neutral dicts that carry our own causal arrays (never file paths):
 
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from interactscope.adapters.base import DecisionRequest
+    from interactscope.protocol.types import DecisionRequest
     from interactscope.protocol.observation import Observation
     from interactscope.schema import ResponseRecord, ToolSpec
 

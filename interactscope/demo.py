@@ -1,0 +1,155 @@
+"""``interactscope demo``: a panel of models on the bundled demo benchmark, one leaderboard.
+
+The panel shows the evaluator discriminating: ``oracle`` (a perfect model), ``blind-fire`` (the
+timing-prior control: one answer at q + delay whatever the scene), ``silent`` (never answers) and
+the CPU default model (``cascade``: ASR transcript + SmolLM2-135M, which sees no pixels). The
+baselines are instant; the CPU model runs on the first ``cpu_limit`` interactions only (recorded
+in its ``run.json`` as ``interaction_ids``) so the whole demo stays within minutes on 2 cores.
+
+Flow: collect each run -> score it (``score_run``) -> the report (``build_report``) -> the
+leaderboard, read back from the report's ``all_metrics.csv`` -> the viewer page of the panel.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field
+
+from interactscope.collect import run_collect
+from interactscope.view import ViewSettings, write_view
+
+__all__ = ["DemoResult", "DemoSettings", "leaderboard", "run_panel"]
+
+log = logging.getLogger(__name__)
+
+BASELINES: tuple[str, ...] = ("oracle", "blind-fire", "silent")
+LEADERBOARD_METRICS: tuple[tuple[str, str], ...] = (
+    ("Overall", "Overall %"),
+    ("Avg(6)", "Avg(6) %"),
+    ("T1 joint", "T1 joint %"),
+    ("T8-A", "T8-A %"),
+    ("T8-B", "T8-B %"),
+)
+
+
+class DemoSettings(BaseModel):
+    """Settings of the panel demo.
+
+    Attributes:
+        models: the baseline models (every interaction each).
+        cpu_model: the CPU default model, run on the first ``cpu_limit`` interactions
+            (``None``: leave it out).
+        cpu_limit: interactions given to the CPU model (benchmark order; ``None``: all).
+        judge: ``--judge`` for T2–T8 (embedding and lexical are offline approximations).
+        resamples: bootstrap resamples B of the report's intervals.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    models: list[str] = Field(default_factory=lambda: list(BASELINES))
+    cpu_model: str | None = "cascade"
+    cpu_limit: int | None = Field(4, ge=1)
+    judge: str = "embedding"
+    resamples: int = Field(10_000, ge=100)
+
+
+class DemoResult(BaseModel):
+    """Where the demo wrote things, and the leaderboard it printed."""
+
+    runs: dict[str, Path]
+    report: Path
+    view: Path
+    leaderboard: str
+    seconds: dict[str, float]
+
+
+def _cell(row: pd.Series | None) -> str:
+    if row is None or pd.isna(row["estimate"]):
+        return "—"
+    return f"{row['estimate']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
+
+
+def leaderboard(all_metrics: pd.DataFrame, interactions: dict[str, str]) -> str:
+    """One Markdown table: a row per run, the headline metrics with 95 % intervals.
+
+    Args:
+        all_metrics: the report's ``all_metrics.csv`` (run, metric, estimate, low, high, ...;
+            percent for scores, responses/min for volume).
+        interactions: run label -> "n of N" interactions it covers.
+    """
+    rows = []
+    for run, sub in all_metrics.groupby("run", sort=False):
+        by = {m: r for m, r in zip(sub["metric"], (r for _, r in sub.iterrows()), strict=True)}
+        row = {"model": run, "interactions": interactions.get(str(run), "")}
+        for metric, title in LEADERBOARD_METRICS:
+            row[title] = _cell(by.get(metric))
+        vol = by.get("Output volume")
+        row["responses/min"] = "—" if vol is None else f"{vol['estimate']:.1f}"
+        rows.append(row)
+    return pd.DataFrame(rows).to_markdown(index=False)
+
+
+def _collect(name: str, bench: Path, out: Path, limit: int | None, command: list[str]) -> None:
+    summary = run_collect(model=name, bench=bench, out=out, limit=limit, command=command,
+                          progress=False)  # fmt: skip
+    log.info("%s: %s", out, summary.line())
+
+
+def run_panel(
+    bench: str | Path,
+    out: str | Path,
+    settings: DemoSettings | None = None,
+    *,
+    command: Sequence[str] = (),
+    echo: Callable[[str], None] = print,
+) -> DemoResult:
+    """Collect, score and report the panel on ``bench`` under ``out``.
+
+    Writes ``out/<model>/`` (one run folder each), ``out/report/`` (tables and figures) and
+    ``out/view.html`` (the viewer page of the panel).
+
+    Raises:
+        interactscope.collect.CollectError: a run cannot be collected (unknown model, ...).
+        interactscope.compare.CompareError: the report cannot be built.
+        interactscope.judges.JudgeError: the judge is unavailable.
+    """
+    from interactscope.report import build_report
+    from interactscope.scoring.run import score_run
+
+    s = settings or DemoSettings()
+    bench, out = Path(bench), Path(out)
+    plan = [(m, None) for m in s.models] + ([(s.cpu_model, s.cpu_limit)] if s.cpu_model else [])
+    runs: dict[str, Path] = {}
+    seconds: dict[str, float] = {}
+    for name, limit in plan:
+        t0 = time.perf_counter()
+        share = "" if limit is None else f" (first {limit} interactions: its share is capped)"
+        echo(f"collect {name}{share} ...")
+        runs[name] = out / name
+        _collect(name, bench, runs[name], limit, list(command))
+        score_run(runs[name], judge=s.judge)
+        seconds[name] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    rep = build_report(list(runs.values()), out / "report", n_resamples=s.resamples)
+    seconds["report"] = time.perf_counter() - t0
+    table = leaderboard(pd.read_csv(rep.out / "all_metrics.csv"), _coverage(runs))
+    t0 = time.perf_counter()
+    view = write_view(list(runs.values()), out / "view.html", ViewSettings(resamples=s.resamples))
+    seconds["view"] = time.perf_counter() - t0
+    return DemoResult(runs=runs, report=rep.out / "report.md", view=view, leaderboard=table,
+                      seconds=seconds)  # fmt: skip
+
+
+def _coverage(runs: dict[str, Path]) -> dict[str, str]:
+    from interactscope.runlog import RunFolder
+
+    out = {}
+    for name, path in runs.items():
+        m = RunFolder(path).manifest
+        out[name] = f"{len(m.interaction_ids or [])} of {m.benchmark.n_interactions}"
+    return out

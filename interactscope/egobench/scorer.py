@@ -1,0 +1,217 @@
+"""The deterministic EgoBench scorer: ToolSucc, ResultSucc, JointSucc, MicroAcc per task and
+per log (docs/egobench.md, "Scoring")."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel
+
+from interactscope.egobench.data import EgoBenchError
+from interactscope.egobench.env import Environment
+from interactscope.egobench.errors import CLASSES, classify
+from interactscope.egobench.logs import load_log
+from interactscope.egobench.matching import ParamComparer, match_calls
+from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
+from interactscope.egobench.settings import ScoreSettings
+
+TASK_COLUMNS = ["task_id", "matched", "total_gt", "tool_succ", "result_succ", "joint_succ",
+                "error_class", "gt_hash", "agent_hash", "note"]
+
+
+class TaskScore(BaseModel):
+    """One task's verdict; ``error_class`` is empty for a JointSucc task."""
+
+    task_id: int
+    matched: int
+    total_gt: int
+    tool_succ: bool
+    result_succ: bool
+    joint_succ: bool
+    error_class: str = ""
+    gt_hash: str = ""
+    agent_hash: str = ""
+    note: str = ""
+    logged: bool = True
+
+
+class ScoreSummary(BaseModel):
+    """Ratios over the tasks of one log (fractions 0-1) and the settings that produced them.
+
+    ``micro_acc`` = Σ matched / Σ total_gt (pooled). ``reference_view`` repeats the ratios the
+    way the reference evaluator computes them (tasks without a log entry left out)."""
+
+    variant: str
+    scenario: str
+    mode: str | None
+    n_tasks: int
+    n_logged: int
+    tool_succ: float
+    result_succ: float
+    joint_succ: float
+    micro_acc: float
+    matched: int
+    total_gt: int
+    error_classes: dict[str, int]
+    settings: dict[str, Any]
+    reference_view: dict[str, Any]
+
+
+class ScoreResult(BaseModel):
+    summary: ScoreSummary
+    tasks: list[TaskScore]
+
+    def frame(self) -> pd.DataFrame:
+        """tasks.csv as a DataFrame (columns :data:`TASK_COLUMNS`)."""
+        return pd.DataFrame([t.model_dump() for t in self.tasks], columns=TASK_COLUMNS)
+
+
+def _clean(calls: list[ToolCall], variant: Variant, s: ScoreSettings) -> list[ToolCall]:
+    """Drop the parameters the tool does not declare (tools unknown to the schema are kept)."""
+    if s.undeclared_params != "drop":
+        return calls
+    specs = {t.name: t for t in variant.tools}
+    return [ToolCall(name=c.name, arguments={k: v for k, v in c.arguments.items()
+                                             if k in specs[c.name].declared})
+            if c.name in specs else c for c in calls]
+
+
+def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings) -> str:
+    with Environment.from_variant(variant, task, undeclared=s.undeclared_params,
+                                  coerce_numeric_strings=s.coerce_numeric_strings) as env:
+        for c in calls:
+            env.call(c.name, c.arguments)
+        return env.state_hash()
+
+
+def score_task(variant: Variant, task: Task, log: AgentLog | None, s: ScoreSettings,
+               cmp: ParamComparer) -> TaskScore:
+    """Verdict on one task. A missing log scores 0 with note "no log entry". An exception while
+    comparing is recorded in ``note`` and the task keeps its GT calls in the denominator."""
+    total = len(task.ground_truth)
+    logged = log is not None
+    log = log or AgentLog(task_id=task.task_id)
+    note = "" if logged else "no log entry"
+    gt = _clean(task.ground_truth, variant, s)
+    agent = _clean(log.calls, variant, s)
+    try:
+        pairs = match_calls(gt, agent, cmp, s.matching)
+        matched = sum(p is not None for p in pairs)
+    except Exception as exc:  # noqa: BLE001 - recorded on the task, never shrinks the denominator
+        matched, note = 0, f"matching failed: {type(exc).__name__}: {exc}"
+    try:
+        gt_hash = _replay(variant, task, gt, s)
+        agent_hash = _replay(variant, task, agent, s)
+        result = gt_hash == agent_hash
+    except Exception as exc:  # noqa: BLE001
+        gt_hash = agent_hash = ""
+        result, note = False, (note + "; " if note else "") + f"replay failed: {type(exc).__name__}: {exc}"
+    tool = total > 0 and matched == total
+    joint = tool and result
+    cls = ""
+    if not joint:
+        cls, why = classify(task, log, variant_def(variant), matched, total, result, s.error_classes)
+        note = note or why
+    return TaskScore(task_id=task.task_id, matched=matched, total_gt=total, tool_succ=tool,
+                     result_succ=result, joint_succ=joint, error_class=cls, gt_hash=gt_hash,
+                     agent_hash=agent_hash, note=note, logged=logged)
+
+
+def variant_def(variant: Variant):
+    from interactscope.egobench.scenarios import SCENARIO_DEFS
+
+    return SCENARIO_DEFS[variant.scenario]
+
+
+def _ratio(n: float, d: float) -> float:
+    return n / d if d else 0.0
+
+
+def score_log(log: str | Path | list[AgentLog], variant: Variant, *,
+              settings: ScoreSettings | None = None, mode: str | None = None) -> ScoreResult:
+    """Score one log against one variant, aligning by task id.
+
+    Args:
+        log: a log file (reference-runner JSON list or episode-record JSON lines) or AgentLogs.
+        variant: from :func:`~interactscope.egobench.load_variant`.
+        settings: equality rules (defaults: :class:`ScoreSettings`).
+        mode: easy|hard|static when known (else taken from the file name or records).
+
+    Returns:
+        :class:`ScoreResult`: one :class:`TaskScore` per task of the variant, in task order,
+        and the summary (fractions). With ``missing_log="fail"`` every task counts; with
+        ``"skip"`` unlogged tasks are left out of the ratios (the reference).
+
+    Raises:
+        EgoBenchError: unreadable log (one line naming the file)."""
+    s = settings or ScoreSettings()
+    if isinstance(log, (str, Path)):
+        logs, file_mode = load_log(log, s.accept_arguments_key)
+        mode = mode or file_mode
+    else:
+        logs = list(log)
+    by_id: dict[int, AgentLog] = {}
+    for entry in logs:
+        by_id[entry.task_id] = entry
+        mode = mode or entry.mode
+    unknown = sorted(set(by_id) - {t.task_id for t in variant.tasks})
+    sdef = variant_def(variant)
+    with Environment.from_variant(variant) as seed_env:
+        cmp = ParamComparer(sdef, seed_env.conn, s)
+        tasks = [score_task(variant, t, by_id.get(t.task_id), s, cmp) for t in variant.tasks]
+    counted = [t for t in tasks if t.logged or s.missing_log == "fail"]
+    logged = [t for t in tasks if t.logged]
+
+    def ratios(ts: list[TaskScore]) -> dict[str, Any]:
+        n = len(ts)
+        m, g = sum(t.matched for t in ts), sum(t.total_gt for t in ts)
+        return {"n_tasks": n, "tool_succ": _ratio(sum(t.tool_succ for t in ts), n),
+                "result_succ": _ratio(sum(t.result_succ for t in ts), n),
+                "joint_succ": _ratio(sum(t.joint_succ for t in ts), n),
+                "micro_acc": _ratio(m, g), "matched": m, "total_gt": g}
+
+    main, ref = ratios(counted), ratios(logged)
+    classes = Counter(t.error_class for t in counted if t.error_class)
+    settings_dump = s.model_dump()
+    if unknown:
+        settings_dump["_log_task_ids_not_in_variant"] = unknown
+    summary = ScoreSummary(
+        variant=variant.name, scenario=variant.scenario, mode=mode, n_tasks=main["n_tasks"],
+        n_logged=len(logged), tool_succ=main["tool_succ"], result_succ=main["result_succ"],
+        joint_succ=main["joint_succ"], micro_acc=main["micro_acc"], matched=main["matched"],
+        total_gt=main["total_gt"], error_classes={c: classes.get(c, 0) for c in CLASSES},
+        settings=settings_dump,
+        reference_view={**ref, "label": "reference evaluator: tasks without a log left out"})
+    return ScoreResult(summary=summary, tasks=tasks)
+
+
+def write_score(result: ScoreResult, out: str | Path) -> Path:
+    """Write ``OUT/tasks.csv`` and ``OUT/summary.json``; returns OUT."""
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    result.frame().to_csv(out / "tasks.csv", index=False)
+    (out / "summary.json").write_text(json.dumps(result.summary.model_dump(), indent=2,
+                                                 ensure_ascii=False) + "\n", encoding="utf-8")
+    return out
+
+
+def read_score(out: str | Path) -> tuple[ScoreSummary, pd.DataFrame]:
+    """Read a folder written by :func:`write_score`; EgoBenchError naming the file otherwise."""
+    out = Path(out)
+    try:
+        summary = ScoreSummary.model_validate_json((out / "summary.json").read_text(encoding="utf-8"))
+        frame = pd.read_csv(out / "tasks.csv", keep_default_na=False)
+    except FileNotFoundError as exc:
+        raise EgoBenchError(f"{exc.filename}: not found; run `interactscope ego score` first") from None
+    except ValueError as exc:
+        raise EgoBenchError(f"{out / 'summary.json'}: not a score summary ({str(exc).splitlines()[0]})") from None
+    return summary, frame
+
+
+def gt_log(variant: Variant) -> list[AgentLog]:
+    """The ground truth of every task as a log (the replay that must score 1/1/1)."""
+    return [AgentLog(task_id=t.task_id, calls=list(t.ground_truth)) for t in variant.tasks]
