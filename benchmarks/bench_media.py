@@ -18,6 +18,9 @@ Run by hand (prints figures, asserts nothing):
    (expected well under 2x), and each phase's peak resident memory (``ru_maxrss``).
 
 ``--seconds 600`` checks the memory bound of a 10-minute 720p clip (synthesis takes minutes).
+
+``--load-scale N`` instead times ``load_benchmark`` (no media probing) on a synthetic benchmark
+of N videos / 2N interactions and of 4N / 8N, and prints the ratio (linear loading: about 4).
 """
 
 from __future__ import annotations
@@ -147,6 +150,46 @@ def run_phase(phase: str, path: Path, max_side: int | None) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _write_bench(root: Path, n_videos: int) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "clip.mp4").write_bytes(b"\0")  # not probed: only its existence is checked
+    videos = [{"id": f"v{i:06d}", "path": "clip.mp4", "cluster": f"c{i % 97}"}
+              for i in range(n_videos)]  # fmt: skip
+    bench = {"name": "scale", "version": "1", "tools": [{"name": "take_photo"}], "videos": videos}
+    (root / "benchmark.json").write_text(json.dumps(bench, indent=2))
+    with open(root / "interactions.jsonl", "w") as fh:
+        for i in range(2 * n_videos):
+            tg = [{"id": f"k{k}", "reference": "something happens", "time_s": 10.0 * k + 5}
+                  for k in range(3)]  # fmt: skip
+            it = {"id": f"i{i:07d}", "video_id": f"v{i // 2:06d}", "task": "T2",
+                  "query": {"time_s": 1.0, "text": "Tell me when something happens."},
+                  "targets": tg}  # fmt: skip
+            fh.write(json.dumps(it) + "\n")
+
+
+def bench_load(n_videos: int, repeat: int) -> None:
+    """Print load_benchmark wall time at N and 4N videos (best of ``repeat``) and the ratio."""
+    import logging
+
+    from interactscope.bench import load_benchmark
+
+    logging.disable(logging.WARNING)  # the synthetic targets warn (3 targets within merge_s)
+    times = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for scale in (1, 4):
+            root = Path(tmp) / f"x{scale}"
+            _write_bench(root, scale * n_videos)
+            best = float("inf")
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                b = load_benchmark(root, probe_media=False)
+                best = min(best, time.perf_counter() - t0)
+            times[scale] = best
+            print(f"{scale}x: {len(b.videos)} videos, {len(b.interactions)} interactions: "
+                  f"{best:.3f} s")  # fmt: skip
+    print(f"ratio 4x / 1x: {times[4] / times[1]:.2f} (linear: 4; goal <= 4.5)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seconds", type=int, default=60)
@@ -155,9 +198,13 @@ def main() -> None:
     ap.add_argument("--naive", action="store_true", help="also time decode-per-decision-point")
     ap.add_argument("--keep", type=Path, default=None, help="write/reuse the clip at this path")
     ap.add_argument("--repeat", type=int, default=3, help="runs per phase (the best is kept)")
+    ap.add_argument("--load-scale", type=int, default=None, help="time benchmark loading")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     ap.add_argument("--clip", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.load_scale:
+        bench_load(args.load_scale, args.repeat)
+        return
     if args.child:
         _child(args.child, args.clip, args.max_side)
         return

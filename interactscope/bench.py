@@ -8,13 +8,16 @@ line, the interaction id and the field (one path style: ``targets[0].time_s``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import gc
 import hashlib
 import json
 import logging
 import re
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -79,6 +82,9 @@ class BenchmarkError(ValueError):
     def __init__(self, problems: list[Problem], warnings: list[str] | None = None):
         self.problems = problems
         self.warnings = list(warnings or [])
+        if len(problems) == 1:  # one problem: one line
+            super().__init__(str(problems[0]))
+            return
         head = f"{len(problems)} problem(s) in the benchmark:"
         super().__init__("\n".join([head] + [f"  - {p}" for p in problems]))
 
@@ -134,14 +140,14 @@ class Benchmark:
 # --------------------------------------------------------------------------- reading JSON
 
 
-def _inside(root: Path, rel: str) -> Path | None:
+def _inside(root: Path, rel: str, resolved_root: Path | None = None) -> Path | None:
     """Resolved path of ``rel`` under ``root``, or None if it escapes the root."""
     p = Path(rel)
     if p.is_absolute():
         return None
     full = (root / p).resolve()
     try:
-        full.relative_to(root.resolve())
+        full.relative_to(resolved_root or root.resolve())
     except ValueError:
         return None
     return full
@@ -247,10 +253,10 @@ class _State:
         return str(self.root / BENCHMARK_FILE)
 
 
-def _materialise(root: Path, video: VideoRecord) -> str | None:
-    """Copy a packaged media file into the benchmark folder if it is missing. Returns an error."""
-    dest = _inside(root, video.path)
-    if dest is None or dest.exists() or video.source is None:
+def _materialise(dest: Path, video: VideoRecord) -> str | None:
+    """Copy a packaged media file to ``dest`` (its resolved path in the benchmark folder) if it
+    is missing. Returns an error text or None."""
+    if video.source is None or dest.exists():
         return None
     try:
         dist = metadata.distribution(video.source.package)
@@ -309,6 +315,7 @@ def _measure(st: _State, v: VideoRecord, full: Path) -> str | None:
 
 def _check_videos(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str], list[int]]):
     seen: Counter[str] = Counter()
+    resolved_root = st.root.resolve()
     for i, v in enumerate(bdata.videos):
         at = lines.get(("id", v.id), [])
         line = at[seen[v.id]] if seen[v.id] < len(at) else (at[-1] if at else 0)
@@ -320,13 +327,13 @@ def _check_videos(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str],
             )
             continue
         st.videos[v.id] = v
-        full = _inside(st.root, v.path)
+        full = _inside(st.root, v.path, resolved_root)
         if full is None:
             st.problems.append(
                 Problem(st.bfile, line, None, f"{fld}.path", f"{v.path!r} escapes the folder")
             )
             continue
-        err = _materialise(st.root, v)
+        err = _materialise(full, v)
         if err is None and not full.exists():
             err = "file not found"
         if err is None and st.probe_media:
@@ -517,6 +524,20 @@ def _fail_suspect_videos(st: _State) -> None:
     st.problems = keep
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector: loading makes many small long-lived objects and
+    hardly any cycles, and the collector's full passes over them would make it superlinear
+    (cycles made meanwhile are collected once it is enabled again)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def load_benchmark(
     path: str | Path, *, probe_media: bool = True, media_errors: str = "raise"
 ) -> Benchmark:
@@ -545,7 +566,14 @@ def load_benchmark(
     root = Path(path)
     if not root.is_dir():
         raise BenchmarkError([Problem(str(root), 0, None, "<folder>", "not a folder")])
-    st = _State(root, probe_media, media_errors == "record")
+    with _gc_paused():
+        return _load(root, probe_media, media_errors == "record")
+
+
+def _load(root: Path, probe_media: bool, record_media: bool) -> Benchmark:
+    """The steps of :func:`load_benchmark`: read both files, check videos and tools, then the
+    interactions (even when benchmark.json is broken), then decide what fails where."""
+    st = _State(root, probe_media, record_media)
     raws: dict[str, bytes] = {}
     for name in (BENCHMARK_FILE, INTERACTIONS_FILE):
         try:
@@ -561,7 +589,7 @@ def load_benchmark(
         _check_videos(st, bdata, lines)
         _check_tools(st, bdata, lines)
     # checked even when benchmark.json is broken, without the cross-references
-    interactions = _read_interactions(st, raws[INTERACTIONS_FILE], cross_check=bdata is not None)
+    interactions = _read_interactions(st, raws[INTERACTIONS_FILE], bdata is not None)
     _fail_suspect_videos(st)
     if st.problems or bdata is None:
         raise BenchmarkError(st.problems, st.warnings)

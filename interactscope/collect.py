@@ -61,6 +61,8 @@ def resolve_settings(config: dict[str, Any], overrides: dict[str, Any]) -> Setti
             msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
         else:
             msgs = [str(exc)]
+        if len(msgs) == 1:
+            raise CollectError(f"invalid setting {msgs[0]} (see --set)") from exc
         raise CollectError("invalid settings:\n  " + "\n  ".join(msgs)) from exc
 
 

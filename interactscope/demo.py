@@ -74,24 +74,26 @@ def _cell(row: pd.Series | None) -> str:
     return f"{row['estimate']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
 
 
-def leaderboard(all_metrics: pd.DataFrame, interactions: dict[str, str]) -> str:
+def leaderboard(all_metrics: pd.DataFrame, interactions: Sequence[str]) -> str:
     """One Markdown table: a row per run, the headline metrics with 95 % intervals.
 
     Args:
         all_metrics: the report's ``all_metrics.csv`` (run, metric, estimate, low, high, ...;
-            percent for scores, responses/min for volume).
-        interactions: run label -> "n of N" interactions it covers.
+            percent for scores, responses/min for volume), runs in panel order.
+        interactions: per run, in the same order, "n of N" interactions it covers.
     """
     rows = []
-    for run, sub in all_metrics.groupby("run", sort=False):
-        by = {m: r for m, r in zip(sub["metric"], (r for _, r in sub.iterrows()), strict=True)}
-        row = {"model": run, "interactions": interactions.get(str(run), "")}
+    groups = list(all_metrics.groupby("run", sort=False))
+    cover = list(interactions) if len(interactions) == len(groups) else [""] * len(groups)
+    for (run, sub), n in zip(groups, cover, strict=True):
+        by = {str(r["metric"]): r for _, r in sub.iterrows()}
+        row = {"model": run, "interactions": n}
         for metric, title in LEADERBOARD_METRICS:
             row[title] = _cell(by.get(metric))
         vol = by.get("Output volume")
         row["responses/min"] = "—" if vol is None else f"{vol['estimate']:.1f}"
         rows.append(row)
-    return pd.DataFrame(rows).to_markdown(index=False)
+    return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
 
 
 def _collect(name: str, bench: Path, out: Path, limit: int | None, command: list[str]) -> None:
@@ -118,10 +120,12 @@ def run_panel(
         interactscope.compare.CompareError: the report cannot be built.
         interactscope.judges.JudgeError: the judge is unavailable.
     """
+    from interactscope.judges import make_judge
     from interactscope.report import build_report
     from interactscope.scoring.run import score_run
 
     s = settings or DemoSettings()
+    judge = make_judge(s.judge)  # loaded once for the panel
     bench, out = Path(bench), Path(out)
     plan = [(m, None) for m in s.models] + ([(s.cpu_model, s.cpu_limit)] if s.cpu_model else [])
     runs: dict[str, Path] = {}
@@ -132,7 +136,7 @@ def run_panel(
         echo(f"collect {name}{share} ...")
         runs[name] = out / name
         _collect(name, bench, runs[name], limit, list(command))
-        score_run(runs[name], judge=s.judge)
+        score_run(runs[name], judge=judge)
         seconds[name] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rep = build_report(list(runs.values()), out / "report", n_resamples=s.resamples)
@@ -145,11 +149,11 @@ def run_panel(
                       seconds=seconds)  # fmt: skip
 
 
-def _coverage(runs: dict[str, Path]) -> dict[str, str]:
+def _coverage(runs: dict[str, Path]) -> list[str]:
     from interactscope.runlog import RunFolder
 
-    out = {}
-    for name, path in runs.items():
+    out = []
+    for path in runs.values():
         m = RunFolder(path).manifest
-        out[name] = f"{len(m.interaction_ids or [])} of {m.benchmark.n_interactions}"
+        out.append(f"{len(m.interaction_ids or [])} of {m.benchmark.n_interactions}")
     return out

@@ -289,7 +289,12 @@ class RunFolder:
 
     @property
     def manifest(self) -> RunManifest:
-        return RunManifest.model_validate_json((self.path / MANIFEST).read_text(encoding="utf-8"))
+        """``run.json`` parsed.
+
+        Raises:
+            RunLogError: unreadable or invalid ``run.json`` (one line naming the file and field).
+        """
+        return read_manifest(self.path / MANIFEST)
 
     def responses(self) -> list[ResponseRecord]:
         """All records, deduplicated, sorted by (interaction id, t). A torn last line is ignored."""
@@ -392,6 +397,20 @@ def _add_record(totals: RunSummary, r: ResponseRecord) -> RunSummary:
     return totals
 
 
+def read_manifest(path: Path) -> RunManifest:
+    """Parse a ``run.json`` file; raises RunLogError naming the file and the first bad field."""
+    from pydantic import ValidationError
+
+    try:
+        return RunManifest.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(map(str, e["loc"])) or "<file>"
+        raise RunLogError(f"{path}: not a valid run manifest ({where}: {e['msg']})") from exc
+    except OSError as exc:
+        raise RunLogError(f"{path}: cannot read ({exc.strerror})") from exc
+
+
 def write_manifest(path: Path, manifest: RunManifest) -> None:
     tmp = path / (MANIFEST + ".tmp")
     tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
@@ -446,7 +465,7 @@ def open_run(
     mpath = p / MANIFEST
     records: list[ResponseRecord] = []
     if mpath.exists():
-        old = RunManifest.model_validate_json(mpath.read_text(encoding="utf-8"))
+        old = read_manifest(mpath)
         diffs = manifest_differences(old, manifest)
         if diffs:
             raise RunLogError(

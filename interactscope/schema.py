@@ -56,6 +56,18 @@ def storable(value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _has_surrogate(value: Any) -> bool:
+    """Whether any string in ``value`` (str/list/tuple/dict, keys included) holds a lone
+    surrogate; a read-only walk, so clean records cost no copies."""
+    if isinstance(value, str):
+        return _SURROGATE.search(value) is not None
+    if isinstance(value, (list, tuple)):
+        return any(_has_surrogate(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_surrogate(k) or _has_surrogate(v) for k, v in value.items())
+    return False
+
+
 class _Strict(BaseModel):
     # NaN/Infinity can never be a time: reject them at validation, not later in scoring
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
@@ -198,14 +210,23 @@ class ResponseRecord(BaseModel):
     completion_tokens: int | None = None
     text_replaced: bool = False
 
-    @model_validator(mode="before")
-    @classmethod
-    def _storable(cls, data: Any) -> Any:
-        if isinstance(data, dict):
-            data, changed = storable(data)
-            if changed:
-                data["text_replaced"] = True
-        return data
+    @model_validator(mode="after")
+    def _storable(self) -> ResponseRecord:
+        # after validation: a read-only check on the few text fields keeps clean records cheap
+        for name in ("text", "error", "parse_error"):
+            value = getattr(self, name)
+            if value is not None and _SURROGATE.search(value):
+                setattr(self, name, storable(value)[0])
+                self.text_replaced = True
+        for call in self.tool_calls:
+            if _has_surrogate(call.name) or _has_surrogate(call.arguments):
+                call.name, call.arguments = storable(call.name)[0], storable(call.arguments)[0]
+                self.text_replaced = True
+        extra = self.__pydantic_extra__
+        if extra and _has_surrogate(extra):
+            self.__pydantic_extra__ = storable(extra)[0]
+            self.text_replaced = True
+        return self
 
     @field_validator("t")
     @classmethod

@@ -27,7 +27,7 @@ between a run and its resume (each invocation's values are recorded in ``run.jso
 
 
 class _Group(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class GridSettings(_Group):

@@ -17,6 +17,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 __all__ = [
+    "ALLOCATION_TASKS",
     "ASSISTANCE_TASKS",
     "EXPLICIT_TASKS",
     "OUTCOMES",
@@ -116,6 +117,9 @@ ASSISTANCE_TASKS: tuple[str, ...] = tuple(
 )
 SIX_TASK_MEAN_TASKS: tuple[str, ...] = tuple(t for t, s in TASK_SPECS.items() if s.in_six_task_mean)
 SEQUENCE_TASKS: tuple[str, ...] = tuple(t for t, s in TASK_SPECS.items() if s.has_sequences)
+ALLOCATION_TASKS: tuple[str, ...] = tuple(
+    t for t, s in TASK_SPECS.items() if s.scoring_rule == "allocation"
+)
 TOOL_TASKS: tuple[str, ...] = tuple(
     t for t, s in TASK_SPECS.items() if s.content_check == "toolset"
 )

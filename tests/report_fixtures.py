@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from interactscope.collect import run_collect
+from interactscope.schema import RunManifest
 from interactscope.scoring.run import score_run
 from tests.foundation_fixtures import DEMO
 
@@ -31,3 +32,20 @@ def make_demo_runs(root: Path, names=None, *, score: bool = True) -> dict[str, P
             score_run(run, judge="lexical")
         out[name] = run
     return out
+
+
+def manifest(model: str = "m", settings: dict | None = None, fingerprint: str = "f") -> RunManifest:
+    """A minimal ``run.json`` for hand-made :class:`~interactscope.analysis.runs.ScoredRun`s."""
+    return RunManifest(
+        model=model,
+        backend=model,
+        protocol="offline",
+        settings=settings or {},
+        benchmark={
+            "name": "hand",
+            "version": "1",
+            "path": ".",
+            "fingerprint": fingerprint,
+            "n_interactions": 0,
+        },
+    )

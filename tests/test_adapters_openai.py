@@ -382,7 +382,7 @@ def smollm2_server(tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
-    from interactscope.adapters._smollm2 import SmolLM2Unavailable, smollm2_folder
+    from interactscope.engines.smollm2 import SmolLM2Unavailable, smollm2_folder
 
     cli = _transformers_cli()
     if cli is None:

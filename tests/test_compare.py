@@ -18,7 +18,7 @@ from interactscope.compare import (
 )
 from interactscope.scoring.run import score_run
 from tests.foundation_fixtures import DEMO, interaction, write_bench
-from tests.report_fixtures import make_demo_runs
+from tests.report_fixtures import make_demo_runs, manifest
 
 B = 500
 
@@ -155,17 +155,20 @@ def test_paired_table_hand_values():
 
 def test_metric_ratios_six_task_mean_and_output_precision():
     t, i = _frames([1, 0], ["c1", "c2"])
-    t1 = t.assign(task="T1", on_time=[1, 1])
-    r = metric_ratios(pd.concat([t, t1]), i)
+    t1, i1 = _frames([1, 0], ["c1", "c2"], task="T1")
+    t1 = t1.assign(on_time=[1, 1], interaction_id=["j0", "j1"])
+    i1 = i1.assign(interaction_id=["j0", "j1"])
+    r = metric_ratios(pd.concat([t, t1]), pd.concat([i, i1]))
     assert set(r["Avg(6)"]) == {"T1", "T2"}
     assert r["T1 conditional"].estimate == 0.5
     assert "T1" not in r  # T1's task score is reported once, as "T1 joint"
-    # hand-computed output precision: 1 hit over 4 non-silent responses
+    # hand-computed output precision: 2 hits (one T1, one T2) over 8 non-silent responses
     assert r["Output precision"].estimate == 0.25
+    assert r["Output precision explicit"].estimate == 0.25
 
 
 def test_run_label_names_non_default_settings():
-    assert run_label({"model": "m", "settings": {"scene": "none", "cooldown_s": 10.0}}) == (
+    assert run_label(manifest("m", {"scene": "none", "cooldown_s": 10.0})) == (
         "m (cooldown_s=10, scene=none)"
     )
-    assert run_label({"model": "m", "settings": {"scene": "full"}}) == "m"
+    assert run_label(manifest("m", {"scene": "full"})) == "m"

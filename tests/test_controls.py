@@ -21,7 +21,7 @@ from interactscope.controls import (
     simulate_blind_fire,
 )
 from interactscope.schema import Interaction, ResponseRecord, ToolCall
-from tests.report_fixtures import make_demo_runs
+from tests.report_fixtures import make_demo_runs, manifest
 
 B = 500
 
@@ -154,8 +154,7 @@ def _t8a_run(path, hits, clusters, responses):
             "complete": np.nan,
         }
     )
-    man = {"model": "m", "settings": {}, "benchmark": {"fingerprint": "f"}}
-    return ScoredRun(path, man, t, i, {}, str(path))
+    return ScoredRun(path, manifest("m"), t, i, label=str(path))
 
 
 def test_cooldown_paper_case_minus_9_84_pp(tmp_path):

@@ -261,3 +261,23 @@ def test_merge_into_a_locked_folder_is_refused(tmp_path, shards):
             from interactscope.collect import run_merge
 
             run_merge([shards["1/2"], shards["2/2"]], out)
+
+
+def test_score_warns_on_an_unfinished_run_naming_interactions(tmp_path):
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    run = tmp_path / "run"
+    run_collect(model="oracle", bench=DEMO, out=run, progress=False)
+    rows = [json.loads(x) for x in _lines(run)]
+    keep = [r for r in rows if r["interaction_id"] != "t2-cut"]
+    (run / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in keep))
+    m = json.loads((run / "run.json").read_text())
+    m["ended_at"] = None  # Ctrl-C during collect
+    (run / "run.json").write_text(json.dumps(m))
+    res = CliRunner().invoke(app, ["score", str(run), "--judge", "lexical"])
+    assert res.exit_code == 0, res.output
+    assert "the run never finished; 1 interaction(s) without or with partial records" in res.output
+    assert "t2-cut: no records (9 decision points)" in res.output
+    assert "Resume it by running the same `interactscope collect` command again" in res.output

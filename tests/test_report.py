@@ -18,7 +18,7 @@ from interactscope.report import (
     pair_runs,
     sequence_outcomes,
 )
-from tests.report_fixtures import make_demo_runs
+from tests.report_fixtures import make_demo_runs, manifest
 
 B = 300
 TABLES = [
@@ -149,7 +149,7 @@ def _t8c_run(outcomes):
             "complete": [int(all(s)) for s in outcomes],
         }
     )
-    return ScoredRun(None, {"model": "m", "settings": {}}, t, i, {}, "m")
+    return ScoredRun(None, manifest("m"), t, i, label="m")
 
 
 def test_complete_t8c_with_permutation_reference():
@@ -168,12 +168,7 @@ def test_complete_t8c_with_permutation_reference():
 def test_classify_and_pair_by_settings():
     def run(label, model, settings, fp="f"):
         return ScoredRun(
-            None,
-            {"model": model, "settings": settings, "benchmark": {"fingerprint": fp}},
-            pd.DataFrame(),
-            pd.DataFrame(),
-            {},
-            label,
+            None, manifest(model, settings, fp), pd.DataFrame(), pd.DataFrame(), label=label
         )
 
     main = run("a", "m", {"adapter": {"delay_s": 2}})

@@ -7,8 +7,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
+from pydantic import BaseModel
+
 from interactscope.engines.base import EngineError
-from interactscope.engines.config import BackendOptions, merge_options, parse_options
+from interactscope.engines.config import merge_options, parse_options
 from interactscope.protocol.types import (
     Adapter,
     AdapterError,
@@ -31,7 +33,7 @@ __all__ = [
     "options_of",
 ]
 
-OptionsT = TypeVar("OptionsT", bound=BackendOptions)
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 def where_of(request: DecisionRequest) -> str:

@@ -1,4 +1,4 @@
-"""Baselines that need no model (issue 2; SPEC §3.4).
+"""Baselines that need no model (docs/protocol.md, controls).
 
 - ``silent``: always silent; scores 0 with every target ``missed``.
 - ``oracle``: answers each target's reference (T1: its tool calls) at the decision point nearest
@@ -15,26 +15,53 @@ import time
 from collections import Counter
 from typing import Any
 
-from interactscope.adapters.base import Adapter, AdapterOutput, DecisionRequest
+from pydantic import BaseModel, ConfigDict, Field
+
+from interactscope.adapters.base import Adapter, AdapterOutput, DecisionRequest, options_of
 from interactscope.protocol.grid import decision_grid
 from interactscope.schema import Interaction, Target, ToolCall, VideoRecord
+from interactscope.settings import Settings
 
 
-def _simulate_latency(config: dict[str, Any]) -> None:
-    """``options.simulate_latency_s`` in a baseline's config sleeps per call (for exercising
-    progress bars, kills and resume without a model)."""
-    delay = float((config.get("options") or {}).get("simulate_latency_s", 0.0))
-    if delay > 0:
-        time.sleep(delay)
+class BaselineOptions(BaseModel):
+    """Options every baseline takes (model config, ``options:`` or ``--set adapter.KEY``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    simulate_latency_s: float = Field(
+        0.0, ge=0, description="sleep per call (exercise progress bars, kills, resume)"
+    )
 
 
-class SilentAdapter(Adapter):
+class OracleOptions(BaselineOptions):
+    tolerance_s: float = Field(2.0, ge=0, description="answer inside target time +- this")
+
+
+class BlindFireOptions(BaselineOptions):
+    delay_s: float = Field(3.0, ge=0, description="answer once at q + delay_s")
+    text: str | None = Field(None, description="the fixed sentence for non-T1 tasks")
+
+
+def _simulate_latency(options: BaselineOptions) -> None:
+    if options.simulate_latency_s > 0:
+        time.sleep(options.simulate_latency_s)
+
+
+class _Baseline(Adapter):
+    Options: type[BaselineOptions] = BaselineOptions
+
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
+        super().__init__(name, config, settings)
+        self.options = options_of(self.Options, name, config, settings)
+
+
+class SilentAdapter(_Baseline):
     backend = "silent"
     needs_media = False
     supports_online = False
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
-        _simulate_latency(self.config)
+        _simulate_latency(self.options)
         return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
 
 
@@ -53,22 +80,23 @@ def _tool_text(names: list[str]) -> str:
     return "```json\n" + json.dumps(calls if len(calls) != 1 else calls[0]) + "\n```"
 
 
-class OracleAdapter(Adapter):
+class OracleAdapter(_Baseline):
     backend = "oracle"
     needs_media = False
+    Options = OracleOptions
 
     def _plan(self, interaction: Interaction, video: VideoRecord) -> dict[float, Target]:
         grid = decision_grid(
             interaction.q, video.duration_s or interaction.q, self.settings.grid.step_s
         )
-        tol = float(self.config.get("tolerance_s", 2.0))
+        tol = float(self.options.tolerance_s)
         plan: dict[float, Target] = {}
         for tg in interaction.targets:
             plan.setdefault(oracle_time(tg, grid, tol), tg)
         return plan
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
-        _simulate_latency(self.config)
+        _simulate_latency(self.options)
         tg = self._plan(request.interaction, request.video).get(round(request.t, 3))
         if tg is None:
             return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
@@ -83,19 +111,19 @@ class OracleAdapter(Adapter):
         return AdapterOutput(text=tg.reference, silent=False, tool_calls=[], latency_s=0.0)
 
 
-class BlindFireAdapter(Adapter):
+class BlindFireAdapter(_Baseline):
     """Options (model config or ``--set adapter.delay_s=3``): ``delay_s`` (default 3 s, the paper's
     best fixed delay), ``text`` (the fixed sentence for non-T1 tasks)."""
 
     backend = "blind-fire"
     needs_media = False
     DEFAULT_TEXT = "Heads up: what you asked about is happening now."
+    Options = BlindFireOptions
 
-    def __init__(self, name: str, config: dict[str, Any], settings):
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
-        opts = {**config.get("options", {}), **settings.adapter}
-        self.delay_s = float(opts.get("delay_s", 3.0))
-        self.text = str(opts.get("text", self.DEFAULT_TEXT))
+        self.delay_s = float(self.options.delay_s)
+        self.text = self.options.text if self.options.text is not None else self.DEFAULT_TEXT
         self.tool: str | None = None
 
     def prepare(self, bench: Any) -> None:

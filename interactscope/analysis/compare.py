@@ -238,9 +238,7 @@ class Comparison:
                     Interval(estimate=r.b, low=r.b_low, high=r.b_high).format() for r in rows
                 ],
                 "B − A (pp or /min) [95% CI]": [
-                    Interval(estimate=r.diff, low=r.diff_low, high=r.diff_high).format(
-                        signed=True
-                    )
+                    Interval(estimate=r.diff, low=r.diff_low, high=r.diff_high).format(signed=True)
                     for r in rows
                 ],
             }

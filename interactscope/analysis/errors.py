@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["AnalysisError"]
+__all__ = ["AnalysisError", "CompareError"]
 
 
 class AnalysisError(ValueError):
     """A run cannot be analysed as asked (not scored, not comparable, wrong control run); the
     message says why and what to run instead."""
+
+
+CompareError = AnalysisError
+"""Old name of :class:`AnalysisError` (raised by compare, controls and report alike)."""

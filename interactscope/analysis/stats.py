@@ -124,6 +124,7 @@ class BootstrapOptions(BaseModel):
         """``{"n_resamples", "seed", "confidence"}`` for the bootstrap functions."""
         return self.model_dump()
 
+
 _LABEL_GROUPS = {"i": "number", "u": "number", "f": "number", "b": "number"}
 _LABEL_GROUPS.update({"U": "text", "S": "text", "O": "text"})
 

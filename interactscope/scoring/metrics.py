@@ -186,9 +186,10 @@ def _precision(panel: str | None) -> Metric:
     )
 
 
-def _build_table() -> tuple[Metric, ...]:
+def _t1_metrics() -> list[Metric]:
+    """T1 on-time / joint / conditional (the tool-call task's timing and content split)."""
     t1 = ("T1",)
-    head = [
+    return [
         Metric(
             name="T1 on-time",
             display="T1 On-time",
@@ -222,6 +223,10 @@ def _build_table() -> tuple[Metric, ...]:
             summary=("T1.conditional",),
         ),
     ]
+
+
+def _build_table() -> tuple[Metric, ...]:
+    head = _t1_metrics()
     explicit = [_task_score(t) for t in EXPLICIT_TASKS]
     six = Metric(
         name="Avg(6)",

@@ -1,16 +1,12 @@
-"""What every evidence control shares: its result, its registry entry, and run helpers.
-
-A control is registered by name (:func:`register`) with the parameters of its command line
-(``interactscope control NAME``), a function that runs it from those parameters, and
-optionally a report section (``interactscope report`` calls every registered section).
-"""
+"""What every evidence control shares: its result, what a report section gets and gives, and
+helpers on run settings. The registry of controls is :mod:`.registry`."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
 import pandas as pd
 
@@ -19,14 +15,10 @@ from interactscope.analysis.runs import ScoredRun, non_default_settings
 from interactscope.analysis.stats import BootstrapOptions
 
 __all__ = [
-    "CONTROLS",
-    "ControlParam",
     "ControlResult",
-    "ControlSpec",
     "ReportInputs",
     "ReportSink",
     "other_differences",
-    "register",
     "setting",
 ]
 
@@ -52,22 +44,6 @@ class ControlResult:
             latex=latex,
             meta={"control": self.name, **self.meta},
         )
-
-
-@dataclass(frozen=True)
-class ControlParam:
-    """One command-line parameter of a control.
-
-    ``kind``: ``argument`` (positional) or ``option``; ``type``: its annotation (``Path``,
-    ``list[float]``, ``str | None``, ...); ``default``: ``...`` when required; ``flags``: the
-    option's spellings (default ``--NAME``)."""
-
-    name: str
-    kind: Literal["argument", "option"]
-    type: Any
-    default: Any = ...
-    help: str = ""
-    flags: tuple[str, ...] = ()
 
 
 @dataclass
@@ -107,35 +83,6 @@ class ReportSink(Protocol):
     def add_files(self, name: str, paths: Sequence[Path], markdown: str | None = None) -> None: ...
 
     def skip(self, message: str) -> None: ...
-
-
-@dataclass(frozen=True)
-class ControlSpec:
-    """A registered control: ``name`` (the command ``interactscope control NAME``), ``summary``
-    (its help line), ``params`` (command-line parameters besides ``--out`` / ``--resamples``),
-    ``run(args, options)`` (args: parameter name → value) and ``report(inputs, sink)``."""
-
-    name: str
-    summary: str
-    params: tuple[ControlParam, ...]
-    run: Callable[[Mapping[str, Any], BootstrapOptions], ControlResult]
-    report: Callable[[ReportInputs, ReportSink], None] | None = None
-
-
-CONTROLS: dict[str, ControlSpec] = {}
-"""Control name → spec, in registration order (the order of the report's sections)."""
-
-
-def register(spec: ControlSpec) -> ControlSpec:
-    """Add a control to :data:`CONTROLS`.
-
-    Raises:
-        ValueError: a control of that name is already registered.
-    """
-    if spec.name in CONTROLS and CONTROLS[spec.name] is not spec:
-        raise ValueError(f"control {spec.name!r} is already registered")
-    CONTROLS[spec.name] = spec
-    return spec
 
 
 def setting(run: ScoredRun, dotted: str, default: Any) -> Any:

@@ -21,12 +21,9 @@ import numpy as np
 import pandas as pd
 
 from interactscope.analysis.controls.base import (
-    ControlParam,
     ControlResult,
-    ControlSpec,
     ReportInputs,
     ReportSink,
-    register,
 )
 from interactscope.analysis.errors import AnalysisError
 from interactscope.analysis.runs import RunInputs, non_default_settings, run_inputs, run_label
@@ -399,8 +396,13 @@ def blind_fire(
     rows, frames = [], []
     for name, lab in sources.items():
         sim = simulate_blind_fire(
-            inputs.interactions, lab, delays=delays, clip_end=end, clusters=clusters,
-            tolerance_s=tolerance_s, merge_s=merge_s,
+            inputs.interactions,
+            lab,
+            delays=delays,
+            clip_end=end,
+            clusters=clusters,
+            tolerance_s=tolerance_s,
+            merge_s=merge_s,
         )
         sim.insert(0, "predictor", name)
         frames.append(sim)
@@ -469,50 +471,11 @@ def report_priors(inputs: ReportInputs, sink: ReportSink) -> None:
     )
 
 
-def _run_request_prior(args: Mapping[str, Any], options: BootstrapOptions) -> ControlResult:
+def run_request_prior_cli(args: Mapping[str, Any], options: BootstrapOptions) -> ControlResult:
     return request_prior(args["run"], source=args["source"], options=options)
 
 
-def _run_blind_fire(args: Mapping[str, Any], options: BootstrapOptions) -> ControlResult:
+def run_blind_fire_cli(args: Mapping[str, Any], options: BootstrapOptions) -> ControlResult:
     return blind_fire(
         args["run"], delays=args["delay"], tolerance_s=args["tolerance"], options=options
     )
-
-
-_NONE_RUN = ControlParam("run", "argument", Path, help="A run collected with --set scene=none.")
-
-REQUEST_PRIOR = register(
-    ControlSpec(
-        name="request-prior",
-        summary="T1 tool labels from the request text alone: recovery rate vs the constant "
-        "baseline.",
-        params=(
-            _NONE_RUN,
-            ControlParam(
-                "source", "option", str, "first", "first (first response ≥ q) or at_q.",
-                ("--source",),
-            ),
-        ),
-        run=_run_request_prior,
-    )
-)
-
-BLIND_FIRE = register(
-    ControlSpec(
-        name="blind-fire",
-        summary="Fixed-delay blind fire: the request-prior labels fired at q + d (simulated), "
-        "T1 joint %.",
-        params=(
-            _NONE_RUN,
-            ControlParam(
-                "delay", "option", list[float], list(BLIND_FIRE_DELAYS),
-                "d values, s (fired at q + d).", ("--delay",),
-            ),
-            ControlParam(
-                "tolerance", "option", float, DEFAULT_TOLERANCE_S, "", ("--tolerance",)
-            ),
-        ),
-        run=_run_blind_fire,
-        report=report_priors,
-    )
-)

@@ -12,13 +12,10 @@ import pandas as pd
 
 from interactscope.analysis.compare import paired_table, run_table
 from interactscope.analysis.controls.base import (
-    ControlParam,
     ControlResult,
-    ControlSpec,
     ReportInputs,
     ReportSink,
     other_differences,
-    register,
     setting,
 )
 from interactscope.analysis.errors import AnalysisError
@@ -171,7 +168,10 @@ def report_scene(inputs: ReportInputs, sink: ReportSink) -> None:
         # a request-only curve is drawn in the colour of its main run
         curves.loc[curves["run"] == ctl.label, "model"] = main.label
         sa = scene_ablation(
-            main.path, ctl.path, tolerances=inputs.tolerances, judge=inputs.judge,
+            main.path,
+            ctl.path,
+            tolerances=inputs.tolerances,
+            judge=inputs.judge,
             options=inputs.options,
         )
         tables.append(sa.table.assign(full_run=main.label, none_run=ctl.label))
@@ -186,33 +186,18 @@ def report_scene(inputs: ReportInputs, sink: ReportSink) -> None:
         return
     st = pd.concat(tables, ignore_index=True)
     sink.add_table(
-        "scene_ablation", "Scene ablation by tolerance (paired, pp [95% CI])", _report_display(st), st
+        "scene_ablation",
+        "Scene ablation by tolerance (paired, pp [95% CI])",
+        _report_display(st),
+        st,
     )
 
 
-def _run_cli(args: Mapping[str, Any], options: BootstrapOptions) -> ControlResult:
+def run_cli(args: Mapping[str, Any], options: BootstrapOptions) -> ControlResult:
     return scene_ablation(
-        args["full"], args["none"], tolerances=args["tolerance"], judge=args["judge"],
+        args["full"],
+        args["none"],
+        tolerances=args["tolerance"],
+        judge=args["judge"],
         options=options,
     )
-
-
-SPEC = register(
-    ControlSpec(
-        name="scene",
-        summary="Scene ablation: request-only run − full run, paired, at each tolerance (pp).",
-        params=(
-            ControlParam("full", "argument", Path, help="Run with scene input (scored)."),
-            ControlParam(
-                "none", "argument", Path, help="The same model collected with --set scene=none."
-            ),
-            ControlParam(
-                "tolerance", "option", list[float], list(TOLERANCES), "δ values, s.",
-                ("--tolerance",),
-            ),
-            ControlParam("judge", "option", str | None, None, "", ("--judge",)),
-        ),
-        run=_run_cli,
-        report=report_scene,
-    )
-)

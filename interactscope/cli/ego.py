@@ -1,0 +1,130 @@
+"""EgoBench commands: ``interactscope ego validate | score | report``."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import typer
+
+from interactscope.cli.app import app
+from interactscope.cli.common import fail
+
+ego_app = typer.Typer(
+    no_args_is_help=True,
+    help="EgoBench: interactive tool-use tasks scored on a database state "
+    "(validate data, score logs, report tables). Without --data the package's copy is used.",
+)
+app.add_typer(ego_app, name="ego")
+
+_DATA = typer.Option(None, "--data", "-d", help="Data folder (tasks/, db/, tools/); default: the package's copy.")
+
+
+def _data(data: Path | None) -> Path:
+    from interactscope.egobench import package_data_dir
+
+    d = data or package_data_dir()
+    if not (d / "tasks").is_dir():
+        fail(f"{d}: no tasks/ folder; --data must point at a folder with tasks/, db/ and tools/")
+    return d
+
+
+@ego_app.command("validate")
+def validate(
+    data: Path | None = _DATA,
+    variant: list[str] = typer.Option([], "--variant", "-v", help="Variant(s) to check (default: all)."),
+) -> None:
+    """Check every task, tool schema and seed database; print each problem (file, task, field).
+
+    Exit 0 with a summary line when clean, 1 when there are problems."""
+    from interactscope.egobench import EgoBenchError, list_variants
+    from interactscope.egobench.checks import check_variant
+
+    d = _data(data)
+    try:
+        known = list_variants(d)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    for name in variant:
+        if name not in known:
+            fail(f"{d / 'tasks' / (name + '.json')}: unknown variant {name!r}; known: {', '.join(known)}")
+    names = variant or known
+    problems, tasks, calls = [], Counter(), Counter()
+    for name in names:
+        try:
+            v, probs = check_variant(d, name)
+        except EgoBenchError as exc:
+            fail(str(exc))
+        problems += probs
+        if v is not None:
+            tasks[v.scenario] += len(v.tasks)
+            calls[v.scenario] += sum(len(t.ground_truth) for t in v.tasks)
+    for p in problems:
+        typer.echo(p.line())
+    summary = "; ".join(f"{s}: {tasks[s]} tasks, {calls[s]} GT calls" for s in sorted(tasks))
+    if problems:
+        typer.secho(f"{len(problems)} problem(s) in {len(names)} variant(s) ({summary})",
+                    fg=typer.colors.RED, err=True)
+        raise typer.Exit(1)
+    typer.echo(f"ok: {len(names)} variant(s), {sum(tasks.values())} tasks ({summary})")
+
+
+@ego_app.command("score")
+def score(
+    log: Path = typer.Option(..., "--log", "-l", help="Log: reference-runner JSON list or episode-record JSON lines."),
+    variant: str = typer.Option(..., "--variant", "-v", help="Variant the log is for, e.g. retail6."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for tasks.csv and summary.json."),
+    data: Path | None = _DATA,
+    mode: str | None = typer.Option(None, "--mode", help="easy|hard|static (default: from the file name)."),
+    set_: list[str] = typer.Option([], "--set", help="Scorer setting, e.g. --set float_tolerance=1e-6 --set missing_log=skip."),
+    reference: bool = typer.Option(False, "--reference", help="Start from the reference evaluator's settings."),
+) -> None:
+    """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and
+    overall (OUT/summary.json, with every setting); prints the per-task table."""
+    from pydantic import ValidationError
+
+    from interactscope.cli.common import parse_sets
+    from interactscope.egobench import EgoBenchError, ScoreSettings, load_variant, score_log, write_score
+
+    try:
+        base = ScoreSettings.reference() if reference else ScoreSettings()
+        settings = ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+    try:
+        v = load_variant(_data(data), variant)
+        result = score_log(log, v, settings=settings, mode=mode)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    write_score(result, out)
+    frame = result.frame()
+    typer.echo(frame[["task_id", "matched", "total_gt", "tool_succ", "result_succ", "joint_succ",
+                      "error_class"]].to_string(index=False))
+    s = result.summary
+    typer.echo(f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "
+               f"JointSucc {s.joint_succ:.3f}  MicroAcc {s.micro_acc:.3f} ({s.matched}/{s.total_gt})  "
+               f"ToolSucc {s.tool_succ:.3f}  ResultSucc {s.result_succ:.3f}")
+    typer.echo(f"wrote {out / 'tasks.csv'}, {out / 'summary.json'}")
+
+
+@ego_app.command("report")
+def report(
+    outs: list[Path] = typer.Argument(..., help="Folders written by `ego score`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Folder for report.md/.tex/.csv."),
+    resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed"),
+) -> None:
+    """Per scenario x mode JointSucc / MicroAcc / ToolSucc / ResultSucc with 95 % cluster-bootstrap
+    intervals (cluster = variant), error classes, pooled and per-file MicroAcc."""
+    from interactscope.egobench import EgoBenchError
+    from interactscope.egobench.report import markdown, write_report
+
+    try:
+        table, paths, notes = write_report(outs, out, n_resamples=resamples, seed=seed)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    typer.echo(markdown(table))
+    for n in notes:
+        typer.secho(f"note: {n}", fg=typer.colors.YELLOW, err=True)
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))

@@ -1,0 +1,108 @@
+"""EgoBench episode commands: ``interactscope ego run | merge | demo``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import typer
+
+from interactscope.cli.common import disk_errors, fail, parse_sets, setup_logging
+from interactscope.cli.ego import ego_app
+
+DEMO_TASKS = "1-3"
+"""Tasks of every shipped variant the demo plays."""
+
+
+def _run(agent: str, user: str, data: Path | None, variants: list[str], mode: str, out: Path,
+         video_dir: Path | None, tasks: str | None, shard: str | None, sets: dict) -> object:
+    from interactscope.egobench import package_data_dir
+    from interactscope.egobench.run_folder import EgoRunError
+    from interactscope.egobench.runner import RunRequest, execute, prepare
+    from interactscope.media import MediaError
+    from interactscope.runlog import RunLogError
+
+    try:
+        req = RunRequest(agent=agent, user=user, data=data or package_data_dir(),
+                         variants=variants, mode=mode, out=out, video_dir=video_dir, tasks=tasks,
+                         shard=shard, sets=sets, command=sys.argv)
+        run = prepare(req)
+    except (ValueError, FileNotFoundError) as exc:
+        fail(str(exc).splitlines()[0])
+    try:
+        with disk_errors(out):
+            return execute(run, progress=_progress)
+    except (EgoRunError, RunLogError, MediaError, FileNotFoundError) as exc:
+        fail(str(exc).splitlines()[0])
+
+
+def _progress(rec: object) -> None:
+    typer.echo(f"{rec.variant}:{rec.task_id} {rec.stop_reason} ({len(rec.calls)} calls)", err=True)
+
+
+@ego_app.command("run")
+def run(
+    agent: str = typer.Option(..., "--agent", "-a", help="Agent: a model name (configs/models), oracle or none."),
+    user: str = typer.Option("scripted", "--user", "-u", help="Simulated user: a model name, scripted, or scripted:FILE (YAML: 'variant:task_id' -> messages)."),
+    data: Path | None = typer.Option(None, "--data", "-d", help="Data folder (tasks/, db/, tools/); default: the package's copy."),
+    variant: list[str] = typer.Option(..., "--variant", "-v", help="Variant(s), e.g. retail1 (repeat the option)."),
+    mode: str = typer.Option("easy", "--mode", help="easy | hard | static."),
+    out: Path = typer.Option(..., "--out", "-o", help="Run folder (created, or resumed)."),
+    video_dir: Path | None = typer.Option(None, "--video-dir", help="Folder with the task videos; without it the agent gets image_description (sees_pixels: false)."),
+    tasks: str | None = typer.Option(None, "--tasks", help="Task ids, e.g. 1,5-9 (default: all)."),
+    shard: str | None = typer.Option(None, "--shard", help="K/N: play only this shard of the tasks (merge with `ego merge`)."),
+    set_: list[str] = typer.Option([], "--set", help="Episode setting, e.g. --set limits.max_user_turns=5 --set frames.every_turn=true."),
+    verbose: bool = typer.Option(False, "--verbose"),
+) -> None:
+    """Play one episode per task: the agent talks to the simulated user and calls tools on a
+    fresh environment until the user says STOP, 10 user turns or 200 tool calls. Every episode
+    is appended to OUT/episodes.jsonl; a killed run resumes with the same command."""
+    setup_logging(verbose)
+    result = _run(agent, user, data, variant, mode, out, video_dir, tasks, shard, parse_sets(set_))
+    typer.echo(f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
+               f"{result.errors} with errors; score with `interactscope ego score {out}`")
+    if result.errors:
+        raise typer.Exit(3)
+
+
+@ego_app.command("merge")
+def merge(
+    runs: list[Path] = typer.Argument(..., help="Shard run folders (ego run --shard K/N)."),
+    out: Path = typer.Option(..., "--out", "-o", help="New run folder."),
+) -> None:
+    """Join the shards of one EgoBench run into one folder (refuses gaps, overlaps and shards
+    with other settings)."""
+    from interactscope.egobench.run_folder import EgoRunError, merge_runs
+
+    try:
+        m = merge_runs(runs, out)
+    except EgoRunError as exc:
+        fail(str(exc))
+    typer.echo(f"{out}: {m.summary['episodes']} episodes from {len(runs)} shards")
+
+
+@ego_app.command("demo")
+def demo(
+    agent: str = typer.Option("oracle", "--agent", "-a", help="Agent (default oracle: JointSucc 1.0)."),
+    user: str = typer.Option("scripted", "--user", "-u", help="Simulated user (default scripted)."),
+    mode: str = typer.Option("easy", "--mode"),
+    out: Path = typer.Option(Path("runs") / "ego-demo", "--out", "-o", help="Run folder."),
+    tasks: str = typer.Option(DEMO_TASKS, "--tasks", help="Tasks of each shipped variant."),
+) -> None:
+    """Play a few shipped tasks of every variant (oracle agent, scripted user by default),
+    score them and print the result in two lines."""
+    setup_logging(False)
+    from interactscope.egobench import EgoBenchError, list_variants, package_data_dir
+    from interactscope.egobench.run_score import headline, score_run
+
+    variants = list_variants(package_data_dir())
+    if mode != "easy" or agent != "oracle" or user != "scripted":
+        out = out.with_name(f"{out.name}-{agent}-{user}-{mode}".replace(":", "_").replace("/", "_"))
+    result = _run(agent, user, None, variants, mode, out, None, tasks, None, {})
+    try:
+        score = score_run(out)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    typer.echo(f"ego demo: agent {agent}, user {user}, {mode} mode, {len(variants)} variants, "
+               f"tasks {tasks}: {result.written} played, {result.skipped} resumed -> {out}")
+    typer.echo(headline(score))

@@ -1,0 +1,619 @@
+"""``interactscope collect --ray``: collection spread over Ray actors, into one run folder.
+
+Each worker is a Ray actor that builds its adapter once (model config + settings, as a serial
+``collect`` does) and collects **whole interactions** pulled from a queue, longest grid first.
+A worker returns all records of an interaction at once; the driver process alone writes the run
+folder, through the same :func:`~interactscope.runlog.open_run` writer (append + fsync), under the
+same lock and into the same ``run.json``, so resume, ``score``, ``view`` and ``merge`` work
+unchanged.
+
+Failure semantics (docs/distributed.md):
+
+- Records are buffered per interaction and written when the interaction completes, so a worker
+  that dies mid-interaction leaves nothing of it on disk; the interaction is re-queued and a new
+  actor takes the dead one's place. An interaction whose worker died ``max_attempts`` times is
+  written with an ``error`` on each record (``collect --retry-errors`` redoes it).
+- A killed driver loses at most the interactions in flight; running the same command again
+  resumes (records already written are kept, nothing is written twice).
+
+Network hygiene for a local instance (no ``--ray ADDRESS``): dashboard and usage statistics off,
+every Ray process bound to 127.0.0.1, token authentication off, Ray's session files in a
+temporary folder that is removed afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import socket
+import tempfile
+import time
+from collections import deque
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+from tqdm.auto import tqdm
+
+from interactscope.collect import (
+    CollectError,
+    _manifest,
+    _prepare,
+    _remove_new_run,
+)
+from interactscope.protocol.driver import CollectSummary, collect, interaction_grid
+from interactscope.runlog import RunLogError, RunWriter, open_run, run_lock
+from interactscope.schema import ResponseRecord
+from interactscope.settings import Settings
+
+log = logging.getLogger(__name__)
+
+INSTALL_HINT = "pip install 'interactscope[distributed]'"
+LOCAL = "local"
+"""``RayOptions.address`` value meaning: start a private Ray instance on this machine."""
+
+
+def require_ray() -> Any:
+    """Import Ray.
+
+    Raises:
+        CollectError: Ray is not installed (the message says how to install it).
+    """
+    try:
+        import ray
+    except ImportError as exc:
+        raise CollectError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from exc
+    return ray
+
+
+class RayOptions(BaseModel):
+    """How to spread a collection over Ray.
+
+    Attributes:
+        address: ``"local"`` (start a private instance on this machine) or the address of a
+            running cluster (``auto``, ``HOST:PORT``, ``ray://HOST:PORT``).
+        workers: actors, one adapter (one engine) each.
+        gpus_per_worker: GPUs Ray reserves for each actor (fractions allowed, 0: CPU only).
+        max_attempts: how many times an interaction may lose its worker before its records
+            are written with an error.
+    """
+
+    address: str = LOCAL
+    workers: int = Field(2, ge=1)
+    gpus_per_worker: float = Field(0.0, ge=0)
+    max_attempts: int = Field(3, ge=1)
+
+
+class WorkerStats(BaseModel):
+    """Throughput of one worker slot (recorded in ``run.json``, invocation ``distributed``).
+
+    ``busy_s`` is the seconds (wall, measured in the worker) spent collecting; ``actors`` counts
+    the actors that served the slot (more than 1 after a worker died and was replaced)."""
+
+    slot: int
+    actors: int = 0
+    host: str | None = None
+    pid: int | None = None
+    gpu_ids: list[str] = Field(default_factory=list)
+    interactions: int = 0
+    decision_points: int = 0
+    busy_s: float = 0.0
+    points_per_s: float | None = None
+
+
+class DistributedInfo(BaseModel):
+    """What ``--ray`` recorded about one invocation: where it ran, start-up cost (s), per-worker
+    throughput, and the interactions re-queued after a worker died (id -> lost workers)."""
+
+    ray_version: str
+    address: str
+    workers: int
+    gpus_per_worker: float
+    start_s: float = 0.0
+    requeued: dict[str, int] = Field(default_factory=dict)
+    worker_stats: list[WorkerStats] = Field(default_factory=list)
+
+
+class WorkResult(BaseModel):
+    """One interaction collected by a worker: its new records in collection order, the
+    driver-side counts of that collection and the worker's busy seconds."""
+
+    interaction_id: str
+    records: list[ResponseRecord]
+    busy_s: float
+    written: int = 0
+    non_silent: int = 0
+    suppressed: int = 0
+    errors: int = 0
+    model_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+# --------------------------------------------------------------------------- worker side
+
+
+class _MemorySink:
+    """A record sink holding one interaction's records in memory (the worker's buffer)."""
+
+    def __init__(self, done: set[tuple[str, float]], spoken: list[ResponseRecord]):
+        self.done = set(done)
+        self.records: list[ResponseRecord] = []
+        self._spoken = list(spoken)
+
+    def append(self, record: ResponseRecord) -> None:
+        if record.key in self.done:
+            raise RuntimeError(f"record {record.key} already collected")
+        self.done.add(record.key)
+        self.records.append(record)
+        if not record.silent and not record.error:
+            self._spoken.append(record)
+
+    def spoken(self, interaction_id: str) -> list[ResponseRecord]:
+        return sorted(
+            (r for r in self._spoken if r.interaction_id == interaction_id), key=lambda r: r.t
+        )
+
+
+class _Prepared:
+    """The worker's adapter, prepared once for the whole benchmark: the driver's per-call
+    ``prepare`` becomes a no-op (a vLLM preflight runs once per worker, not per interaction)."""
+
+    def __init__(self, adapter: Any):
+        self._adapter = adapter
+
+    def prepare(self, bench: Any) -> None:
+        return None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._adapter, name)
+
+
+class InteractionWorker:
+    """Body of a Ray actor: builds and prepares the adapter once, then collects interactions.
+
+    A failure to build or prepare the adapter is kept (not raised) so the driver can stop the
+    run with that message instead of Ray's actor-death report."""
+
+    def __init__(
+        self, bench: Any, model: str, config: dict[str, Any], settings: dict[str, Any], batch: int
+    ):
+        from interactscope.adapters.registry import build_adapter
+
+        self.bench = bench
+        self.settings = Settings.model_validate(settings)
+        self.batch_size = batch
+        self.by_id = {it.id: it for it in bench.interactions}
+        self.error: str | None = None
+        self.adapter: Any = None
+        try:
+            self.adapter = build_adapter(model, config, self.settings)
+            self.adapter.prepare(bench)
+        except Exception as exc:  # noqa: BLE001 - reported by info()
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def info(self) -> dict[str, Any]:
+        """Host, PID, GPU ids and the adapter's ``describe()`` (or the start-up error)."""
+        import ray
+
+        gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU", [])
+        return {
+            "host": socket.gethostname(),
+            "pid": os.getpid(),
+            "gpu_ids": [str(g) for g in gpus],
+            "error": self.error,
+            "describe": self.adapter.describe() if self.adapter and not self.error else None,
+        }
+
+    def collect(
+        self, interaction_id: str, done: list[float], spoken: list[ResponseRecord]
+    ) -> WorkResult:
+        """Collect the decision points of one interaction not in ``done`` (times, s), with
+        ``spoken`` (its non-silent records already written) as history.
+
+        Raises:
+            RuntimeError: the adapter could not be built (the message names why).
+        """
+        if self.error:
+            raise RuntimeError(self.error)
+        start = time.perf_counter()
+        it = self.by_id[interaction_id]
+        sink = _MemorySink({(interaction_id, round(t, 3)) for t in done}, spoken)
+        s = collect(
+            self.bench,
+            _Prepared(self.adapter),  # type: ignore[arg-type]
+            sink,
+            self.settings,
+            [it],
+            batch_size=self.batch_size,
+            progress=False,
+        )
+        return WorkResult(
+            interaction_id=interaction_id,
+            records=sink.records,
+            busy_s=round(time.perf_counter() - start, 4),
+            **{k: getattr(s, k) for k in _COUNTS},
+        )
+
+
+_COUNTS = ("written", "non_silent", "suppressed", "errors", "model_s", "prompt_tokens",
+           "completion_tokens")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- Ray instance
+
+
+def _local_init_kwargs(workers: int, temp_dir: str) -> dict[str, Any]:
+    """``ray.init`` arguments of a private, loopback-only instance with room for ``workers``."""
+    return {
+        "num_cpus": max(workers, os.cpu_count() or 1),
+        "include_dashboard": False,
+        "_node_ip_address": "127.0.0.1",
+        "_temp_dir": temp_dir,
+        "logging_level": logging.WARNING,
+    }
+
+
+@contextlib.contextmanager
+def ray_instance(options: RayOptions) -> Iterator[Any]:
+    """Connect to ``options.address`` or start a private local instance; shut it down after.
+
+    A local instance is started with the dashboard and usage statistics off, bound to
+    127.0.0.1, token authentication off (``RAY_AUTH_MODE=disabled`` unless set), and its
+    session files in a temporary folder removed on exit.
+
+    Yields:
+        The ``ray`` module, initialised.
+
+    Raises:
+        CollectError: Ray is not installed, or the cluster cannot be reached.
+    """
+    ray = require_ray()
+    temp_dir: str | None = None
+    try:
+        if options.address == LOCAL:
+            os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+            os.environ.setdefault("RAY_AUTH_MODE", "disabled")
+            temp_dir = tempfile.mkdtemp(prefix="interactscope-ray-")
+            ray.init(**_local_init_kwargs(options.workers, temp_dir))
+        else:
+            ray.init(address=options.address, logging_level=logging.WARNING)
+    except (ConnectionError, RuntimeError, ValueError) as exc:
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+        raise CollectError(f"--ray {options.address}: cannot start or reach Ray ({exc})") from exc
+    try:
+        yield ray
+    finally:
+        ray.shutdown()
+        if temp_dir:
+            shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def check_resources(ray: Any, options: RayOptions) -> None:
+    """Refuse a request the cluster cannot place (actors would wait forever).
+
+    Raises:
+        CollectError: fewer GPUs or CPUs in the cluster than ``workers`` need, with the numbers.
+    """
+    res = ray.cluster_resources()
+    need_gpu = options.workers * options.gpus_per_worker
+    if need_gpu > float(res.get("GPU", 0)):
+        raise CollectError(
+            f"--workers {options.workers} --gpus-per-worker {options.gpus_per_worker:g} needs "
+            f"{need_gpu:g} GPU(s); the Ray cluster has {float(res.get('GPU', 0)):g}"
+        )
+    if options.workers > float(res.get("CPU", 0)):
+        raise CollectError(
+            f"--workers {options.workers} needs {options.workers} CPU(s) (one per worker); "
+            f"the Ray cluster has {float(res.get('CPU', 0)):g}"
+        )
+
+
+# --------------------------------------------------------------------------- worker pool
+
+
+class _Pool:
+    """The worker slots: one actor each, replaced by a new actor when it dies."""
+
+    def __init__(self, ray: Any, options: RayOptions, args: tuple[Any, ...]):
+        self.ray = ray
+        self.options = options
+        self._cls = ray.remote(InteractionWorker).options(
+            num_cpus=1, num_gpus=options.gpus_per_worker, max_restarts=0, max_task_retries=0
+        )
+        self._args = args
+        self.stats = [WorkerStats(slot=i) for i in range(options.workers)]
+        self.actors = [self._cls.remote(*args) for _ in range(options.workers)]
+        for st in self.stats:
+            st.actors = 1
+        self.replaced = 0
+
+    def ready(self) -> dict[str, Any] | None:
+        """Wait for every actor to build its adapter; the first one's ``describe()``.
+
+        Raises:
+            CollectError: an actor could not build or prepare its adapter (its message).
+        """
+        infos = self.ray.get([a.info.remote() for a in self.actors])
+        for st, info in zip(self.stats, infos, strict=True):
+            if info["error"]:
+                raise CollectError(f"worker {st.slot} could not start the model: {info['error']}")
+            self._note(st, info)
+        return infos[0]["describe"]
+
+    def _note(self, st: WorkerStats, info: dict[str, Any]) -> None:
+        st.host, st.pid, st.gpu_ids = info["host"], info["pid"], info["gpu_ids"]
+
+    def replace(self, slot: int) -> None:
+        """Start a new actor in ``slot`` (the old one died).
+
+        Raises:
+            CollectError: workers died more often than ``workers * max_attempts`` times.
+        """
+        self.replaced += 1
+        if self.replaced > self.options.workers * self.options.max_attempts:
+            raise CollectError(
+                f"Ray workers died {self.replaced} times; stopping (records written so far are "
+                "kept; run the same command again to resume)"
+            )
+        with contextlib.suppress(Exception):
+            self.ray.kill(self.actors[slot])
+        self.actors[slot] = self._cls.remote(*self._args)
+        self.stats[slot].actors += 1
+
+    def close(self) -> None:
+        for a in self.actors:
+            with contextlib.suppress(Exception):
+                self.ray.kill(a)
+
+
+# --------------------------------------------------------------------------- driver loop
+
+
+def _pending(bench: Any, settings: Settings, interactions: list[Any], writer: RunWriter):
+    """(interaction id, grid, times already written) of every interaction with pending points,
+    longest grid first (ties by id, so the order is reproducible)."""
+    out = []
+    for it in interactions:
+        grid = interaction_grid(bench, it, settings)
+        done = [t for t in grid if (it.id, t) in writer.done]
+        if len(done) < len(grid):
+            out.append((it.id, grid, done))
+    return sorted(out, key=lambda x: (-len(x[1]), x[0]))
+
+
+def _add(summary: CollectSummary, res: WorkResult) -> None:
+    for k in _COUNTS:
+        setattr(summary, k, getattr(summary, k) + getattr(res, k))
+    for r in res.records:
+        if r.error:
+            summary.failed_interactions.setdefault(r.interaction_id, r.error)
+
+
+def _lost_records(iid: str, grid: list[float], done: list[float], why: str) -> WorkResult:
+    """Error records for an interaction whose worker died on every attempt."""
+    recs = [
+        ResponseRecord(interaction_id=iid, t=t, silent=False, error=why)
+        for t in grid
+        if t not in set(done)
+    ]
+    return WorkResult(
+        interaction_id=iid, records=recs, busy_s=0.0, written=len(recs), errors=len(recs)
+    )
+
+
+class _Driver:
+    """Feeds the queue to the pool and writes each finished interaction through the writer."""
+
+    def __init__(self, pool: _Pool, writer: RunWriter, info: DistributedInfo, bar: Any):
+        self.pool, self.writer, self.info, self.bar = pool, writer, info, bar
+        self.summary = CollectSummary()
+        self.inflight: dict[Any, tuple[int, tuple[str, list[float], list[float]]]] = {}
+
+    def run(self, tasks: list[tuple[str, list[float], list[float]]]) -> None:
+        ray = self.pool.ray
+        queue = deque(tasks)
+        while queue or self.inflight:
+            busy = {slot for slot, _ in self.inflight.values()}
+            for slot in range(len(self.pool.actors)):
+                if slot not in busy and queue:
+                    task = queue.popleft()
+                    iid, _, done = task
+                    spoken = self.writer.spoken(iid)
+                    ref = self.pool.actors[slot].collect.remote(iid, done, spoken)
+                    self.inflight[ref] = (slot, task)
+            ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=1.0)
+            for ref in ready:
+                slot, task = self.inflight.pop(ref)
+                res = self._result(ref, slot, task)
+                if res is None:
+                    queue.appendleft(task)
+                else:
+                    self._write(slot, res)
+
+    def _result(self, ref: Any, slot: int, task: tuple) -> WorkResult | None:
+        """The worker's result; None when the worker died and the task goes back to the queue.
+
+        Raises:
+            CollectError: the worker raised (not an adapter failure, which is recorded).
+        """
+        ray = self.pool.ray
+        try:
+            return ray.get(ref)
+        except ray.exceptions.RayActorError as exc:
+            iid, grid, done = task
+            n = self.info.requeued.get(iid, 0) + 1
+            self.info.requeued[iid] = n
+            why = str(exc).strip().splitlines()[0]
+            log.warning("worker %d died while collecting %s (%s); re-queued", slot, iid, why)
+            self.pool.replace(slot)
+            if n >= self.pool.options.max_attempts:
+                return _lost_records(iid, grid, done, f"Ray worker died {n} times: {why}")
+            return None
+        except ray.exceptions.RayTaskError as exc:
+            raise CollectError(f"worker {slot} failed on {task[0]}: {exc.cause or exc}") from exc
+
+    def _write(self, slot: int, res: WorkResult) -> None:
+        for rec in res.records:
+            self.writer.append(rec)
+        self.bar.update(len(res.records))
+        _add(self.summary, res)
+        st = self.pool.stats[slot]
+        st.interactions += 1
+        st.decision_points += len(res.records)
+        st.busy_s = round(st.busy_s + res.busy_s, 4)
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def _check_model(name: str, config: dict[str, Any], settings: Settings) -> None:
+    """Refuse an unknown backend or Online Rolling on a backend without it, before Ray starts.
+
+    Raises:
+        CollectError: naming the model and backend.
+    """
+    from interactscope.adapters.base import AdapterError
+    from interactscope.adapters.registry import adapter_class
+
+    try:
+        cls = adapter_class(config["backend"])
+    except AdapterError as exc:
+        raise CollectError(str(exc)) from exc
+    if settings.protocol == "online" and not cls.supports_online:
+        raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
+
+
+def run_collect_ray(
+    *,
+    model: str,
+    bench: str | Path,
+    out: str | Path,
+    ray_options: RayOptions | None = None,
+    protocol: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    shard: str | None = None,
+    limit: int | None = None,
+    batch_size: int | None = None,
+    retry_errors: bool = False,
+    progress: bool = True,
+    command: list[str] | None = None,
+) -> CollectSummary:
+    """``run_collect`` spread over Ray workers: same arguments, same run folder, same records.
+
+    Each of ``ray_options.workers`` actors builds the adapter once; interactions go to the
+    first free worker, longest decision grid first. The run folder is created only once every
+    worker has built its adapter, and is locked while the driver writes it.
+
+    Returns:
+        This invocation's counts; ``run.json``'s last invocation gets a ``distributed`` entry
+        (:class:`DistributedInfo`: start-up seconds, per-worker throughput, re-queues).
+
+    Raises:
+        CollectError: what ``run_collect`` raises, plus: Ray not installed (with the install
+            command), the cluster unreachable or too small, a worker unable to build the model.
+    """
+    opts = ray_options or RayOptions()
+    overrides = dict(overrides or {})
+    if protocol is not None:
+        overrides["protocol"] = protocol
+    b, name, config, settings, interactions = _prepare(model, bench, overrides, shard, limit)
+    _check_model(name, config, settings)
+    manifest = _manifest(b, name, config, settings, interactions, shard, command, retry_errors)
+    batch = batch_size or int(config.get("batch_size", 16))
+    t0 = time.perf_counter()
+    with ray_instance(opts) as ray:
+        check_resources(ray, opts)
+        settings_json = settings.model_dump(mode="json")
+        pool = _Pool(ray, opts, (ray.put(b), name, config, settings_json, batch))
+        try:
+            describe = pool.ready()
+            info = DistributedInfo(
+                ray_version=ray.__version__,
+                address=opts.address,
+                workers=opts.workers,
+                gpus_per_worker=opts.gpus_per_worker,
+                start_s=round(time.perf_counter() - t0, 3),
+            )
+            job = _Job(b, settings, interactions, manifest, retry_errors, progress, t0)
+            return _write_run(Path(out), job, pool, info, describe)
+        finally:
+            pool.close()
+
+
+@dataclass
+class _Job:
+    """What one ``--ray`` invocation collects; ``t0`` is its start (``time.perf_counter``)."""
+
+    bench: Any
+    settings: Settings
+    interactions: list[Any]
+    manifest: Any
+    retry_errors: bool
+    progress: bool
+    t0: float
+
+
+def _write_run(
+    outp: Path, job: _Job, pool: _Pool, info: DistributedInfo, describe: dict[str, Any] | None
+) -> CollectSummary:
+    """Lock and open the run folder, drive the pool over the pending interactions, finish.
+
+    Online Rolling redoes partially collected interactions from q (a session cannot be
+    restored mid-interaction), as a serial resume does."""
+    created = not outp.exists()
+    redo = None
+    if job.settings.protocol == "online":
+        redo = {it.id: interaction_grid(job.bench, it, job.settings) for it in job.interactions}
+    try:
+        with run_lock(outp, "collect"):
+            writer = open_run(outp, job.manifest, retry_errors=job.retry_errors, redo_partial=redo)
+            try:
+                summary = _drive(job, writer, pool, info)
+                summary.wall_s = round(time.perf_counter() - job.t0, 3)
+                writer.manifest.adapter = describe
+                inv = writer.manifest.invocations[-1]
+                inv.distributed = info.model_dump()  # type: ignore[attr-defined]
+                writer.finish(summary.as_dict())
+            except BaseException:
+                writer.close()
+                if created and not writer.done:
+                    _remove_new_run(outp)
+                raise
+    except RunLogError as exc:
+        raise CollectError(str(exc)) from exc
+    return summary
+
+
+def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> CollectSummary:
+    """Collect every pending interaction through the pool; the invocation's counts."""
+    b, settings, interactions = job.bench, job.settings, job.interactions
+    grids = {it.id: interaction_grid(b, it, settings) for it in interactions}
+    total = sum(len(g) for g in grids.values())
+    present = sum(1 for iid, g in grids.items() for t in g if (iid, t) in writer.done)
+    tasks = _pending(b, settings, interactions, writer)
+    bar = tqdm(
+        total=total,
+        initial=present,
+        unit="pt",
+        desc=f"collect ({pool.options.workers} Ray workers)",
+        disable=not job.progress,
+        dynamic_ncols=True,
+    )
+    driver = _Driver(pool, writer, info, bar)
+    try:
+        driver.run(tasks)
+    finally:
+        bar.close()
+    s = driver.summary
+    s.interactions, s.decision_points, s.already_present = len(interactions), total, present
+    s.model_s = round(s.model_s, 3)
+    for st in pool.stats:
+        st.points_per_s = round(st.decision_points / st.busy_s, 3) if st.busy_s > 0 else None
+    info.worker_stats = pool.stats
+    return s

@@ -1,0 +1,55 @@
+"""EgoBench agents and their registry: ``oracle`` (replays the ground truth), ``none`` (never
+calls a tool), and any configured model through the engine interface. A new agent policy
+(e.g. EgoInteract) registers a factory with :func:`register_agent`."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from interactscope.egobench.agents.base import (
+    Agent,
+    AgentStep,
+    EpisodeContext,
+    ToolEvent,
+    Visual,
+)
+from interactscope.egobench.agents.baselines import NoneAgent, OracleAgent
+from interactscope.egobench.agents.model import ModelAgent, engine_has_native_tools
+from interactscope.egobench.agents.visual import VideoMissingError, load_visual, video_path
+
+__all__ = [
+    "AGENTS", "Agent", "AgentStep", "EpisodeContext", "ModelAgent", "NoneAgent", "OracleAgent",
+    "ToolEvent", "VideoMissingError", "Visual", "build_agent", "engine_has_native_tools",
+    "load_visual", "register_agent", "video_path",
+]
+
+AgentFactory = Callable[[str], Agent]
+"""``factory(spec) -> Agent``; ``spec`` is what followed the name (``egointeract:MODEL``)."""
+
+AGENTS: dict[str, AgentFactory] = {
+    "oracle": lambda spec: OracleAgent(),
+    "none": lambda spec: NoneAgent(),
+}
+
+
+def register_agent(name: str, factory: AgentFactory) -> None:
+    """Make ``--agent NAME`` (or ``NAME:SPEC``) build ``factory(SPEC)``."""
+    AGENTS[name] = factory
+
+
+def build_agent(spec: str) -> tuple[Agent, dict[str, Any]]:
+    """The agent ``--agent SPEC`` names and its description for ``run.json``: a registered
+    name (``oracle``, ``none``, ``NAME:ARG``) or a model name (``configs/models``).
+
+    Raises:
+        ChatModelError: a model that cannot be resolved or cannot chat (one line)."""
+    from interactscope.egobench.chat_models import load_chat_engine
+
+    head, _, rest = spec.partition(":")
+    if head in AGENTS:
+        agent = AGENTS[head](rest)
+        return agent, {"name": spec, **agent.describe()}
+    engine, info = load_chat_engine(spec, "--agent")
+    agent = ModelAgent(engine, info.name, wants_pixels=info.sees_pixels)
+    return agent, {**info.model_dump(), **agent.describe()}

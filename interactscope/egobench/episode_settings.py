@@ -1,0 +1,87 @@
+"""Named settings of an EgoBench episode run; every one is recorded in ``run.json``
+(docs/egobench-episodes.md, "Settings")."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from interactscope.settings import apply_overrides
+
+Mode = Literal["easy", "hard", "static"]
+
+
+class _Group(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LimitSettings(_Group):
+    """When an episode stops besides the user's ``STOP``."""
+
+    max_user_turns: int = Field(10, ge=1, description="user messages per episode at most")
+    max_tool_calls: int = Field(200, ge=1, description="executed agent tool calls at most")
+
+
+class EpisodeFrameSettings(_Group):
+    """Frames of the task video shown to the agent."""
+
+    fps: float = Field(1.0, gt=0, le=1, description="frames per second of video (<= 1: the decoder keeps 1 fps samples)")
+    max: int = Field(32, ge=1, description="frames at most (the streaming cap)")
+    cap_policy: Literal["uniform", "recent"] = "uniform"
+    max_side: int | None = Field(None, ge=16, description="downscale so the long side is <= this (px)")
+    every_turn: bool = Field(False, description="send the frames with every user message (reference: first only)")
+    missing_video: Literal["description", "fail"] = Field(
+        "description", description="video file absent: send image_description as text, or fail the episode")
+
+
+class AgentSettings(_Group):
+    """How the model agent talks to its engine."""
+
+    tool_mode: Literal["auto", "native", "text"] = Field(
+        "auto", description="auto: native tool calling where the engine offers it, else a JSON array in text")
+    prompt_version: str = "v1"
+    max_new_tokens: int | None = Field(None, ge=1, description="per agent call (None: engine default)")
+
+
+class UserSettings(_Group):
+    """The simulated user (Actor / Evaluator / Summarizer)."""
+
+    prompt_version: str = "v1"
+    evaluator: bool = Field(True, description="check each Actor message on the four criteria")
+    max_rewrites: int = Field(3, ge=0, description="Actor rewrites after a failed verdict")
+    summarizer: bool = True
+    summary_sentences: int = Field(3, ge=1)
+    chitchat: Literal["append", "prompt"] = Field(
+        "append", description="hard mode: append one scenario chit-chat sentence to each message, or only ask the Actor to add one")
+    seed: int = Field(0, description="picks the chit-chat sentences")
+    max_new_tokens: int | None = Field(None, ge=1)
+
+
+class EpisodeSettings(_Group):
+    """Every knob of an episode run (``--set KEY=VALUE`` with dotted keys)."""
+
+    mode: Mode = "easy"
+    limits: LimitSettings = Field(default_factory=LimitSettings)
+    frames: EpisodeFrameSettings = Field(default_factory=EpisodeFrameSettings)
+    agent: AgentSettings = Field(default_factory=AgentSettings)
+    user: UserSettings = Field(default_factory=UserSettings)
+    undeclared_params: Literal["drop", "reject"] = Field(
+        "drop", description="tool arguments the schema does not declare (same rule as the scorer)")
+    coerce_numeric_strings: bool = True
+
+
+def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> EpisodeSettings:
+    """Settings for ``mode`` with dotted ``overrides`` (``{"limits.max_user_turns": 5}``).
+
+    Raises:
+        ValueError: an unknown key or a bad value, one line naming it."""
+    raw = apply_overrides(EpisodeSettings().model_dump(), {"mode": mode, **(overrides or {})})
+    try:
+        return EpisodeSettings.model_validate(raw)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        key = ".".join(str(p) for p in e["loc"])
+        if e["type"] == "extra_forbidden":
+            raise ValueError(f"unknown episode setting {key!r}; see docs/egobench-episodes.md") from None
+        raise ValueError(f"episode setting {key!r}: {e['msg']}") from None

