@@ -22,8 +22,10 @@ def main() -> None:
             assert r.summary.joint_succ == 1.0
             done += len(v.tasks)
     dt = time.perf_counter() - t0
-    print(f"{done} tasks ({per_round} shipped, repeated) in {dt:.2f} s: {done / dt:.0f} tasks/s; "
-          f"{dt / 60:.3f} of the one-minute budget")
+    print(
+        f"{done} tasks ({per_round} shipped, repeated) in {dt:.2f} s: {done / dt:.0f} tasks/s; "
+        f"{dt / 60:.3f} of the one-minute budget"
+    )
 
 
 if __name__ == "__main__":

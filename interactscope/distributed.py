@@ -24,6 +24,7 @@ temporary folder that is removed afterwards.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import logging
 import os
 import shutil
@@ -53,6 +54,8 @@ from interactscope.settings import Settings
 log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'interactscope[distributed]'"
+WORKER_NAME = "interactscope-worker"
+"""Ray actor names are ``WORKER_NAME-SLOT-N`` (``ray.get_actor`` finds them)."""
 LOCAL = "local"
 """``RayOptions.address`` value meaning: start a private Ray instance on this machine."""
 
@@ -80,12 +83,16 @@ class RayOptions(BaseModel):
         gpus_per_worker: GPUs Ray reserves for each actor (fractions allowed, 0: CPU only).
         max_attempts: how many times an interaction may lose its worker before its records
             are written with an error.
+        setup: ``"module:function"`` each worker calls (no arguments) before building its
+            adapter, e.g. to register a custom backend in
+            ``interactscope.adapters.registry.BACKENDS`` inside the worker process.
     """
 
     address: str = LOCAL
     workers: int = Field(2, ge=1)
     gpus_per_worker: float = Field(0.0, ge=0)
     max_attempts: int = Field(3, ge=1)
+    setup: str | None = Field(None, pattern=r"^[\w.]+:\w+$")
 
 
 class WorkerStats(BaseModel):
@@ -180,7 +187,13 @@ class InteractionWorker:
     run with that message instead of Ray's actor-death report."""
 
     def __init__(
-        self, bench: Any, model: str, config: dict[str, Any], settings: dict[str, Any], batch: int
+        self,
+        bench: Any,
+        model: str,
+        config: dict[str, Any],
+        settings: dict[str, Any],
+        batch: int,
+        setup: str | None = None,
     ):
         from interactscope.adapters.registry import build_adapter
 
@@ -191,6 +204,9 @@ class InteractionWorker:
         self.error: str | None = None
         self.adapter: Any = None
         try:
+            if setup:
+                module, fn = setup.split(":")
+                getattr(importlib.import_module(module), fn)()
             self.adapter = build_adapter(model, config, self.settings)
             self.adapter.prepare(bench)
         except Exception as exc:  # noqa: BLE001 - reported by info()
@@ -323,15 +339,24 @@ class _Pool:
     def __init__(self, ray: Any, options: RayOptions, args: tuple[Any, ...]):
         self.ray = ray
         self.options = options
-        self._cls = ray.remote(InteractionWorker).options(
-            num_cpus=1, num_gpus=options.gpus_per_worker, max_restarts=0, max_task_retries=0
-        )
+        self._cls = ray.remote(InteractionWorker)
+        self._resources = {
+            "num_cpus": 1,
+            "num_gpus": options.gpus_per_worker,
+            "max_restarts": 0,
+            "max_task_retries": 0,
+        }
         self._args = args
         self.stats = [WorkerStats(slot=i) for i in range(options.workers)]
-        self.actors = [self._cls.remote(*args) for _ in range(options.workers)]
-        for st in self.stats:
-            st.actors = 1
+        self.actors = [self._start(slot) for slot in range(options.workers)]
         self.replaced = 0
+
+    def _start(self, slot: int) -> Any:
+        """A new actor for ``slot``, named ``interactscope-worker-SLOT-N`` (N-th of the slot)."""
+        st = self.stats[slot]
+        st.actors += 1
+        name = f"{WORKER_NAME}-{slot}-{st.actors}"
+        return self._cls.options(name=name, **self._resources).remote(*self._args)
 
     def ready(self) -> dict[str, Any] | None:
         """Wait for every actor to build its adapter; the first one's ``describe()``.
@@ -363,8 +388,7 @@ class _Pool:
             )
         with contextlib.suppress(Exception):
             self.ray.kill(self.actors[slot])
-        self.actors[slot] = self._cls.remote(*self._args)
-        self.stats[slot].actors += 1
+        self.actors[slot] = self._start(slot)
 
     def close(self) -> None:
         for a in self.actors:
@@ -530,7 +554,7 @@ def run_collect_ray(
     with ray_instance(opts) as ray:
         check_resources(ray, opts)
         settings_json = settings.model_dump(mode="json")
-        pool = _Pool(ray, opts, (ray.put(b), name, config, settings_json, batch))
+        pool = _Pool(ray, opts, (ray.put(b), name, config, settings_json, batch, opts.setup))
         try:
             describe = pool.ready()
             info = DistributedInfo(

@@ -313,3 +313,61 @@ def test_lenient_frame_end_to_end(tmp_path):
     ]
     # output precision (hits / non-silent outputs): 0/2 under the paper's rule
     assert strict.metrics["tasks"]["T1"]["responses"] == 2
+
+
+# ------------------------------------------------------------------------------ registry
+
+
+def test_cli_and_report_loop_over_the_registry():
+    from interactscope.analysis.controls import CONTROLS, registered
+    from interactscope.cli.analysis import control_app
+
+    names = [s.name for s in registered()]
+    assert names == ["request-prior", "blind-fire", "scene", "policy", "schedule"]
+    assert [c.name for c in control_app.registered_commands] == names
+    # each command keeps its options; the report has a section for four of the five
+    scene = CliRunner().invoke(app, ["control", "scene", "--help"])
+    assert "--tolerance" in scene.output and "--judge" in scene.output
+    assert "--resamples" in scene.output
+    assert [s.name for s in registered() if s.report] == [
+        "blind-fire",
+        "scene",
+        "policy",
+        "schedule",
+    ]
+    assert CONTROLS["policy"].runner().__name__ == "run_cli"
+
+
+def test_a_registered_control_becomes_a_command():
+    import inspect
+
+    import interactscope.cli.analysis as cli_analysis
+    from interactscope.analysis.controls.registry import (
+        CONTROLS,
+        ControlParam,
+        ControlSpec,
+        register,
+    )
+
+    spec = ControlSpec(
+        name="echo-test",
+        summary="Echo.",
+        params=(ControlParam("word", "argument", str, help="A word."),),
+        module="tests.control_echo",
+        run="run_cli",
+    )
+    register(spec)
+    try:
+        cmd = cli_analysis._control_command(spec)
+        assert list(inspect.signature(cmd).parameters) == ["word", "out", "resamples"]
+        with pytest.raises(ValueError, match="already registered"):
+            register(ControlSpec("echo-test", "Other.", (), "x", "y"))
+    finally:
+        del CONTROLS["echo-test"]
+
+
+def test_one_error_type():
+    from interactscope.analysis import AnalysisError
+    from interactscope.compare import CompareError as OldCompareError
+
+    assert OldCompareError is AnalysisError is CompareError

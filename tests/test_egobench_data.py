@@ -18,14 +18,30 @@ needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason="../shared/data/eg
 
 
 def test_shipped_variants_and_counts():
-    assert list_variants(DATA) == ["household1", "kitchen1", "restaurant1", "restaurant5",
-                                   "retail1", "retail6", "warehouse1"]
-    counts = {n: (len(v.tasks), sum(len(t.ground_truth) for t in v.tasks))
-              for n in list_variants(DATA) for v in [load_variant(DATA, n)]}
+    assert list_variants(DATA) == [
+        "household1",
+        "kitchen1",
+        "restaurant1",
+        "restaurant5",
+        "retail1",
+        "retail6",
+        "warehouse1",
+    ]
+    counts = {
+        n: (len(v.tasks), sum(len(t.ground_truth) for t in v.tasks))
+        for n in list_variants(DATA)
+        for v in [load_variant(DATA, n)]
+    }
     # the counts table of the data README
-    assert counts == {"household1": (15, 76), "kitchen1": (46, 173), "restaurant1": (40, 145),
-                      "restaurant5": (50, 174), "retail1": (32, 79), "retail6": (49, 165),
-                      "warehouse1": (15, 80)}
+    assert counts == {
+        "household1": (15, 76),
+        "kitchen1": (46, 173),
+        "restaurant1": (40, 145),
+        "restaurant5": (50, 174),
+        "retail1": (32, 79),
+        "retail6": (49, 165),
+        "warehouse1": (15, 80),
+    }
 
 
 def test_both_id_fields_and_both_schema_shapes():
@@ -49,7 +65,10 @@ def test_name_key_accepted_in_schema(tmp_path):
     for e in tools:
         e["function"]["name"] = e["function"].pop("tool_name")
     (d / "tools" / "retail_tools.json").write_text(json.dumps(tools))
-    assert [t.name for t in load_variant(d, "retail1").tools][:2] == ["add_product", "delete_product"]
+    assert [t.name for t in load_variant(d, "retail1").tools][:2] == [
+        "add_product",
+        "delete_product",
+    ]
 
 
 @needs_shared
@@ -124,15 +143,27 @@ def test_validate_lists_the_documented_defects():
     for line in expected:
         assert line in out, line
     for tid in (2, 3, 4, 5, 6, 7, 9, 12, 14, 15):
-        assert f"tasks/household1.json: task {tid}: ground_truth: adds an action and later removes" in out
+        assert (
+            f"tasks/household1.json: task {tid}: ground_truth: adds an action and later removes"
+            in out
+        )
     for tid in (1, 2, 3, 8, 9, 10, 11, 12, 13, 14, 15):
-        assert f"tasks/warehouse1.json: task {tid}: ground_truth: adds an action and later removes" in out
+        assert (
+            f"tasks/warehouse1.json: task {tid}: ground_truth: adds an action and later removes"
+            in out
+        )
     for tid in (8, 9, 34, 35):
         assert f"tasks/restaurant1.json: task {tid}: ground_truth: the same call" in out
     for tid in (14, 31):
-        assert f"tasks/restaurant5.json: task {tid}: ground_truth: the same call add_dish_to_order" in out
-    string_qty = [ln for ln in out.splitlines() if "add_to_shopping_list: fails the schema" in ln
-                  and "is not of type 'number'" in ln]
+        assert (
+            f"tasks/restaurant5.json: task {tid}: ground_truth: the same call add_dish_to_order"
+            in out
+        )
+    string_qty = [
+        ln
+        for ln in out.splitlines()
+        if "add_to_shopping_list: fails the schema" in ln and "is not of type 'number'" in ln
+    ]
     assert len(string_qty) == 74  # the README's count
 
 

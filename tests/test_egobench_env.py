@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import json
 import sqlite3
 import time
 
 import pytest
 
 from interactscope.egobench import Environment, load_variant, package_data_dir
-from interactscope.egobench.canonical import canonical_json
+from interactscope.egobench.canonical import canonical_json, normalise
 
 DATA = package_data_dir()
 
@@ -21,9 +22,18 @@ def retail6():
 
 
 def _add(env, name, qty, price=10.0):
-    return env.call("add_to_cart", {"user_id": "user_101", "product_name": name, "qty": qty,
-                                    "category": "cookie", "price": price, "tax_rate": 0.1,
-                                    "discount": 1})
+    return env.call(
+        "add_to_cart",
+        {
+            "user_id": "user_101",
+            "product_name": name,
+            "qty": qty,
+            "category": "cookie",
+            "price": price,
+            "tax_rate": 0.1,
+            "discount": 1,
+        },
+    )
 
 
 def test_add_to_cart_accumulates_and_stores_callers_fields(retail6):
@@ -31,8 +41,11 @@ def test_add_to_cart_accumulates_and_stores_callers_fields(retail6):
     assert _add(env, "Leibniz Keks", 1).ok
     r = _add(env, "LEIBNIZ KEKS", 2, price=12.5)
     assert r.ok and r.changed
-    item = next(i for i in env.call("get_cart", {"user_id": "user_101"}).output["cart_items"]
-                if i["product_name"] == "leibniz keks")
+    item = next(
+        i
+        for i in env.call("get_cart", {"user_id": "user_101"}).output["cart_items"]
+        if i["product_name"] == "leibniz keks"
+    )
     # 1 + 2, and the last call's price: the caller's values are part of the state
     assert (item["quantity"], item["price"], item["category"]) == (3.0, 12.5, "cookie")
 
@@ -41,8 +54,11 @@ def test_reads_match_by_containment_either_way(retail6):
     env = Environment.from_variant(retail6)
     out = env.call("get_price", {"product_name": "highland speciality shortbread"}).output
     names = {p["product_name"] for p in out["products"]}
-    assert names == {"highland speciality shortbread assortment", "highland speciality shortbread teddy bear",
-                     "highland speciality shortbread mini"}
+    assert names == {
+        "highland speciality shortbread assortment",
+        "highland speciality shortbread teddy bear",
+        "highland speciality shortbread mini",
+    }
     longer = env.call("get_price", {"product_name": "a box of Leibniz Keks please"}).output
     assert [p["product_name"] for p in longer["products"]] == ["leibniz keks"]
 
@@ -51,8 +67,10 @@ def test_compute_is_a_pure_function_of_its_list(retail6):
     env = Environment.from_variant(retail6)
     before = env.state_hash()
     # Pallets Biscuits: price 33.6, discount 0.8; 2 of them = 53.76 (not the cart's contents)
-    out = env.call("compute_total_payment", {"user_id": "user_606", "products": [
-        {"product_name": "Pallets Biscuits", "quantity": 2}]}).output
+    out = env.call(
+        "compute_total_payment",
+        {"user_id": "user_606", "products": [{"product_name": "Pallets Biscuits", "quantity": 2}]},
+    ).output
     assert out["total"] == 53.76 and env.state_hash() == before
 
 
@@ -61,14 +79,44 @@ def test_errors_are_results_and_change_nothing(retail6):
     before = env.state_hash()
     cases = [
         ("no_such_tool", {}, "unknown_tool"),
-        ("get_taste", {"product_name": "x"}, "unknown_tool"),  # named by a GT, absent from the schema
+        (
+            "get_taste",
+            {"product_name": "x"},
+            "unknown_tool",
+        ),  # named by a GT, absent from the schema
         ("add_to_cart", {"user_id": "u"}, "invalid_arguments"),
-        ("add_to_cart", {"user_id": "u", "product_name": "x", "qty": "lots", "category": "c",
-                         "price": 1, "tax_rate": 0, "discount": 1}, "invalid_arguments"),
+        (
+            "add_to_cart",
+            {
+                "user_id": "u",
+                "product_name": "x",
+                "qty": "lots",
+                "category": "c",
+                "price": 1,
+                "tax_rate": 0,
+                "discount": 1,
+            },
+            "invalid_arguments",
+        ),
         ("get_cart", [1, 2], "invalid_arguments"),
-        ("remove_from_cart", {"user_id": "user_606", "product_name": "nothing", "qty": 1}, "precondition"),
-        ("add_to_cart", {"user_id": "u", "product_name": "x", "qty": 0, "category": "c",
-                         "price": 1, "tax_rate": 0, "discount": 1}, "invalid_arguments"),  # schema: qty > 0
+        (
+            "remove_from_cart",
+            {"user_id": "user_606", "product_name": "nothing", "qty": 1},
+            "precondition",
+        ),
+        (
+            "add_to_cart",
+            {
+                "user_id": "u",
+                "product_name": "x",
+                "qty": 0,
+                "category": "c",
+                "price": 1,
+                "tax_rate": 0,
+                "discount": 1,
+            },
+            "invalid_arguments",
+        ),  # schema: qty > 0
         ("find_products_by_price_range", {"min_price": 5, "max_price": 1}, "precondition"),
     ]
     for name, args, kind in cases:
@@ -79,8 +127,16 @@ def test_errors_are_results_and_change_nothing(retail6):
 
 
 def test_undeclared_arguments_dropped_or_rejected(retail6):
-    args = {"user_id": "user_101", "product_name": "Leibniz Keks", "qty": 1, "category": "cookie",
-            "price": 10, "tax_rate": 0.1, "discount": 1, "note": "gift"}
+    args = {
+        "user_id": "user_101",
+        "product_name": "Leibniz Keks",
+        "qty": 1,
+        "category": "cookie",
+        "price": 10,
+        "tax_rate": 0.1,
+        "discount": 1,
+        "note": "gift",
+    }
     r = Environment.from_variant(retail6).call("add_to_cart", args)
     assert r.ok and r.ignored == ["note"]
     r = Environment.from_variant(retail6, undeclared="reject").call("add_to_cart", args)
@@ -91,7 +147,9 @@ def test_remove_last_item_drops_the_cart(retail6):
     env = Environment.from_variant(retail6)
     seed = env.state_hash()
     assert _add(env, "Leibniz Keks", 2).ok
-    assert env.call("remove_from_cart", {"user_id": "user_101", "product_name": "leibniz keks", "qty": 5}).ok
+    assert env.call(
+        "remove_from_cart", {"user_id": "user_101", "product_name": "leibniz keks", "qty": 5}
+    ).ok
     cart = env.call("get_cart", {"user_id": "user_101"}).output
     seed_cart = Environment.from_variant(retail6).call("get_cart", {"user_id": "user_101"}).output
     assert cart == seed_cart
@@ -108,9 +166,15 @@ def test_state_hash_independent_of_call_order(retail6):
     calls = [("Cup", "disinfect", "2026-08-20"), ("Building Blocks", "clean", "2026-08-21")]
     for env, order in ((x, calls), (y, calls[::-1])):
         for name, action, due in order:
-            assert env.call("add_to_household_action_list", {
-                "user_id": "household_user_02", "name": name, "required_action": action,
-                "due_date": due}).ok
+            assert env.call(
+                "add_to_household_action_list",
+                {
+                    "user_id": "household_user_02",
+                    "name": name,
+                    "required_action": action,
+                    "due_date": due,
+                },
+            ).ok
     assert x.state_hash() == y.state_hash()
 
 
@@ -133,14 +197,16 @@ def test_today_phrases_parse():
     from interactscope.egobench.dates import parse_date_phrase
 
     # August 2026: the 1st is a Saturday and the 31st a Monday
-    expect = {"the fourth Saturday of August 2026": dt.date(2026, 8, 22),
-              "the third Thursday of August 2026": dt.date(2026, 8, 20),
-              "two days before August 31, 2026": dt.date(2026, 8, 29),
-              "the Friday of the week containing August 17, 2026": dt.date(2026, 8, 21),
-              "seven days before the last Monday of August 2026": dt.date(2026, 8, 24),
-              "the fifth day after August 20, 2026": dt.date(2026, 8, 25),
-              "the last day of August 2026": dt.date(2026, 8, 31),
-              "May 7, 2026": dt.date(2026, 5, 7)}
+    expect = {
+        "the fourth Saturday of August 2026": dt.date(2026, 8, 22),
+        "the third Thursday of August 2026": dt.date(2026, 8, 20),
+        "two days before August 31, 2026": dt.date(2026, 8, 29),
+        "the Friday of the week containing August 17, 2026": dt.date(2026, 8, 21),
+        "seven days before the last Monday of August 2026": dt.date(2026, 8, 24),
+        "the fifth day after August 20, 2026": dt.date(2026, 8, 25),
+        "the last day of August 2026": dt.date(2026, 8, 31),
+        "May 7, 2026": dt.date(2026, 5, 7),
+    }
     for phrase, day in expect.items():
         assert parse_date_phrase(phrase) == day, phrase
 
@@ -155,10 +221,13 @@ def test_household_present_is_task_today_not_wall_clock(monkeypatch):
     assert task.today == dt.date(2026, 8, 18)
     late = Environment.from_variant(v, task).call("find_items_used_during_date_range", args)
     early = Environment(v.scenario, v.tools, v.seed, today=dt.date(2026, 8, 5)).call(
-        "find_items_used_during_date_range", args)
+        "find_items_used_during_date_range", args
+    )
     # Building Blocks: purchased 2025-10-17, used "PURCHASE_DATE/PRESENT" -> in use until today
     assert "Building Blocks" in late.output and "Building Blocks" not in early.output
-    none = Environment(v.scenario, v.tools, v.seed, today=None).call("find_items_used_during_date_range", args)
+    none = Environment(v.scenario, v.tools, v.seed, today=None).call(
+        "find_items_used_during_date_range", args
+    )
     assert (none.ok, none.error_kind) == (False, "precondition")
 
 
@@ -166,24 +235,52 @@ def test_warehouse_dates_from_arguments_only(monkeypatch):
     v = load_variant(DATA, "warehouse1")
     monkeypatch.setattr(time, "time", lambda: 946684800.0)
     env = Environment.from_variant(v, v.tasks[0])
-    out = env.call("find_equipment_by_purchase_date_range", {"start_date": "2025-11-23", "end_date": "2025-11-23"})
+    out = env.call(
+        "find_equipment_by_purchase_date_range",
+        {"start_date": "2025-11-23", "end_date": "2025-11-23"},
+    )
     assert "Walk-Behind Lawn Mower" in out.output
-    bad = env.call("add_to_equipment_action_list", {"user_id": "warehouse_user_01", "equipment":
-                   "Walk-Behind Lawn Mower", "required_action": "inspect", "due_date": "24/08/2026"})
+    bad = env.call(
+        "add_to_equipment_action_list",
+        {
+            "user_id": "warehouse_user_01",
+            "equipment": "Walk-Behind Lawn Mower",
+            "required_action": "inspect",
+            "due_date": "24/08/2026",
+        },
+    )
     assert (bad.ok, bad.error_kind) == (False, "precondition")
     # "calibrate" is not prescribed in the mower's instructions (clean, inspect, lubricate)
-    no = env.call("add_to_equipment_action_list", {"user_id": "warehouse_user_01", "equipment":
-                  "Walk-Behind Lawn Mower", "required_action": "calibrate", "due_date": "2026-08-24"})
+    no = env.call(
+        "add_to_equipment_action_list",
+        {
+            "user_id": "warehouse_user_01",
+            "equipment": "Walk-Behind Lawn Mower",
+            "required_action": "calibrate",
+            "due_date": "2026-08-24",
+        },
+    )
     assert not no.ok
-    assert env.call("add_to_equipment_action_list", {"user_id": "warehouse_user_01", "equipment":
-                    "Walk-Behind Lawn Mower", "required_action": "inspect", "due_date": "2026-08-24"}).ok
+    assert env.call(
+        "add_to_equipment_action_list",
+        {
+            "user_id": "warehouse_user_01",
+            "equipment": "Walk-Behind Lawn Mower",
+            "required_action": "inspect",
+            "due_date": "2026-08-24",
+        },
+    ).ok
 
 
 def test_kitchen_numeric_strings_coerced_by_setting():
     v = load_variant(DATA, "kitchen1")
     call = v.task(1).ground_truth[0]
     assert call.name == "add_to_shopping_list" and call.arguments["quantity"] == "5"
-    assert Environment.from_variant(v, 1, coerce_numeric_strings=True).call(call.name, call.arguments).ok
+    assert (
+        Environment.from_variant(v, 1, coerce_numeric_strings=True)
+        .call(call.name, call.arguments)
+        .ok
+    )
     strict = Environment.from_variant(v, 1).call(call.name, call.arguments)
     assert (strict.ok, strict.error_kind) == (False, "invalid_arguments")
 
@@ -193,10 +290,16 @@ def test_restaurant_set_meal_priced_from_dishes_when_unpriced():
     env = Environment.from_variant(v)
     meal = next(m for m in v.seed["set_meals"] if not m["set_meal_price"])
     dishes = {d["name"].lower(): d for d in v.seed["dishes"]}
-    base = sum(dishes[i["dish_name"].lower()]["price"] * dishes[i["dish_name"].lower()]["discount"]
-               * i["quantity"] for i in meal["included_dishes"])
-    out = env.call("compute_total_payment", {"user_id": "customer_001", "dishes": [
-        {"dish_name": meal["name"], "quantity": 2}]}).output
+    base = sum(
+        dishes[i["dish_name"].lower()]["price"]
+        * dishes[i["dish_name"].lower()]["discount"]
+        * i["quantity"]
+        for i in meal["included_dishes"]
+    )
+    out = env.call(
+        "compute_total_payment",
+        {"user_id": "customer_001", "dishes": [{"dish_name": meal["name"], "quantity": 2}]},
+    ).output
     assert out["total"] == round(base * meal["set_meal_discount"] * 2, 2)
 
 
@@ -210,5 +313,21 @@ def test_tool_specs_and_save(retail6, tmp_path):
     _add(env, "Leibniz Keks", 4)
     path = env.save(tmp_path / "final.sqlite")
     with sqlite3.connect(path) as db:
-        q = db.execute("SELECT quantity FROM cart_items WHERE user_id = 'user_101' AND product_name = 'leibniz keks'").fetchone()
+        q = db.execute(
+            "SELECT quantity FROM cart_items WHERE user_id = 'user_101' AND product_name = 'leibniz keks'"
+        ).fetchone()
     assert q == (4.0,)
+
+
+@pytest.mark.parametrize("name", ["retail6", "restaurant1", "kitchen1", "warehouse1", "household1"])
+def test_spliced_state_json_equals_plain_canonical_json(name):
+    # the catalogue is spliced in as stored canonical text; re-encoding the decoded state from
+    # scratch must give the same bytes, after the task's own writes too
+    v = load_variant(DATA, name)
+    env = Environment.from_variant(v, v.tasks[0])
+    for c in v.tasks[0].ground_truth:
+        env.call(c.name, c.arguments)
+    plain = json.dumps(
+        normalise(env.state()), sort_keys=True, ensure_ascii=False, separators=(",", ":")
+    )
+    assert env.state_json() == plain

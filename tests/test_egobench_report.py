@@ -15,9 +15,20 @@ DATA = package_data_dir()
 
 
 def _gt_entries(variant):
-    return [{"scenario_id": t.task_id, "tool_calls": [{"turn": 0, "calls": [
-        {"tool_name": c.name, "parameters": c.arguments} for c in t.ground_truth]}]}
-        for t in variant.tasks]
+    return [
+        {
+            "scenario_id": t.task_id,
+            "tool_calls": [
+                {
+                    "turn": 0,
+                    "calls": [
+                        {"tool_name": c.name, "parameters": c.arguments} for c in t.ground_truth
+                    ],
+                }
+            ],
+        }
+        for t in variant.tasks
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -25,14 +36,30 @@ def scored(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("ego")
     r1, r6 = load_variant(DATA, "retail1"), load_variant(DATA, "retail6")
     (tmp / "retail1_easy.json").write_text(json.dumps(_gt_entries(r1)))
-    (tmp / "retail6_easy.json").write_text(json.dumps([{"scenario_id": t.task_id, "tool_calls": []}
-                                                       for t in r6.tasks]))
+    (tmp / "retail6_easy.json").write_text(
+        json.dumps([{"scenario_id": t.task_id, "tool_calls": []} for t in r6.tasks])
+    )
     (tmp / "retail1_hard.json").write_text(json.dumps(_gt_entries(r1)))
     runner = CliRunner()
     outs = []
-    for name, variant in (("retail1_easy", "retail1"), ("retail6_easy", "retail6"), ("retail1_hard", "retail1")):
-        res = runner.invoke(app, ["ego", "score", "--log", str(tmp / f"{name}.json"),
-                                  "--variant", variant, "--out", str(tmp / name)])
+    for name, variant in (
+        ("retail1_easy", "retail1"),
+        ("retail6_easy", "retail6"),
+        ("retail1_hard", "retail1"),
+    ):
+        res = runner.invoke(
+            app,
+            [
+                "ego",
+                "score",
+                "--log",
+                str(tmp / f"{name}.json"),
+                "--variant",
+                variant,
+                "--out",
+                str(tmp / name),
+            ],
+        )
         assert res.exit_code == 0, res.output
         outs.append(tmp / name)
     return tmp, outs, runner
@@ -48,8 +75,9 @@ def test_score_writes_tasks_and_summary(scored):
 
 def test_report_pooled_and_per_file_microacc(scored):
     tmp, outs, runner = scored
-    res = runner.invoke(app, ["ego", "report", *map(str, outs), "--out", str(tmp / "rep"),
-                              "--resamples", "2000"])
+    res = runner.invoke(
+        app, ["ego", "report", *map(str, outs), "--out", str(tmp / "rep"), "--resamples", "2000"]
+    )
     assert res.exit_code == 0, res.output
     table = pd.read_csv(tmp / "rep" / "report.csv")
     easy = table[(table.scenario == "retail") & (table["mode"] == "easy")].iloc[0]
@@ -68,8 +96,21 @@ def test_report_pooled_and_per_file_microacc(scored):
 
 def test_score_bad_setting_one_line(scored):
     tmp, _, runner = scored
-    res = runner.invoke(app, ["ego", "score", "--log", str(tmp / "retail1_easy.json"), "--variant",
-                              "retail1", "--out", str(tmp / "x"), "--set", "matching=best"])
+    res = runner.invoke(
+        app,
+        [
+            "ego",
+            "score",
+            "--log",
+            str(tmp / "retail1_easy.json"),
+            "--variant",
+            "retail1",
+            "--out",
+            str(tmp / "x"),
+            "--set",
+            "matching=best",
+        ],
+    )
     assert res.exit_code == 1 and "--set matching" in res.output and "Traceback" not in res.output
 
 

@@ -36,9 +36,19 @@ def test_gt_replay_scores_one_on_every_shipped_task(name):
     r = score_log(gt_log(v), v)
     assert len(r.tasks) == len(v.tasks) > 0
     for t in r.tasks:
-        assert (t.matched, t.tool_succ, t.result_succ, t.joint_succ) == (t.total_gt, True, True, True), t
+        assert (t.matched, t.tool_succ, t.result_succ, t.joint_succ) == (
+            t.total_gt,
+            True,
+            True,
+            True,
+        ), t
         assert t.gt_hash == t.agent_hash and t.error_class == ""
-    assert (r.summary.tool_succ, r.summary.result_succ, r.summary.joint_succ, r.summary.micro_acc) == (1, 1, 1, 1)
+    assert (
+        r.summary.tool_succ,
+        r.summary.result_succ,
+        r.summary.joint_succ,
+        r.summary.micro_acc,
+    ) == (1, 1, 1, 1)
 
 
 def test_log_without_calls_scores_zero_and_is_syntax(retail6):
@@ -48,10 +58,17 @@ def test_log_without_calls_scores_zero_and_is_syntax(retail6):
     # doing nothing leaves the seed state: ResultSucc holds where the GT only computes (task 17)
     # and where it adds one Desobry Speculoos and removes it again from a cart that keeps its
     # other items (task 27: net change nil)
-    read_only = {t.task_id for t in retail6.tasks
-                 if all(c.name.startswith(("get_", "compute_")) for c in t.ground_truth)}
+    read_only = {
+        t.task_id
+        for t in retail6.tasks
+        if all(c.name.startswith(("get_", "compute_")) for c in t.ground_truth)
+    }
     assert read_only == {17}
-    assert [c.name for c in retail6.task(27).ground_truth] == ["add_to_cart", "remove_from_cart", "compute_total_tax"]
+    assert [c.name for c in retail6.task(27).ground_truth] == [
+        "add_to_cart",
+        "remove_from_cart",
+        "compute_total_tax",
+    ]
     assert {t.task_id for t in r.tasks if t.result_succ} == {17, 27}
 
 
@@ -65,14 +82,19 @@ READ = {"tool_name": "get_price", "parameters": {"product_name": "Leibniz Keks"}
 
 
 def _base(v):
-    return [READ] + [{"tool_name": c.name, "parameters": copy.deepcopy(c.arguments)}
-                     for c in v.task(39).ground_truth]
+    return [READ] + [
+        {"tool_name": c.name, "parameters": copy.deepcopy(c.arguments)}
+        for c in v.task(39).ground_truth
+    ]
 
 
 def _score(v, calls, tmp_path, settings=None):
     path = tmp_path / "retail6_easy.json"
-    path.write_text(json.dumps([{"scenario_id": 39, "tool_calls": [
-        {"turn": 0, "calls": calls, "results": []}]}]))
+    path.write_text(
+        json.dumps(
+            [{"scenario_id": 39, "tool_calls": [{"turn": 0, "calls": calls, "results": []}]}]
+        )
+    )
     r = score_log(path, v, settings=settings)
     t = next(t for t in r.tasks if t.task_id == 39)
     return t.matched, t.tool_succ, t.result_succ, t.joint_succ, t.error_class
@@ -112,17 +134,25 @@ def test_price_as_string(retail6, tmp_path):
 def test_partial_product_name(retail6, tmp_path):
     # name sets intersect ({Assortment, Teddy Bear, Mini} ∩ {Assortment}) so the call matches,
     # but the cart is keyed on the name given: the state differs
-    calls = _set(_base(retail6), "Highland Speciality Shortbread Assortment", "product_name",
-                 "Highland Speciality Shortbread")
+    calls = _set(
+        _base(retail6),
+        "Highland Speciality Shortbread Assortment",
+        "product_name",
+        "Highland Speciality Shortbread",
+    )
     assert _score(retail6, calls, tmp_path) == (6, True, False, False, "over_operation")
 
 
 def test_one_write_split_into_two(retail6, tmp_path):
     calls = _base(retail6)
-    i = next(k for k, c in enumerate(calls) if c["parameters"].get("product_name") == "Crispy Cups Strawberry")
+    i = next(
+        k
+        for k, c in enumerate(calls)
+        if c["parameters"].get("product_name") == "Crispy Cups Strawberry"
+    )
     one, two = copy.deepcopy(calls[i]), copy.deepcopy(calls[i])
     one["parameters"]["qty"], two["parameters"]["qty"] = 1, 2
-    calls[i:i + 1] = [one, two]
+    calls[i : i + 1] = [one, two]
     # 3 != 1 and 3 != 2: one GT call unmatched; the cart ends with 3 of it either way
     assert _score(retail6, calls, tmp_path) == (5, False, True, False, "memory")
 
@@ -133,9 +163,20 @@ def test_compute_call_missing(retail6, tmp_path):
 
 
 def test_extra_write(retail6, tmp_path):
-    calls = _base(retail6) + [{"tool_name": "add_to_cart", "parameters": {
-        "user_id": "user_606", "product_name": "Pallets Biscuits", "qty": 1, "category": "cookie",
-        "price": 33.6, "tax_rate": 0.1, "discount": 1}}]
+    calls = _base(retail6) + [
+        {
+            "tool_name": "add_to_cart",
+            "parameters": {
+                "user_id": "user_606",
+                "product_name": "Pallets Biscuits",
+                "qty": 1,
+                "category": "cookie",
+                "price": 33.6,
+                "tax_rate": 0.1,
+                "discount": 1,
+            },
+        }
+    ]
     assert _score(retail6, calls, tmp_path) == (6, True, False, False, "over_operation")
 
 
@@ -172,7 +213,10 @@ def test_name_instead_of_tool_name(retail6, tmp_path):
 def test_arguments_instead_of_parameters(retail6, tmp_path):
     calls = [{"tool_name": c["tool_name"], "arguments": c["parameters"]} for c in _base(retail6)]
     assert _score(retail6, calls, tmp_path) == (6, True, True, True, "")
-    calls = [{"tool_name": c["tool_name"], "arguments": json.dumps(c["parameters"])} for c in _base(retail6)]
+    calls = [
+        {"tool_name": c["tool_name"], "arguments": json.dumps(c["parameters"])}
+        for c in _base(retail6)
+    ]
     assert _score(retail6, calls, tmp_path) == (6, True, True, True, "")
     # the reference reads only "parameters": every call has none
     calls = [{"tool_name": c["tool_name"], "arguments": c["parameters"]} for c in _base(retail6)]
@@ -187,16 +231,33 @@ def test_null_parameter(retail6, tmp_path):
 
 
 def test_log_missing_one_task_and_shuffled(retail6, tmp_path):
-    entries = [{"scenario_id": t.task_id, "tool_calls": [{"turn": 0, "calls": [
-        {"tool_name": c.name, "parameters": c.arguments} for c in t.ground_truth]}]}
-        for t in retail6.tasks if t.task_id != 10]
+    entries = [
+        {
+            "scenario_id": t.task_id,
+            "tool_calls": [
+                {
+                    "turn": 0,
+                    "calls": [
+                        {"tool_name": c.name, "parameters": c.arguments} for c in t.ground_truth
+                    ],
+                }
+            ],
+        }
+        for t in retail6.tasks
+        if t.task_id != 10
+    ]
     random.Random(7).shuffle(entries)
     path = tmp_path / "retail6_hard.json"
     path.write_text(json.dumps(entries))
     gt10 = len(retail6.task(10).ground_truth)
     r = score_log(path, retail6)
     t10 = next(t for t in r.tasks if t.task_id == 10)
-    assert (t10.matched, t10.total_gt, t10.joint_succ, t10.error_class) == (0, gt10, False, "syntax")
+    assert (t10.matched, t10.total_gt, t10.joint_succ, t10.error_class) == (
+        0,
+        gt10,
+        False,
+        "syntax",
+    )
     assert t10.note == "no log entry"
     assert all(t.joint_succ for t in r.tasks if t.task_id != 10)
     s = r.summary
@@ -219,8 +280,12 @@ def test_optimal_matching_recovers_what_greedy_misses(retail6):
     first = dup[0]
     dup[0] = {"product_name": first["product_name"], "quantity": first["quantity"] - 1}
     dup.append({"product_name": first["product_name"].upper(), "quantity": 1})
-    calls = [ToolCall(name=c.name, arguments=c.arguments) for c in gt if c.name != "compute_total_tax"]
-    calls.append(ToolCall(name="compute_total_tax", arguments={"user_id": "user_606", "products": dup}))
+    calls = [
+        ToolCall(name=c.name, arguments=c.arguments) for c in gt if c.name != "compute_total_tax"
+    ]
+    calls.append(
+        ToolCall(name="compute_total_tax", arguments={"user_id": "user_606", "products": dup})
+    )
     log = [AgentLog(task_id=39, calls=calls)]
     t = next(t for t in score_log(log, retail6).tasks if t.task_id == 39)
     assert t.matched == 6  # merged: crispy cups classic 1 + 1 = 2
@@ -237,7 +302,10 @@ def test_summary_records_every_setting(retail6, tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["settings"] == ScoreSettings(float_tolerance=0.01).model_dump()
     header = (out / "tasks.csv").read_text().splitlines()[0]
-    assert header == "task_id,matched,total_gt,tool_succ,result_succ,joint_succ,error_class,gt_hash,agent_hash,note"
+    assert (
+        header
+        == "task_id,matched,total_gt,tool_succ,result_succ,joint_succ,error_class,gt_hash,agent_hash,note"
+    )
 
 
 def test_bad_logs_one_line(retail6, tmp_path):
@@ -256,10 +324,21 @@ def test_episode_records_import_and_score(retail6, tmp_path):
     from interactscope.egobench import CallRecord, EpisodeRecord
 
     t = retail6.task(39)
-    rec = EpisodeRecord(variant="retail6", task_id=39, mode="static", stop_reason="user_stop",
-                        calls=[CallRecord(turn=i, call=c) for i, c in enumerate(
-                            [ToolCall(name="get_price", arguments={"product_name": "Leibniz Keks"}),
-                             *t.ground_truth])])
+    rec = EpisodeRecord(
+        variant="retail6",
+        task_id=39,
+        mode="static",
+        stop_reason="user_stop",
+        calls=[
+            CallRecord(turn=i, call=c)
+            for i, c in enumerate(
+                [
+                    ToolCall(name="get_price", arguments={"product_name": "Leibniz Keks"}),
+                    *t.ground_truth,
+                ]
+            )
+        ],
+    )
     path = tmp_path / "episodes.jsonl"
     path.write_text(rec.model_dump_json() + "\n")
     r = score_log(path, retail6)

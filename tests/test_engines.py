@@ -217,8 +217,11 @@ def test_openai_engine_chat_with_an_image_and_a_tool(stub) -> None:
         tools=[LIGHTS],
     )
     # the reply: native calls parsed into name + arguments dict; a broken one is reported
-    assert res.tool_calls == [ToolCall(name="lights_on", arguments={"room": "hall"})]
-    assert res.tool_call_ids == ["call_a"]
+    assert res.tool_calls == [
+        ToolCall(name="lights_on", arguments={"room": "hall"}),
+        ToolCall(name="x", arguments={"_unparsed": "{oops"}),  # kept, never dropped silently
+    ]
+    assert res.tool_call_ids == ["call_a", "call_b"]
     assert res.tool_call_errors == ["tool 'x': arguments string is not JSON"]
     assert (res.prompt_tokens, res.completion_tokens) == (321, 7)
     assert res.text == "" and res.latency_s is not None
@@ -314,7 +317,7 @@ def test_vllm_engine_batches_conversations_into_one_generate_call(monkeypatch) -
     first, second = llm.calls[0]
     assert first["prompt"].count(IMAGE) == 1 and first["multi_modal_data"]["image"][0] is img
     ((w, sr),) = second["multi_modal_data"]["audio"]
-    assert w is wave and sr == 16000
+    assert np.shares_memory(w, wave) and w.shape == (8000,) and sr == 16000
     assert llm.sampling[0].kwargs == {"temperature": 0.0, "max_tokens": 5}
     assert [o.text for o in outs] == ["<SILENT>", "<SILENT>"]
     assert outs[0].prompt_tokens == len(first["prompt"].split())

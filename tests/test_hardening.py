@@ -143,20 +143,28 @@ def test_summary_after_resume_counts_every_record(tmp_path):
     assert [i["summary"]["written"] for i in m["invocations"]] == [82, 42]
 
 
-def test_execution_settings_may_change_on_resume(tmp_path):
+def test_execution_settings_may_change_on_resume(tmp_path, monkeypatch):
+    from interactscope.adapters import registry
+
+    # a backend that takes any option (the baselines reject options they do not know)
+    monkeypatch.setitem(registry.BACKENDS, "talkative", "tests.test_collect:Talkative")
+    cfg = tmp_path / "talkative.yaml"
+    cfg.write_text("backend: talkative\n")
     run = tmp_path / "run"
-    run_collect(model="silent", bench=DEMO, out=run, progress=False, limit=2,
-                overrides={"adapter.max_concurrency": 2})  # fmt: skip
-    run_collect(model="silent", bench=DEMO, out=run, progress=False, limit=2,
-                overrides={"adapter.max_concurrency": 8, "adapter.timeout_s": 5})  # fmt: skip
+    bench = write_bench(tmp_path / "b", [interaction("a")])
+
+    def go(**over):
+        return run_collect(model=str(cfg), bench=bench, out=run, progress=False, overrides=over)
+
+    go(**{"adapter.max_concurrency": 2})
+    go(**{"adapter.max_concurrency": 8, "adapter.timeout_s": 5})
     m = RunFolder(run).manifest
     assert [i.execution for i in m.invocations] == [
         {"adapter.max_concurrency": 2},
         {"adapter.max_concurrency": 8, "adapter.timeout_s": 5},
     ]
-    with pytest.raises(CollectError, match="settings.adapter.delay_s"):
-        run_collect(model="silent", bench=DEMO, out=run, progress=False, limit=2,
-                    overrides={"adapter.delay_s": 1})  # fmt: skip
+    with pytest.raises(CollectError, match="settings.adapter.fail_at"):
+        go(**{"adapter.fail_at": 1.0})
 
 
 def test_old_run_json_without_invocations_still_reads(tmp_path):

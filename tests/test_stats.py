@@ -14,8 +14,9 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from interactscope.stats import (
+from interactscope.analysis.stats import (
     BalancedBootstrapResult,
+    BootstrapOptions,
     PairedDifference,
     Ratio,
     StatsWarning,
@@ -437,3 +438,23 @@ def test_undefined_metric_nan_option_in_many_metric_functions():
 def test_missing_cluster_labels_are_rejected(labels):
     with pytest.raises(ValueError, match="missing"):
         cluster_bootstrap([1, 0], None, labels)
+
+
+def test_bootstrap_options_defaults_and_errors():
+    assert BootstrapOptions().kwargs() == {"n_resamples": 10_000, "seed": 0, "confidence": 0.95}
+    assert BootstrapOptions.of(BootstrapOptions(seed=3), n_resamples=200).kwargs() == {
+        "n_resamples": 200,
+        "seed": 3,
+        "confidence": 0.95,
+    }
+    with pytest.raises(ValueError, match="bootstrap option confidence"):
+        BootstrapOptions.of(confidence=1.5)
+    with pytest.raises(ValueError, match="bootstrap option resamples"):
+        BootstrapOptions.of(resamples=10)
+
+
+def test_old_import_path_is_the_same_module():
+    import interactscope.analysis.stats as new
+    import interactscope.stats as old
+
+    assert old.cluster_bootstrap is new.cluster_bootstrap and old.Ratio is new.Ratio

@@ -21,7 +21,6 @@ from interactscope.analysis.errors import AnalysisError
 from interactscope.runlog import RunFolder, RunLogError
 from interactscope.schema import ResponseRecord, RunManifest
 from interactscope.scoring.results import (
-    DEFAULT_MERGE_S,
     ScoreSummary,
     ScoringOptions,
     ScoringSettings,
@@ -307,8 +306,3 @@ def check_comparable(a: ScoredRun, b: ScoredRun) -> list[str]:
     if ja != jb:
         notes.append(f"scored with different judges: {ja} vs {jb}")
     return notes
-
-
-def scored_merge_s(run: ScoredRun) -> float:
-    """The merge span a run was scored with (the paper's 2 s when unknown)."""
-    return float(run.scoring.merge_s if run.scoring.merge_s is not None else DEFAULT_MERGE_S)

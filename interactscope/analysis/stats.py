@@ -1,7 +1,7 @@
 """Uncertainty for scored runs: cluster bootstrap, paired differences, permutation reference.
 
-Implements SPEC §3.4 ("Uncertainty and controls") and the aggregation of the paper (seed 004):
-every reported ratio is a target-level score Σ numerators / Σ denominators (SPEC §3.3), its
+Implements docs/protocol.md, uncertainty and controls ("Uncertainty and controls") and the aggregation of the paper:
+every reported ratio is a target-level score Σ numerators / Σ denominators (docs/protocol.md, metrics), its
 uncertainty is a 95 % percentile interval from B = 10,000 bootstrap resamples of *clusters*
 (video records) drawn with replacement, and two runs are compared by a paired difference that
 uses the same resampled clusters for both runs. Complete T8-C gets a permutation reference.
@@ -32,7 +32,7 @@ given (the run's video records), so every metric moves with the same clusters.
 
 Units: ratios are fractions in [0, 1]; paired differences are percentage points (``b − a``).
 
-Decisions on degenerate input (SPEC §3.4, issue 6):
+Decisions on degenerate input (docs/protocol.md, uncertainty):
 
 * no clusters (empty input) → ``ValueError``;
 * fewer than 2 clusters → the point estimate as a zero-width interval, ``n_valid = 0`` and a
@@ -311,7 +311,7 @@ class PairedDifference(BootstrapResult):
 
 @dataclass(frozen=True, kw_only=True)
 class PermutationReference:
-    """Observed vs permutation reference for complete sequences (SPEC §3.4, Complete T8-C).
+    """Observed vs permutation reference for complete sequences (docs/protocol.md, uncertainty: Complete T8-C).
 
     ``observed`` episodes have every step matched; ``expected = n · Π_k p_k`` with ``p_k`` the
     step-k success rate; ``[low, high]`` is the central ``confidence`` range of the complete
@@ -641,7 +641,7 @@ def cluster_bootstrap(
     seed: int = SEED_DEFAULT,
     keep_distribution: bool = False,
 ) -> BootstrapResult:
-    """Cluster-bootstrap percentile interval of Σ numerators / Σ denominators (SPEC §3.4).
+    """Cluster-bootstrap percentile interval of Σ numerators / Σ denominators (docs/protocol.md, uncertainty and controls).
 
     Args:
         numerators: 1-D, length n, finite (e.g. hits per target row or per cluster).
@@ -684,7 +684,7 @@ def balanced_mean_bootstrap(
     seed: int = SEED_DEFAULT,
     keep_distribution: bool = False,
 ) -> BalancedBootstrapResult:
-    """Unweighted mean of several clustered ratios (the six-task mean, SPEC §3.3) with its
+    """Unweighted mean of several clustered ratios (the six-task mean, docs/protocol.md, metrics) with its
     cluster-bootstrap interval.
 
     ``components`` maps a name (e.g. "T1") to a :class:`Ratio` or a ``(numerators,
@@ -867,7 +867,7 @@ def paired_difference(
     strict: bool = True,
     keep_distribution: bool = False,
 ) -> PairedDifference:
-    """Paired difference ``b − a`` of one metric in two runs, in percentage points (SPEC §3.4).
+    """Paired difference ``b − a`` of one metric in two runs, in percentage points (docs/protocol.md, uncertainty and controls).
 
     ``a`` and ``b`` are both ratios (:class:`Ratio` or 3-tuples) or both balanced means
     (mappings with the same component names). Each resample draws clusters once and applies
@@ -933,7 +933,7 @@ def permutation_reference(
     seed: int = SEED_DEFAULT,
     keep_distribution: bool = False,
 ) -> PermutationReference:
-    """Permutation reference for complete sequences (SPEC §3.4, Complete T8-C).
+    """Permutation reference for complete sequences (docs/protocol.md, uncertainty: Complete T8-C).
 
     Args:
         outcomes: (n episodes × K steps) array of 0/1 (or bool): step k of episode i matched.

@@ -17,7 +17,9 @@ ego_app = typer.Typer(
 )
 app.add_typer(ego_app, name="ego")
 
-_DATA = typer.Option(None, "--data", "-d", help="Data folder (tasks/, db/, tools/); default: the package's copy.")
+_DATA = typer.Option(
+    None, "--data", "-d", help="Data folder (tasks/, db/, tools/); default: the package's copy."
+)
 
 
 def _data(data: Path | None) -> Path:
@@ -32,7 +34,9 @@ def _data(data: Path | None) -> Path:
 @ego_app.command("validate")
 def validate(
     data: Path | None = _DATA,
-    variant: list[str] = typer.Option([], "--variant", "-v", help="Variant(s) to check (default: all)."),
+    variant: list[str] = typer.Option(
+        [], "--variant", "-v", help="Variant(s) to check (default: all)."
+    ),
 ) -> None:
     """Check every task, tool schema and seed database; print each problem (file, task, field).
 
@@ -47,7 +51,9 @@ def validate(
         fail(str(exc))
     for name in variant:
         if name not in known:
-            fail(f"{d / 'tasks' / (name + '.json')}: unknown variant {name!r}; known: {', '.join(known)}")
+            fail(
+                f"{d / 'tasks' / (name + '.json')}: unknown variant {name!r}; known: {', '.join(known)}"
+            )
     names = variant or known
     problems, tasks, calls = [], Counter(), Counter()
     for name in names:
@@ -63,28 +69,47 @@ def validate(
         typer.echo(p.line())
     summary = "; ".join(f"{s}: {tasks[s]} tasks, {calls[s]} GT calls" for s in sorted(tasks))
     if problems:
-        typer.secho(f"{len(problems)} problem(s) in {len(names)} variant(s) ({summary})",
-                    fg=typer.colors.RED, err=True)
+        typer.secho(
+            f"{len(problems)} problem(s) in {len(names)} variant(s) ({summary})",
+            fg=typer.colors.RED,
+            err=True,
+        )
         raise typer.Exit(1)
     typer.echo(f"ok: {len(names)} variant(s), {sum(tasks.values())} tasks ({summary})")
 
 
 @ego_app.command("score")
 def score(
-    log: Path = typer.Option(..., "--log", "-l", help="Log: reference-runner JSON list or episode-record JSON lines."),
-    variant: str = typer.Option(..., "--variant", "-v", help="Variant the log is for, e.g. retail6."),
+    log: Path = typer.Option(
+        ..., "--log", "-l", help="Log: reference-runner JSON list or episode-record JSON lines."
+    ),
+    variant: str = typer.Option(
+        ..., "--variant", "-v", help="Variant the log is for, e.g. retail6."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for tasks.csv and summary.json."),
     data: Path | None = _DATA,
-    mode: str | None = typer.Option(None, "--mode", help="easy|hard|static (default: from the file name)."),
-    set_: list[str] = typer.Option([], "--set", help="Scorer setting, e.g. --set float_tolerance=1e-6 --set missing_log=skip."),
-    reference: bool = typer.Option(False, "--reference", help="Start from the reference evaluator's settings."),
+    mode: str | None = typer.Option(
+        None, "--mode", help="easy|hard|static (default: from the file name)."
+    ),
+    set_: list[str] = typer.Option(
+        [], "--set", help="Scorer setting, e.g. --set float_tolerance=1e-6 --set missing_log=skip."
+    ),
+    reference: bool = typer.Option(
+        False, "--reference", help="Start from the reference evaluator's settings."
+    ),
 ) -> None:
     """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and
     overall (OUT/summary.json, with every setting); prints the per-task table."""
     from pydantic import ValidationError
 
     from interactscope.cli.common import parse_sets
-    from interactscope.egobench import EgoBenchError, ScoreSettings, load_variant, score_log, write_score
+    from interactscope.egobench import (
+        EgoBenchError,
+        ScoreSettings,
+        load_variant,
+        score_log,
+        write_score,
+    )
 
     try:
         base = ScoreSettings.reference() if reference else ScoreSettings()
@@ -99,12 +124,25 @@ def score(
         fail(str(exc))
     write_score(result, out)
     frame = result.frame()
-    typer.echo(frame[["task_id", "matched", "total_gt", "tool_succ", "result_succ", "joint_succ",
-                      "error_class"]].to_string(index=False))
+    typer.echo(
+        frame[
+            [
+                "task_id",
+                "matched",
+                "total_gt",
+                "tool_succ",
+                "result_succ",
+                "joint_succ",
+                "error_class",
+            ]
+        ].to_string(index=False)
+    )
     s = result.summary
-    typer.echo(f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "
-               f"JointSucc {s.joint_succ:.3f}  MicroAcc {s.micro_acc:.3f} ({s.matched}/{s.total_gt})  "
-               f"ToolSucc {s.tool_succ:.3f}  ResultSucc {s.result_succ:.3f}")
+    typer.echo(
+        f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "
+        f"JointSucc {s.joint_succ:.3f}  MicroAcc {s.micro_acc:.3f} ({s.matched}/{s.total_gt})  "
+        f"ToolSucc {s.tool_succ:.3f}  ResultSucc {s.result_succ:.3f}"
+    )
     typer.echo(f"wrote {out / 'tasks.csv'}, {out / 'summary.json'}")
 
 

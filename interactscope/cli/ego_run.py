@@ -14,8 +14,19 @@ DEMO_TASKS = "1-3"
 """Tasks of every shipped variant the demo plays."""
 
 
-def _run(agent: str, user: str, data: Path | None, variants: list[str], mode: str, out: Path,
-         video_dir: Path | None, tasks: str | None, shard: str | None, sets: dict) -> object:
+def _run(
+    agent: str,
+    user: str,
+    data: Path | None,
+    variants: list[str],
+    mode: str,
+    out: Path,
+    video_dir: Path | None,
+    tasks: str | None,
+    shard: str | None,
+    sets: dict,
+    quiet: bool = False,
+) -> object:
     from interactscope.egobench import package_data_dir
     from interactscope.egobench.run_folder import EgoRunError
     from interactscope.egobench.runner import RunRequest, execute, prepare
@@ -23,15 +34,25 @@ def _run(agent: str, user: str, data: Path | None, variants: list[str], mode: st
     from interactscope.runlog import RunLogError
 
     try:
-        req = RunRequest(agent=agent, user=user, data=data or package_data_dir(),
-                         variants=variants, mode=mode, out=out, video_dir=video_dir, tasks=tasks,
-                         shard=shard, sets=sets, command=sys.argv)
+        req = RunRequest(
+            agent=agent,
+            user=user,
+            data=data or package_data_dir(),
+            variants=variants,
+            mode=mode,
+            out=out,
+            video_dir=video_dir,
+            tasks=tasks,
+            shard=shard,
+            sets=sets,
+            command=sys.argv,
+        )
         run = prepare(req)
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc).splitlines()[0])
     try:
         with disk_errors(out):
-            return execute(run, progress=_progress)
+            return execute(run, progress=None if quiet else _progress)
     except (EgoRunError, RunLogError, MediaError, FileNotFoundError) as exc:
         fail(str(exc).splitlines()[0])
 
@@ -42,16 +63,37 @@ def _progress(rec: object) -> None:
 
 @ego_app.command("run")
 def run(
-    agent: str = typer.Option(..., "--agent", "-a", help="Agent: a model name (configs/models), oracle or none."),
-    user: str = typer.Option("scripted", "--user", "-u", help="Simulated user: a model name, scripted, or scripted:FILE (YAML: 'variant:task_id' -> messages)."),
-    data: Path | None = typer.Option(None, "--data", "-d", help="Data folder (tasks/, db/, tools/); default: the package's copy."),
-    variant: list[str] = typer.Option(..., "--variant", "-v", help="Variant(s), e.g. retail1 (repeat the option)."),
+    agent: str = typer.Option(
+        ..., "--agent", "-a", help="Agent: a model name (configs/models), oracle or none."
+    ),
+    user: str = typer.Option(
+        "scripted",
+        "--user",
+        "-u",
+        help="Simulated user: a model name, scripted, or scripted:FILE (YAML: 'variant:task_id' -> messages).",
+    ),
+    data: Path | None = typer.Option(
+        None, "--data", "-d", help="Data folder (tasks/, db/, tools/); default: the package's copy."
+    ),
+    variant: list[str] = typer.Option(
+        ..., "--variant", "-v", help="Variant(s), e.g. retail1 (repeat the option)."
+    ),
     mode: str = typer.Option("easy", "--mode", help="easy | hard | static."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder (created, or resumed)."),
-    video_dir: Path | None = typer.Option(None, "--video-dir", help="Folder with the task videos; without it the agent gets image_description (sees_pixels: false)."),
+    video_dir: Path | None = typer.Option(
+        None,
+        "--video-dir",
+        help="Folder with the task videos; without it the agent gets image_description (sees_pixels: false).",
+    ),
     tasks: str | None = typer.Option(None, "--tasks", help="Task ids, e.g. 1,5-9 (default: all)."),
-    shard: str | None = typer.Option(None, "--shard", help="K/N: play only this shard of the tasks (merge with `ego merge`)."),
-    set_: list[str] = typer.Option([], "--set", help="Episode setting, e.g. --set limits.max_user_turns=5 --set frames.every_turn=true."),
+    shard: str | None = typer.Option(
+        None, "--shard", help="K/N: play only this shard of the tasks (merge with `ego merge`)."
+    ),
+    set_: list[str] = typer.Option(
+        [],
+        "--set",
+        help="Episode setting, e.g. --set limits.max_user_turns=5 --set frames.every_turn=true.",
+    ),
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
     """Play one episode per task: the agent talks to the simulated user and calls tools on a
@@ -59,8 +101,10 @@ def run(
     is appended to OUT/episodes.jsonl; a killed run resumes with the same command."""
     setup_logging(verbose)
     result = _run(agent, user, data, variant, mode, out, video_dir, tasks, shard, parse_sets(set_))
-    typer.echo(f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
-               f"{result.errors} with errors; score with `interactscope ego score {out}`")
+    typer.echo(
+        f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
+        f"{result.errors} with errors; score with `interactscope ego score {out}`"
+    )
     if result.errors:
         raise typer.Exit(3)
 
@@ -83,7 +127,9 @@ def merge(
 
 @ego_app.command("demo")
 def demo(
-    agent: str = typer.Option("oracle", "--agent", "-a", help="Agent (default oracle: JointSucc 1.0)."),
+    agent: str = typer.Option(
+        "oracle", "--agent", "-a", help="Agent (default oracle: JointSucc 1.0)."
+    ),
     user: str = typer.Option("scripted", "--user", "-u", help="Simulated user (default scripted)."),
     mode: str = typer.Option("easy", "--mode"),
     out: Path = typer.Option(Path("runs") / "ego-demo", "--out", "-o", help="Run folder."),
@@ -98,11 +144,13 @@ def demo(
     variants = list_variants(package_data_dir())
     if mode != "easy" or agent != "oracle" or user != "scripted":
         out = out.with_name(f"{out.name}-{agent}-{user}-{mode}".replace(":", "_").replace("/", "_"))
-    result = _run(agent, user, None, variants, mode, out, None, tasks, None, {})
+    result = _run(agent, user, None, variants, mode, out, None, tasks, None, {}, quiet=True)
     try:
         score = score_run(out)
     except EgoBenchError as exc:
         fail(str(exc))
-    typer.echo(f"ego demo: agent {agent}, user {user}, {mode} mode, {len(variants)} variants, "
-               f"tasks {tasks}: {result.written} played, {result.skipped} resumed -> {out}")
+    typer.echo(
+        f"ego demo: agent {agent}, user {user}, {mode} mode, {len(variants)} variants, "
+        f"tasks {tasks}: {result.written} played, {result.skipped} resumed -> {out}"
+    )
     typer.echo(headline(score))

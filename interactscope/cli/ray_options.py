@@ -22,7 +22,7 @@ RAY = typer.Option(
     False,
     "--ray",
     help="Collect with Ray workers, one model each, on a private local Ray instance "
-    "(or the cluster of --ray-address). Needs: " + INSTALL_HINT,
+    "(or the cluster of --ray-address). Needs: pip install 'interactscope\\[distributed]'.",
 )
 RAY_ADDRESS = typer.Option(
     None,
@@ -31,13 +31,13 @@ RAY_ADDRESS = typer.Option(
     help="Address of a running Ray cluster (auto, HOST:PORT, ray://HOST:PORT); implies --ray.",
 )
 WORKERS = typer.Option(
-    None, "--workers", min=1, help="With --ray: number of workers (Ray actors) [default: 2]."
+    None, "--workers", min=1, help="With --ray: number of workers (Ray actors), default 2."
 )
 GPUS_PER_WORKER = typer.Option(
     None,
     "--gpus-per-worker",
     min=0.0,
-    help="With --ray: GPUs Ray reserves for each worker (fractions allowed) [default: 0].",
+    help="With --ray: GPUs Ray reserves for each worker (fractions allowed), default 0.",
 )
 
 

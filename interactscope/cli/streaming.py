@@ -10,6 +10,7 @@ from pathlib import Path
 
 import typer
 
+from interactscope.cli import ray_options
 from interactscope.cli.app import app
 from interactscope.cli.common import (
     EXIT_RECORD_ERRORS,
@@ -93,18 +94,23 @@ def collect(
     ),
     no_progress: bool = typer.Option(False, "--no-progress", help="Hide the progress bar."),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
+    ray: bool = ray_options.RAY,
+    ray_address: str | None = ray_options.RAY_ADDRESS,
+    workers: int | None = ray_options.WORKERS,
+    gpus_per_worker: float | None = ray_options.GPUS_PER_WORKER,
 ) -> None:
     """Walk every interaction's decision grid and record the model's answer at each point.
 
     Records go to RUN/responses.jsonl (one per decision point, fsynced); RUN/run.json holds every
     setting. Killing and re-running the same command resumes without duplicates or gaps."""
     setup_logging(verbose)
-    from interactscope.collect import CollectError, run_collect
+    from interactscope.collect import CollectError
 
+    run = ray_options.collector(ray_options.ray_options(ray, ray_address, workers, gpus_per_worker))
     overrides = parse_sets(set_)
     try:
         with disk_errors(out):
-            summary = run_collect(
+            summary = run(
                 model=model,
                 bench=bench,
                 out=out,

@@ -25,9 +25,31 @@ def normalise(value: Any) -> Any:
     raise TypeError(f"state holds a {type(value).__name__}, which has no JSON form")
 
 
+class RawJSON(str):
+    """Text that is already canonical JSON (a catalogue table dumped by SQLite in key order);
+    :func:`canonical_json` splices it in as it is instead of re-encoding it."""
+
+
 def canonical_json(value: Any) -> str:
     """Sorted keys, UTF-8 (no ASCII escapes), no spaces, integral floats as integers."""
+    if isinstance(value, RawJSON):
+        return str(value)
+    if isinstance(value, dict):
+        parts = (
+            json.dumps(str(k), ensure_ascii=False) + ":" + canonical_json(value[k])
+            for k in sorted(value, key=str)
+        )
+        return "{" + ",".join(parts) + "}"
     return json.dumps(normalise(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def decode_raw(value: Any) -> Any:
+    """``value`` with every :class:`RawJSON` inside dicts parsed back into Python values."""
+    if isinstance(value, RawJSON):
+        return json.loads(value)
+    if isinstance(value, dict):
+        return {k: decode_raw(v) for k, v in value.items()}
+    return value
 
 
 def sha256_of(value: Any) -> str:

@@ -39,9 +39,15 @@ def resolve_chat_model(name: str, role: str) -> tuple[ChatModel, dict[str, Any]]
     if backend not in ENGINES:
         raise ChatModelError(
             f"{role} {name!r} ({rc.path}) cannot chat: backend {backend!r} has no chat engine; "
-            f"use a model whose backend is one of {', '.join(sorted(ENGINES))}")
-    info = ChatModel(name=rc.name, path=rc.path, sha256=rc.sha256, backend=backend,
-                     sees_pixels=bool(rc.config.get("sees_pixels", True)))
+            f"use a model whose backend is one of {', '.join(sorted(ENGINES))}"
+        )
+    info = ChatModel(
+        name=rc.name,
+        path=rc.path,
+        sha256=rc.sha256,
+        backend=backend,
+        sees_pixels=bool(rc.config.get("sees_pixels", True)),
+    )
     return info, dict(rc.config)
 
 
@@ -58,4 +64,10 @@ def load_chat_engine(name: str, role: str) -> tuple[Any, ChatModel]:
         raise ChatModelError(f"{role} {name!r}: {str(exc).splitlines()[0]}") from None
     if not callable(getattr(engine, "chat", None)):
         raise ChatModelError(f"{role} {name!r}: its engine has no chat method")
+    client = getattr(engine, "client", None)
+    if callable(client):  # remote backends: a missing key or package shows before any episode
+        try:
+            client()
+        except EngineError as exc:
+            raise ChatModelError(f"{role} {name!r}: {str(exc).splitlines()[0]}") from None
     return engine, info

@@ -37,8 +37,13 @@ def _schema_problems(v: Variant, f: str) -> list[DataProblem]:
         for prop, sch in (spec.parameters.get("properties") or {}).items():
             for e in (sch.get("enum") or []) + ((sch.get("items") or {}).get("enum") or []):
                 if isinstance(e, str) and not re.search(r"\w", e):
-                    out.append(DataProblem(file=f, field=f"{spec.name}.{prop}",
-                                           message=f"enum holds the stray value {e!r}"))
+                    out.append(
+                        DataProblem(
+                            file=f,
+                            field=f"{spec.name}.{prop}",
+                            message=f"enum holds the stray value {e!r}",
+                        )
+                    )
     return out
 
 
@@ -50,12 +55,19 @@ def _seed_problems(v: Variant, f: str) -> list[DataProblem]:
     for cart in v.seed.get("user_carts", []):
         uid = cart.get("user_id")
         if "items" not in cart:
-            out.append(DataProblem(file=f, field=f"user_carts[{uid}]", message="cart has no 'items' key"))
+            out.append(
+                DataProblem(file=f, field=f"user_carts[{uid}]", message="cart has no 'items' key")
+            )
         for item in cart.get("items", []):
             n = str(item.get("product_name", "")).lower()
             if n not in names:
-                out.append(DataProblem(file=f, field=f"user_carts[{uid}].items",
-                                       message=f"product {n!r} is not in the catalogue"))
+                out.append(
+                    DataProblem(
+                        file=f,
+                        field=f"user_carts[{uid}].items",
+                        message=f"product {n!r} is not in the catalogue",
+                    )
+                )
     return out
 
 
@@ -67,7 +79,9 @@ def _task_problems(v: Variant, raw: list[dict[str, Any]], f: str) -> list[DataPr
     ids = Counter(t.task_id for t in v.tasks)
     for tid, n in ids.items():
         if n > 1:
-            out.append(DataProblem(file=f, task_id=tid, field="task_id", message=f"id used {n} times"))
+            out.append(
+                DataProblem(file=f, task_id=tid, field="task_id", message=f"id used {n} times")
+            )
     names = None
     if not v.seed_is_ours and v.scenario in ("retail", "restaurant"):
         table = v.seed.get("products", v.seed.get("dishes", []))
@@ -79,11 +93,11 @@ def _task_problems(v: Variant, raw: list[dict[str, Any]], f: str) -> list[DataPr
 
 def _per_task(v, raw, f, specs, sdef, tool_file, names) -> list[DataProblem]:
     out: list[DataProblem] = []
-    for task, rt in zip(v.tasks, raw):
+    for task, rt in zip(v.tasks, raw, strict=True):
         tid = task.task_id
 
-        def p(field: str, msg: str, tid: int = tid) -> None:
-            out.append(DataProblem(file=f, task_id=tid, field=field, message=msg))
+        def p(field: str, msg: str, tid: int = tid, sink: list[DataProblem] = out) -> None:
+            sink.append(DataProblem(file=f, task_id=tid, field=field, message=msg))
 
         for fld in ("key", "value"):
             if fld not in rt:
@@ -112,12 +126,16 @@ def _per_task(v, raw, f, specs, sdef, tool_file, names) -> list[DataProblem]:
                 p(f"{fld}.parameters", f"{call.name}: undeclared parameter(s) {', '.join(extra)}")
             args = {k: a for k, a in call.arguments.items() if k in spec.declared}
             schema = {"type": "object", **spec.parameters}
-            errs = sorted(_validator(json.dumps(schema, sort_keys=True)).iter_errors(args),
-                          key=lambda e: list(e.absolute_path))
+            errs = sorted(
+                _validator(json.dumps(schema, sort_keys=True)).iter_errors(args),
+                key=lambda e: list(e.absolute_path),
+            )
             for e in errs:
                 where = ".".join(str(x) for x in e.absolute_path)
-                p(f"{fld}.parameters{'.' + where if where else ''}",
-                  f"{call.name}: fails the schema: {e.message}")
+                p(
+                    f"{fld}.parameters{'.' + where if where else ''}",
+                    f"{call.name}: fails the schema: {e.message}",
+                )
             if names is not None:
                 for k in sdef.name_keys:
                     val = call.arguments.get(k)
@@ -133,8 +151,10 @@ def _per_task(v, raw, f, specs, sdef, tool_file, names) -> list[DataProblem]:
             if n > 1:
                 p("ground_truth", f"the same call {json.loads(key)[0]} appears {n} times")
         if task.user_id and gt_users and task.user_id not in gt_users:
-            p("ground_truth.user_id", f"GT user id {sorted(gt_users)} differs from the "
-              f"Instruction's {task.user_id!r}")
+            p(
+                "ground_truth.user_id",
+                f"GT user id {sorted(gt_users)} differs from the Instruction's {task.user_id!r}",
+            )
         out += _net_zero(task, f)
     return out
 
@@ -148,9 +168,14 @@ def _net_zero(task, f: str) -> list[DataProblem]:
         elif c.name.startswith("remove_from_") and c.name.endswith("action_list"):
             key = json.dumps(dict(c.arguments), sort_keys=True)
             if key in adds:
-                return [DataProblem(file=f, task_id=task.task_id, field="ground_truth",
-                                    message="adds an action and later removes the same action "
-                                    "(net change nil)")]
+                return [
+                    DataProblem(
+                        file=f,
+                        task_id=task.task_id,
+                        field="ground_truth",
+                        message="adds an action and later removes the same action (net change nil)",
+                    )
+                ]
     return []
 
 
@@ -161,9 +186,15 @@ def check_variant(data_dir: str | Path, name: str) -> tuple[Variant | None, list
     files = variant_files(data_dir, name)
     problems: list[DataProblem] = []
     if not files["db"].exists():
-        problems.append(DataProblem(file=_rel(files["db"], data_dir), message=(
-            f"no seed database for {name} (looked for db/{name}.json and "
-            f"{_rel(files['db'], data_dir)}); its tasks are checked without one")))
+        problems.append(
+            DataProblem(
+                file=_rel(files["db"], data_dir),
+                message=(
+                    f"no seed database for {name} (looked for db/{name}.json and "
+                    f"{_rel(files['db'], data_dir)}); its tasks are checked without one"
+                ),
+            )
+        )
     try:
         v = load_variant(data_dir, name, require_db=False)
     except EgoBenchError as exc:
@@ -174,4 +205,3 @@ def check_variant(data_dir: str | Path, name: str) -> tuple[Variant | None, list
     problems += _schema_problems(v, _rel(v.files["tools"], data_dir))
     problems += _seed_problems(v, _rel(v.files["db"], data_dir))
     return v, problems
-

@@ -48,7 +48,8 @@ def scenario_of(variant: str) -> str:
     if not m or m[1] not in SCENARIOS:
         raise EgoBenchError(
             f"unknown variant {variant!r}: a variant is a scenario ({', '.join(SCENARIOS)}) "
-            "followed by a number, e.g. retail1")
+            "followed by a number, e.g. retail1"
+        )
     return m[1]
 
 
@@ -56,8 +57,9 @@ def list_variants(data_dir: str | Path) -> list[str]:
     """Variant names with a task file in ``data_dir/tasks``, sorted."""
     d = Path(data_dir) / "tasks"
     if not d.is_dir():
-        raise EgoBenchError(f"{d}: no tasks folder; --data must point at a folder with tasks/, "
-                            "db/ and tools/")
+        raise EgoBenchError(
+            f"{d}: no tasks folder; --data must point at a folder with tasks/, db/ and tools/"
+        )
     return sorted(p.stem for p in d.glob("*.json"))
 
 
@@ -72,8 +74,9 @@ def read_json(path: Path) -> Any:
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise EgoBenchError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                            f"{exc.msg}") from None
+        raise EgoBenchError(
+            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+        ) from None
 
 
 def parse_tools(raw: Any, path: Path) -> list[ToolSpec]:
@@ -102,8 +105,10 @@ def parse_call(raw: Any) -> ToolCall:
             args = json.loads(args)
         except json.JSONDecodeError:
             args = {}
-    return ToolCall(name=str(raw.get("tool_name") or raw.get("name") or ""),
-                    arguments=args if isinstance(args, dict) else {})
+    return ToolCall(
+        name=str(raw.get("tool_name") or raw.get("name") or ""),
+        arguments=args if isinstance(args, dict) else {},
+    )
 
 
 def _task(raw: dict[str, Any], index: int, path: Path) -> Task:
@@ -116,11 +121,18 @@ def _task(raw: dict[str, Any], index: int, path: Path) -> Task:
     m = _USER.search(instruction)
     value = raw.get("value") or []
     return Task(
-        task_id=int(tid), instruction=instruction, analysis=raw.get("analysis"),
+        task_id=int(tid),
+        instruction=instruction,
+        analysis=raw.get("analysis"),
         ground_truth=[parse_call(c) for c in raw.get("ground_truth") or []],
-        image_path=raw.get("image_path"), image_description=raw.get("image_description"),
-        key=raw.get("key"), value=value if isinstance(value, list) else [value],
-        today=today, today_text=phrase, user_id=m[1] if m else None)
+        image_path=raw.get("image_path"),
+        image_description=raw.get("image_description"),
+        key=raw.get("key"),
+        value=value if isinstance(value, list) else [value],
+        today=today,
+        today_text=phrase,
+        user_id=m[1] if m else None,
+    )
 
 
 def variant_files(data_dir: str | Path, name: str) -> dict[str, Path]:
@@ -131,8 +143,11 @@ def variant_files(data_dir: str | Path, name: str) -> dict[str, Path]:
     db = d / "db" / f"{name}.json"
     if not db.exists():
         db = d / "db" / f"{scenario}.json"
-    return {"tasks": d / "tasks" / f"{name}.json", "db": db,
-            "tools": d / "tools" / f"{scenario}_tools.json"}
+    return {
+        "tasks": d / "tasks" / f"{name}.json",
+        "db": db,
+        "tools": d / "tools" / f"{scenario}_tools.json",
+    }
 
 
 def load_variant(data_dir: str | Path, name: str, *, require_db: bool = True) -> Variant:
@@ -149,8 +164,9 @@ def load_variant(data_dir: str | Path, name: str, *, require_db: bool = True) ->
     files = variant_files(data_dir, name)
     if not files["tasks"].exists():
         known = ", ".join(list_variants(data_dir)) if (Path(data_dir) / "tasks").is_dir() else ""
-        raise EgoBenchError(f"{files['tasks']}: unknown variant {name!r}"
-                            + (f"; known: {known}" if known else ""))
+        raise EgoBenchError(
+            f"{files['tasks']}: unknown variant {name!r}" + (f"; known: {known}" if known else "")
+        )
     raw_tasks = read_json(files["tasks"])
     if not isinstance(raw_tasks, list) or not all(isinstance(t, dict) for t in raw_tasks):
         raise EgoBenchError(f"{files['tasks']}: a task file must be a JSON list of task objects")
@@ -159,6 +175,12 @@ def load_variant(data_dir: str | Path, name: str, *, require_db: bool = True) ->
         raise EgoBenchError(f"{files['db']}: a seed database must be a JSON object")
     tools = parse_tools(read_json(files["tools"]), files["tools"])
     tasks = [_task(t, i, files["tasks"]) for i, t in enumerate(raw_tasks)]
-    return Variant(name=name, scenario=scenario_of(name), tasks=tasks, tools=tools, seed=seed,
-                   seed_is_ours=bool(seed.get("_interactscope_seed") or seed.get("_missing")),
-                   files={k: str(v) for k, v in files.items()})
+    return Variant(
+        name=name,
+        scenario=scenario_of(name),
+        tasks=tasks,
+        tools=tools,
+        seed=seed,
+        seed_is_ours=bool(seed.get("_interactscope_seed") or seed.get("_missing")),
+        files={k: str(v) for k, v in files.items()},
+    )

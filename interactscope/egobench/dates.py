@@ -9,10 +9,32 @@ import re
 
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m}
 _WEEKDAYS = {d.lower(): i for i, d in enumerate(calendar.day_name)}
-_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "fifth": 5, "sixth": 6,
-             "seventh": 7, "eighth": 8, "ninth": 9, "tenth": 10, "last": -1}
-_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-            "eight": 8, "nine": 9, "ten": 10, "a": 1}
+_ORDINALS = {
+    "first": 1,
+    "second": 2,
+    "third": 3,
+    "fourth": 4,
+    "fifth": 5,
+    "sixth": 6,
+    "seventh": 7,
+    "eighth": 8,
+    "ninth": 9,
+    "tenth": 10,
+    "last": -1,
+}
+_NUMBERS = {
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "a": 1,
+}
 _TODAY = re.compile(r"\btoday is ([^.;]*?\d{4})", re.IGNORECASE)
 
 
@@ -35,8 +57,11 @@ def parse_date_phrase(text: str) -> dt.date:
     (weeks run Monday-Sunday); ``N days|weeks before|after DATE`` and ``the ORD day after
     DATE`` (N in digits or words), nested."""
     s = text.strip().rstrip(",").strip()
-    s = re.sub(r"^the\s+", "", s, flags=re.IGNORECASE) if not re.match(
-        r"(?i)the\s+\w+\s+(day|week)s?\s+(before|after)", s) else s
+    s = (
+        re.sub(r"^the\s+", "", s, flags=re.IGNORECASE)
+        if not re.match(r"(?i)the\s+\w+\s+(day|week)s?\s+(before|after)", s)
+        else s
+    )
     m = re.fullmatch(r"(\d{4})-(\d{2})-(\d{2})", s)
     if m:
         return dt.date(int(m[1]), int(m[2]), int(m[3]))
@@ -55,8 +80,11 @@ def parse_date_phrase(text: str) -> dt.date:
     m = re.fullmatch(r"(\w+)\s+([A-Za-z]+day)\s+of\s+([A-Za-z]+)\s+(\d{4})", s, re.I)
     if m and m[1].lower() in _ORDINALS and m[2].lower() in _WEEKDAYS:
         y, mo, wd = int(m[4]), _MONTHS[m[3].lower()], _WEEKDAYS[m[2].lower()]
-        days = [d for d in range(1, calendar.monthrange(y, mo)[1] + 1)
-                if dt.date(y, mo, d).weekday() == wd]
+        days = [
+            d
+            for d in range(1, calendar.monthrange(y, mo)[1] + 1)
+            if dt.date(y, mo, d).weekday() == wd
+        ]
         k = _ORDINALS[m[1].lower()]
         return dt.date(y, mo, days[k - 1 if k > 0 else -1])
     m = re.fullmatch(r"([A-Za-z]+day)\s+of\s+the\s+week\s+containing\s+(.+)", s, re.I)

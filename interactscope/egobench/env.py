@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
+import hashlib
 import json
 import sqlite3
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Literal
 
 import jsonschema
 
-from interactscope.egobench.canonical import canonical_json, sha256_of
+from interactscope.egobench.canonical import canonical_json, decode_raw
 from interactscope.egobench.records import Task, ToolResult, ToolSpec, Variant
 from interactscope.egobench.scenarios import SCENARIO_DEFS, Ctx, ToolError
 
@@ -42,6 +44,53 @@ def _coerce(value: Any, schema: dict[str, Any]) -> Any:
     return value
 
 
+_TEMPLATES: OrderedDict[tuple[str, str], sqlite3.Connection] = OrderedDict()
+_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+# seed content keys by object: a loaded seed dict is not mutated
+_SEED_KEYS: dict[int, tuple[dict[str, Any], str]] = {}
+
+
+def _template(scenario: str, seed_db: dict[str, Any]) -> sqlite3.Connection:
+    """The seed state of a scenario database, built once per seed content and copied per
+    episode (an SQLite backup is much cheaper than loading the JSON again)."""
+    hit = _SEED_KEYS.get(id(seed_db))
+    if hit is None or hit[0] is not seed_db:
+        text = json.dumps(seed_db, sort_keys=True, default=str).encode()
+        hit = (seed_db, hashlib.sha1(text).hexdigest())
+        _SEED_KEYS[id(seed_db)] = hit
+        if len(_SEED_KEYS) > 64:
+            _SEED_KEYS.pop(next(iter(_SEED_KEYS)))
+    key = (scenario, hit[1])
+    if key in _TEMPLATES:
+        _TEMPLATES.move_to_end(key)
+        return _TEMPLATES[key]
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.executescript(SCENARIO_DEFS[scenario].ddl)
+    try:
+        conn.execute("BEGIN")
+        SCENARIO_DEFS[scenario].load(conn, seed_db)
+        conn.execute("COMMIT")
+    except (KeyError, TypeError, AttributeError, sqlite3.Error) as exc:
+        conn.close()
+        raise ValueError(f"{scenario} seed database cannot be loaded: {exc!r}") from None
+    _TEMPLATES[key] = conn
+    while len(_TEMPLATES) > 16:
+        _TEMPLATES.popitem(last=False)[1].close()
+    return conn
+
+
+def _schema_validator(spec: ToolSpec) -> Any:
+    hit = _VALIDATORS.get(id(spec.parameters))
+    if hit is not None and hit[0] is spec.parameters:
+        return hit[1]
+    schema = {"type": "object", **spec.parameters}
+    v = _validator(json.dumps(schema, sort_keys=True))
+    if len(_VALIDATORS) > 1024:
+        _VALIDATORS.clear()
+    _VALIDATORS[id(spec.parameters)] = (spec.parameters, v)
+    return v
+
+
 class Environment:
     """One scenario database (a fresh in-memory SQLite built from the seed JSON) and its tools.
 
@@ -69,7 +118,9 @@ class Environment:
         coerce_numeric_strings: bool = False,
     ) -> None:
         if scenario not in SCENARIO_DEFS:
-            raise ValueError(f"unknown scenario {scenario!r}; expected one of {sorted(SCENARIO_DEFS)}")
+            raise ValueError(
+                f"unknown scenario {scenario!r}; expected one of {sorted(SCENARIO_DEFS)}"
+            )
         self.scenario = scenario
         self.definition = SCENARIO_DEFS[scenario]
         self.tools = {t.name: t for t in tools}
@@ -77,22 +128,19 @@ class Environment:
         self.undeclared = undeclared
         self.coerce_numeric_strings = coerce_numeric_strings
         self.conn = sqlite3.connect(":memory:", isolation_level=None)
-        self.conn.executescript(self.definition.ddl)
-        try:
-            self.conn.execute("BEGIN")
-            self.definition.load(self.conn, seed_db)
-            self.conn.execute("COMMIT")
-        except (KeyError, TypeError, AttributeError, sqlite3.Error) as exc:
-            raise ValueError(f"{scenario} seed database cannot be loaded: {exc!r}") from None
+        _template(scenario, seed_db).backup(self.conn)
         self._ctx = Ctx(self.conn, today)
 
     @classmethod
-    def from_variant(cls, variant: Variant, task: Task | int | None = None, **kw: Any) -> Environment:
+    def from_variant(
+        cls, variant: Variant, task: Task | int | None = None, **kw: Any
+    ) -> Environment:
         """A fresh environment for a variant; ``task`` (or its id) supplies "today"."""
         if isinstance(task, int):
             task = variant.task(task)
-        return cls(variant.scenario, variant.tools, variant.seed,
-                   today=task.today if task else None, **kw)
+        return cls(
+            variant.scenario, variant.tools, variant.seed, today=task.today if task else None, **kw
+        )
 
     def tool_specs(self) -> list[dict[str, Any]]:
         """The catalogue as OpenAI-style function specs, in schema order."""
@@ -101,17 +149,21 @@ class Environment:
     def _prepare(self, name: str, arguments: Any) -> tuple[dict[str, Any], list[str]]:
         spec = self.tools[name]
         if not isinstance(arguments, dict):
-            raise jsonschema.ValidationError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+            raise jsonschema.ValidationError(
+                f"arguments must be a JSON object, got {type(arguments).__name__}"
+            )
         declared = spec.declared
         ignored = sorted(k for k in arguments if k not in declared)
-        args = {k: v for k, v in arguments.items() if k in declared} if self.undeclared == "drop" else dict(arguments)
+        args = (
+            {k: v for k, v in arguments.items() if k in declared}
+            if self.undeclared == "drop"
+            else dict(arguments)
+        )
         if self.undeclared == "reject" and ignored:
             raise jsonschema.ValidationError(f"undeclared parameter(s) {', '.join(ignored)}")
         if self.coerce_numeric_strings:
             args = _coerce(args, spec.parameters)
-        schema = dict(spec.parameters)
-        schema.setdefault("type", "object")
-        _validator(json.dumps(schema, sort_keys=True)).validate(args)
+        _schema_validator(spec).validate(args)
         return args, ignored if self.undeclared == "drop" else []
 
     def call(self, name: str, arguments: Any = None) -> ToolResult:
@@ -119,38 +171,60 @@ class Environment:
         precondition gives ``ok=False`` with a one-line ``error`` and leaves the state as it was."""
         arguments = {} if arguments is None else arguments
         if name not in self.tools or name not in self.definition.tools:
-            return ToolResult(ok=False, name=str(name), error_kind="unknown_tool",
-                              error=f"unknown tool {name!r}; available: {', '.join(self.tools)}")
+            return ToolResult(
+                ok=False,
+                name=str(name),
+                error_kind="unknown_tool",
+                error=f"unknown tool {name!r}; available: {', '.join(self.tools)}",
+            )
         try:
             args, ignored = self._prepare(name, arguments)
         except jsonschema.ValidationError as exc:
             where = "/".join(str(p) for p in exc.absolute_path)
-            return ToolResult(ok=False, name=name, error_kind="invalid_arguments",
-                              error=f"{name}: invalid arguments{' at ' + where if where else ''}: {exc.message}")
+            return ToolResult(
+                ok=False,
+                name=name,
+                error_kind="invalid_arguments",
+                error=f"{name}: invalid arguments{' at ' + where if where else ''}: {exc.message}",
+            )
         before = self.conn.total_changes
         self.conn.execute("SAVEPOINT call")
         try:
             out = self.definition.tools[name](self._ctx, **args)
-        except (ToolError, TypeError, ValueError, KeyError, AttributeError, ZeroDivisionError) as exc:
+        except (
+            ToolError,
+            TypeError,
+            ValueError,
+            KeyError,
+            AttributeError,
+            ZeroDivisionError,
+        ) as exc:
             self.conn.execute("ROLLBACK TO call")
             self.conn.execute("RELEASE call")
             msg = str(exc) if isinstance(exc, ToolError) else f"{type(exc).__name__}: {exc}"
-            return ToolResult(ok=False, name=name, error_kind="precondition", error=msg, ignored=ignored)
+            return ToolResult(
+                ok=False, name=name, error_kind="precondition", error=msg, ignored=ignored
+            )
         self.conn.execute("RELEASE call")
-        return ToolResult(ok=True, name=name, output=out, ignored=ignored,
-                          changed=self.conn.total_changes != before)
+        return ToolResult(
+            ok=True,
+            name=name,
+            output=out,
+            ignored=ignored,
+            changed=self.conn.total_changes != before,
+        )
 
     def state(self) -> dict[str, Any]:
         """The canonical state: every table as JSON (per-user lists in a defined order)."""
-        return self.definition.dump(self.conn)
+        return decode_raw(self.definition.dump(self.conn))
 
     def state_json(self) -> str:
         """:meth:`state` as canonical JSON (sorted keys, integral floats as integers)."""
-        return canonical_json(self.state())
+        return canonical_json(self.definition.dump(self.conn))
 
     def state_hash(self) -> str:
         """sha256 (hex) of :meth:`state_json`."""
-        return sha256_of(self.state())
+        return hashlib.sha256(self.state_json().encode("utf-8")).hexdigest()
 
     def save(self, path: str | Path) -> Path:
         """Write the current database to a ``.sqlite`` file (replaced if present)."""

@@ -26,22 +26,37 @@ class LimitSettings(_Group):
 class EpisodeFrameSettings(_Group):
     """Frames of the task video shown to the agent."""
 
-    fps: float = Field(1.0, gt=0, le=1, description="frames per second of video (<= 1: the decoder keeps 1 fps samples)")
+    fps: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="frames per second of video (<= 1: the decoder keeps 1 fps samples)",
+    )
     max: int = Field(32, ge=1, description="frames at most (the streaming cap)")
     cap_policy: Literal["uniform", "recent"] = "uniform"
-    max_side: int | None = Field(None, ge=16, description="downscale so the long side is <= this (px)")
-    every_turn: bool = Field(False, description="send the frames with every user message (reference: first only)")
+    max_side: int | None = Field(
+        None, ge=16, description="downscale so the long side is <= this (px)"
+    )
+    every_turn: bool = Field(
+        False, description="send the frames with every user message (reference: first only)"
+    )
     missing_video: Literal["description", "fail"] = Field(
-        "description", description="video file absent: send image_description as text, or fail the episode")
+        "description",
+        description="video file absent: send image_description as text, or fail the episode",
+    )
 
 
 class AgentSettings(_Group):
     """How the model agent talks to its engine."""
 
     tool_mode: Literal["auto", "native", "text"] = Field(
-        "auto", description="auto: native tool calling where the engine offers it, else a JSON array in text")
+        "auto",
+        description="auto: native tool calling where the engine offers it, else a JSON array in text",
+    )
     prompt_version: str = "v1"
-    max_new_tokens: int | None = Field(None, ge=1, description="per agent call (None: engine default)")
+    max_new_tokens: int | None = Field(
+        None, ge=1, description="per agent call (None: engine default)"
+    )
 
 
 class UserSettings(_Group):
@@ -53,7 +68,9 @@ class UserSettings(_Group):
     summarizer: bool = True
     summary_sentences: int = Field(3, ge=1)
     chitchat: Literal["append", "prompt"] = Field(
-        "append", description="hard mode: append one scenario chit-chat sentence to each message, or only ask the Actor to add one")
+        "append",
+        description="hard mode: append one scenario chit-chat sentence to each message, or only ask the Actor to add one",
+    )
     seed: int = Field(0, description="picks the chit-chat sentences")
     max_new_tokens: int | None = Field(None, ge=1)
 
@@ -67,7 +84,8 @@ class EpisodeSettings(_Group):
     agent: AgentSettings = Field(default_factory=AgentSettings)
     user: UserSettings = Field(default_factory=UserSettings)
     undeclared_params: Literal["drop", "reject"] = Field(
-        "drop", description="tool arguments the schema does not declare (same rule as the scorer)")
+        "drop", description="tool arguments the schema does not declare (same rule as the scorer)"
+    )
     coerce_numeric_strings: bool = True
 
 
@@ -83,5 +101,7 @@ def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> Episod
         e = exc.errors()[0]
         key = ".".join(str(p) for p in e["loc"])
         if e["type"] == "extra_forbidden":
-            raise ValueError(f"unknown episode setting {key!r}; see docs/egobench-episodes.md") from None
+            raise ValueError(
+                f"unknown episode setting {key!r}; see docs/egobench-episodes.md"
+            ) from None
         raise ValueError(f"episode setting {key!r}: {e['msg']}") from None

@@ -60,11 +60,14 @@ class _Episode:
                 self.rec.errors.append(step.error)
                 return "", None, "error"
             for m in step.malformed:
-                self.rec.calls.append(CallRecord(turn=self.user_turns, call=ToolCall(name=""),
-                                                 malformed=m))
+                self.rec.calls.append(
+                    CallRecord(turn=self.user_turns, call=ToolCall(name=""), malformed=m)
+                )
             if not step.calls:
                 self.rec.dialogue.append(DialogueTurn(role="agent", text=step.text))
-                problem = "; ".join(step.malformed) or (None if step.text.strip() else "empty reply")
+                problem = "; ".join(step.malformed) or (
+                    None if step.text.strip() else "empty reply"
+                )
                 return step.text, problem, None
             if step.text.strip():
                 self.rec.dialogue.append(DialogueTurn(role="agent", text=step.text))
@@ -90,9 +93,17 @@ def _loop(ep: _Episode, agent: Agent, user: SimulatedUser) -> str:
         ep.add_user(turn)
 
 
-def run_episode(variant: Variant, task: Task, agent: Agent, user: SimulatedUser,
-                settings: EpisodeSettings, visual: Visual, *, agent_name: str = "",
-                user_name: str = "") -> EpisodeRecord:
+def run_episode(
+    variant: Variant,
+    task: Task,
+    agent: Agent,
+    user: SimulatedUser,
+    settings: EpisodeSettings,
+    visual: Visual,
+    *,
+    agent_name: str = "",
+    user_name: str = "",
+) -> EpisodeRecord:
     """Play one episode on a fresh environment and return its record.
 
     Args:
@@ -108,14 +119,29 @@ def run_episode(variant: Variant, task: Task, agent: Agent, user: SimulatedUser,
         or ``error`` when the agent's or the user's backend failed: the message is in
         ``errors``), Evaluator verdicts, agent tokens and model time (s). Never raises for a
         backend failure."""
-    rec = EpisodeRecord(variant=variant.name, task_id=task.task_id, mode=settings.mode,
-                        agent=agent_name or getattr(agent, "name", ""), user=user_name,
-                        sees_pixels=visual.sees_pixels)
-    with Environment.from_variant(variant, task, undeclared=settings.undeclared_params,
-                                  coerce_numeric_strings=settings.coerce_numeric_strings) as env:
+    rec = EpisodeRecord(
+        variant=variant.name,
+        task_id=task.task_id,
+        mode=settings.mode,
+        agent=agent_name or getattr(agent, "name", ""),
+        user=user_name,
+        sees_pixels=visual.sees_pixels,
+    )
+    with Environment.from_variant(
+        variant,
+        task,
+        undeclared=settings.undeclared_params,
+        coerce_numeric_strings=settings.coerce_numeric_strings,
+    ) as env:
         ep = _Episode(rec, env, settings)
-        ctx = EpisodeContext(variant=variant.name, scenario=variant.scenario, task=task,
-                             tools=variant.tools, visual=visual, settings=settings)
+        ctx = EpisodeContext(
+            variant=variant.name,
+            scenario=variant.scenario,
+            task=task,
+            tools=variant.tools,
+            visual=visual,
+            settings=settings,
+        )
         try:
             agent.begin(ctx)
             rec.stop_reason = _loop(ep, agent, user)

@@ -13,10 +13,18 @@ from typing import Literal
 from interactscope.egobench.records import AgentLog, Task
 from interactscope.egobench.scenarios import ScenarioDef
 
-ErrorClass = Literal["syntax", "multimodal", "hallucination", "logic", "memory",
-                     "over_operation", "unknown"]
-CLASSES: tuple[str, ...] = ("syntax", "multimodal", "hallucination", "logic", "memory",
-                            "over_operation", "unknown")
+ErrorClass = Literal[
+    "syntax", "multimodal", "hallucination", "logic", "memory", "over_operation", "unknown"
+]
+CLASSES: tuple[str, ...] = (
+    "syntax",
+    "multimodal",
+    "hallucination",
+    "logic",
+    "memory",
+    "over_operation",
+    "unknown",
+)
 
 
 def _referent_hit(actual: str, expected: str) -> bool:
@@ -40,22 +48,42 @@ def missed_referents(task: Task, log: AgentLog, sdef: ScenarioDef) -> list[str]:
         v = call.arguments[k]
         for actual in v if isinstance(v, list) else [v]:
             for expected in task.value:
-                if isinstance(actual, str) and isinstance(expected, str) and _referent_hit(actual, expected):
+                if (
+                    isinstance(actual, str)
+                    and isinstance(expected, str)
+                    and _referent_hit(actual, expected)
+                ):
                     hit.add(expected)
     return [v for v in task.value if v not in hit]
 
 
 def wrong_user_ids(task: Task, log: AgentLog) -> list[str]:
     """User ids used by the agent that none of the GT calls uses (empty when GT has none)."""
-    gt = {c.arguments.get("user_id") for c in task.ground_truth if c.arguments.get("user_id") is not None}
+    gt = {
+        c.arguments.get("user_id")
+        for c in task.ground_truth
+        if c.arguments.get("user_id") is not None
+    }
     if not gt:
         return []
-    return sorted({str(c.arguments["user_id"]) for c in log.calls
-                   if "user_id" in c.arguments and c.arguments["user_id"] not in gt})
+    return sorted(
+        {
+            str(c.arguments["user_id"])
+            for c in log.calls
+            if "user_id" in c.arguments and c.arguments["user_id"] not in gt
+        }
+    )
 
 
-def classify(task: Task, log: AgentLog, sdef: ScenarioDef, matched: int, total: int,
-             result_succ: bool, classes: str = "six") -> tuple[ErrorClass, str]:
+def classify(
+    task: Task,
+    log: AgentLog,
+    sdef: ScenarioDef,
+    matched: int,
+    total: int,
+    result_succ: bool,
+    classes: str = "six",
+) -> tuple[ErrorClass, str]:
     """(class, one-line reason) of a failed task."""
     if not log.calls:
         return "syntax", "no tool call"

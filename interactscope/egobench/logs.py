@@ -40,7 +40,9 @@ def _call(raw: Any, where: str, accept_arguments: bool) -> tuple[ToolCall, str |
     return ToolCall(name=str(name or ""), arguments=args), problem
 
 
-def from_reference_entry(entry: dict[str, Any], task_id: int, accept_arguments: bool = True) -> AgentLog:
+def from_reference_entry(
+    entry: dict[str, Any], task_id: int, accept_arguments: bool = True
+) -> AgentLog:
     """One reference-runner task entry (``tool_calls: [{turn, calls: [...], results}]`` or the
     older ``{turn, call, result}``) as an :class:`AgentLog`; malformed parts are listed."""
     calls: list[ToolCall] = []
@@ -72,8 +74,12 @@ def from_reference_entry(entry: dict[str, Any], task_id: int, accept_arguments: 
 
 def from_episode(rec: EpisodeRecord) -> AgentLog:
     """An episode record as an :class:`AgentLog` (every executed call, in order)."""
-    return AgentLog(task_id=rec.task_id, calls=[c.call for c in rec.calls],
-                    malformed=[c.malformed for c in rec.calls if c.malformed], mode=rec.mode)
+    return AgentLog(
+        task_id=rec.task_id,
+        calls=[c.call for c in rec.calls],
+        malformed=[c.malformed for c in rec.calls if c.malformed],
+        mode=rec.mode,
+    )
 
 
 def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[AgentLog], str | None]:
@@ -96,15 +102,18 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise EgoBenchError(f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: "
-                                f"{exc.msg}") from None
+            raise EgoBenchError(
+                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
+            ) from None
         logs = []
         for i, entry in enumerate(raw):
             if entry is None:
                 continue
             if not isinstance(entry, dict):
-                raise EgoBenchError(f"{path}: entry {i} is not an object; a reference log is a "
-                                    "JSON list of per-task objects with tool_calls")
+                raise EgoBenchError(
+                    f"{path}: entry {i} is not an object; a reference log is a "
+                    "JSON list of per-task objects with tool_calls"
+                )
             tid = entry.get("scenario_id", entry.get("task_id", i + 1))
             logs.append(from_reference_entry(entry, int(tid), accept_arguments))
         return logs, mode
@@ -114,19 +123,25 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
             if not line.strip():
                 continue
             if n == 1 and '"format"' not in line:
-                raise EgoBenchError(f"{path}: not a list: a reference-runner log is a JSON list of "
-                                    "per-task entries; episode records are JSON lines with "
-                                    '"format": "interactscope.egobench.episode/1"')
+                raise EgoBenchError(
+                    f"{path}: not a list: a reference-runner log is a JSON list of "
+                    "per-task entries; episode records are JSON lines with "
+                    '"format": "interactscope.egobench.episode/1"'
+                )
             try:
                 rec = EpisodeRecord.model_validate_json(line)
             except ValidationError as exc:
                 first = exc.errors()[0]
                 field = ".".join(str(x) for x in first["loc"])
-                raise EgoBenchError(f"{path}: line {n}: not an episode record ({field}: "
-                                    f"{first['msg']}); expected a JSON list (reference runner "
-                                    "log) or JSON lines of episode records") from None
+                raise EgoBenchError(
+                    f"{path}: line {n}: not an episode record ({field}: "
+                    f"{first['msg']}); expected a JSON list (reference runner "
+                    "log) or JSON lines of episode records"
+                ) from None
             logs.append(from_episode(rec))
             mode = mode or rec.mode
         return logs, mode
-    raise EgoBenchError(f"{path}: not a log: expected a JSON list of per-task entries "
-                        "(reference runner) or JSON lines of episode records")
+    raise EgoBenchError(
+        f"{path}: not a log: expected a JSON list of per-task entries "
+        "(reference runner) or JSON lines of episode records"
+    )

@@ -15,8 +15,17 @@ from interactscope.egobench.scenarios import ScenarioDef
 from interactscope.egobench.settings import ScoreSettings
 
 #: Keys that name an item inside a list, in priority order (merging duplicates).
-MERGE_NAME_KEYS = ("product_name", "ingredient_name", "equipment", "item_name", "dish_name",
-                   "set_meal_name", "restaurant_name", "recipe_name", "name")
+MERGE_NAME_KEYS = (
+    "product_name",
+    "ingredient_name",
+    "equipment",
+    "item_name",
+    "dish_name",
+    "set_meal_name",
+    "restaurant_name",
+    "recipe_name",
+    "name",
+)
 
 
 def _canon(s: Any) -> str:
@@ -59,8 +68,11 @@ def merge_items(value: Any) -> Any:
         if key is not None:
             for g in groups:
                 gk = next((k for k in MERGE_NAME_KEYS if g.get(k) is not None), None)
-                if gk == key and (_canon(g[key]) == _canon(item[key]) if isinstance(item[key], str)
-                                  and isinstance(g[key], str) else g[key] == item[key]):
+                if gk == key and (
+                    _canon(g[key]) == _canon(item[key])
+                    if isinstance(item[key], str) and isinstance(g[key], str)
+                    else g[key] == item[key]
+                ):
                     target = g
                     break
         if target is None:
@@ -74,7 +86,9 @@ def merge_items(value: Any) -> Any:
                     target[k] = int(s) if s.is_integer() else s
                 elif target.get(k) is None:
                     target[k] = v
-            elif target.get(k) is None or (isinstance(target.get(k), str) and not target[k].strip()):
+            elif target.get(k) is None or (
+                isinstance(target.get(k), str) and not target[k].strip()
+            ):
                 target[k] = v
 
     def sort_key(x: dict[str, Any]) -> str:
@@ -165,8 +179,9 @@ class ParamComparer:
         return self.equal(gt, agent)
 
 
-def match_calls(gt: list[ToolCall], agent: list[ToolCall], cmp: ParamComparer,
-                how: str = "greedy") -> list[int | None]:
+def match_calls(
+    gt: list[ToolCall], agent: list[ToolCall], cmp: ParamComparer, how: str = "greedy"
+) -> list[int | None]:
     """For each GT call, the index of the distinct agent call it is matched to (or None).
 
     ``greedy``: GT calls in order each take the first unused agent call with the same tool name
@@ -178,7 +193,7 @@ def match_calls(gt: list[ToolCall], agent: list[ToolCall], cmp: ParamComparer,
     out: list[int | None] = [None] * len(gt)
     if how == "optimal" and ok.size:
         rows, cols = linear_sum_assignment(-ok.astype(float))
-        for r, c in zip(rows, cols):
+        for r, c in zip(rows, cols, strict=True):
             if ok[r, c]:
                 out[r] = int(c)
         return out

@@ -145,7 +145,9 @@ class EpisodeRecord(BaseModel):
     dialogue: list[DialogueTurn] = Field(default_factory=list)
     calls: list[CallRecord] = Field(default_factory=list)
     final_state_hash: str | None = None
-    stop_reason: Literal["user_stop", "max_user_turns", "max_tool_calls", "error", "other"] | None = None
+    stop_reason: (
+        Literal["user_stop", "max_user_turns", "max_tool_calls", "error", "other"] | None
+    ) = None
     user_verdicts: list[UserVerdict] = Field(default_factory=list)
     input_tokens: int = 0
     output_tokens: int = 0

@@ -19,14 +19,19 @@ def _rows(frame: pd.DataFrame) -> dict[str, tuple]:
     c = frame["variant"].to_numpy()
     return {
         "JointSucc": (frame["joint_succ"].astype(float).to_numpy(), None, c),
-        "MicroAcc": (frame["matched"].astype(float).to_numpy(),
-                     frame["total_gt"].astype(float).to_numpy(), c),
+        "MicroAcc": (
+            frame["matched"].astype(float).to_numpy(),
+            frame["total_gt"].astype(float).to_numpy(),
+            c,
+        ),
         "ToolSucc": (frame["tool_succ"].astype(float).to_numpy(), None, c),
         "ResultSucc": (frame["result_succ"].astype(float).to_numpy(), None, c),
     }
 
 
-def build_table(outs: list[str | Path], n_resamples: int = 10_000, seed: int = 0) -> tuple[pd.DataFrame, list[str]]:
+def build_table(
+    outs: list[str | Path], n_resamples: int = 10_000, seed: int = 0
+) -> tuple[pd.DataFrame, list[str]]:
     """One row per scenario x mode (plus each scenario's cross-mode mean when it has several
     modes): each metric's estimate and 95 % interval (fractions), task and variant counts,
     error-class counts, the pooled MicroAcc and the reference's per-file task-weighted figure.
@@ -36,15 +41,22 @@ def build_table(outs: list[str | Path], n_resamples: int = 10_000, seed: int = 0
     parts, files, notes = [], [], []
     for out in outs:
         summary, frame = read_score(out)
-        frame = frame.assign(variant=summary.variant, scenario=summary.scenario,
-                             mode=summary.mode or "unknown")
+        frame = frame.assign(
+            variant=summary.variant, scenario=summary.scenario, mode=summary.mode or "unknown"
+        )
         frame["tool_succ"] = frame["tool_succ"].astype(str).str.lower().eq("true")
         frame["result_succ"] = frame["result_succ"].astype(str).str.lower().eq("true")
         frame["joint_succ"] = frame["joint_succ"].astype(str).str.lower().eq("true")
         parts.append(frame)
         ref = summary.reference_view
-        files.append({"scenario": summary.scenario, "mode": summary.mode or "unknown",
-                      "n_valid": ref["n_tasks"], "micro": ref["micro_acc"]})
+        files.append(
+            {
+                "scenario": summary.scenario,
+                "mode": summary.mode or "unknown",
+                "n_valid": ref["n_tasks"],
+                "micro": ref["micro_acc"],
+            }
+        )
     tasks = pd.concat(parts, ignore_index=True)
     files_df = pd.DataFrame(files)
     rows = []
@@ -55,7 +67,9 @@ def build_table(outs: list[str | Path], n_resamples: int = 10_000, seed: int = 0
         for w in caught:
             notes.append(f"{scen}/{mode}: {w.message}")
         f = files_df[(files_df.scenario == scen) & (files_df["mode"] == mode)]
-        weighted = (f.micro * f.n_valid).sum() / f.n_valid.sum() if f.n_valid.sum() else float("nan")
+        weighted = (
+            (f.micro * f.n_valid).sum() / f.n_valid.sum() if f.n_valid.sum() else float("nan")
+        )
         row = {"scenario": scen, "mode": mode, "n_tasks": len(g), "n_variants": g.variant.nunique()}
         for m in METRICS:
             row[m], row[f"{m}_low"], row[f"{m}_high"] = res[m].estimate, res[m].low, res[m].high
@@ -69,9 +83,15 @@ def build_table(outs: list[str | Path], n_resamples: int = 10_000, seed: int = 0
     means = []
     for scen, g in table.groupby("scenario", sort=True):
         if len(g) > 1:
-            means.append({"scenario": scen, "mode": "mean of modes", "n_tasks": int(g.n_tasks.sum()),
-                          "n_variants": int(g.n_variants.max()),
-                          **{m: g[m].mean() for m in METRICS}})
+            means.append(
+                {
+                    "scenario": scen,
+                    "mode": "mean of modes",
+                    "n_tasks": int(g.n_tasks.sum()),
+                    "n_variants": int(g.n_variants.max()),
+                    **{m: g[m].mean() for m in METRICS},
+                }
+            )
     if means:
         table = pd.concat([table, pd.DataFrame(means)], ignore_index=True)
     return table, notes
@@ -79,33 +99,49 @@ def build_table(outs: list[str | Path], n_resamples: int = 10_000, seed: int = 0
 
 def markdown(table: pd.DataFrame) -> str:
     """Percent table with intervals: one line per scenario x mode."""
-    lines = ["| scenario | mode | tasks | variants | " + " | ".join(METRICS)
-             + " | MicroAcc ref. per-file |", "|" + "---|" * (5 + len(METRICS))]
+    lines = [
+        "| scenario | mode | tasks | variants | "
+        + " | ".join(METRICS)
+        + " | MicroAcc ref. per-file |",
+        "|" + "---|" * (5 + len(METRICS)),
+    ]
     for _, r in table.iterrows():
         cells = []
         for m in METRICS:
             lo = r.get(f"{m}_low")
-            cells.append(f"{100 * r[m]:.1f}" + ("" if pd.isna(lo) else
-                                                 f" [{100 * lo:.1f}, {100 * r[f'{m}_high']:.1f}]"))
+            cells.append(
+                f"{100 * r[m]:.1f}"
+                + ("" if pd.isna(lo) else f" [{100 * lo:.1f}, {100 * r[f'{m}_high']:.1f}]")
+            )
         ref = r.get("MicroAcc_reference_per_file_weighted")
-        lines.append(f"| {r.scenario} | {r['mode']} | {r.n_tasks} | {r.n_variants} | "
-                     + " | ".join(cells) + " | " + ("" if pd.isna(ref) else f"{100 * ref:.1f}") + " |")
+        lines.append(
+            f"| {r.scenario} | {r['mode']} | {r.n_tasks} | {r.n_variants} | "
+            + " | ".join(cells)
+            + " | "
+            + ("" if pd.isna(ref) else f"{100 * ref:.1f}")
+            + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def write_report(outs: list[str | Path], dest: str | Path, n_resamples: int = 10_000,
-                 seed: int = 0) -> tuple[pd.DataFrame, list[Path], list[str]]:
+def write_report(
+    outs: list[str | Path], dest: str | Path, n_resamples: int = 10_000, seed: int = 0
+) -> tuple[pd.DataFrame, list[Path], list[str]]:
     """Write ``report.md``, ``report.tex``, ``report.csv`` into ``dest``."""
     table, notes = build_table(outs, n_resamples=n_resamples, seed=seed)
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    md = ("# EgoBench results\n\nPercent; 95 % cluster-bootstrap intervals (cluster = variant). "
-          "MicroAcc is pooled (Σ matched / Σ GT); the last column is the reference evaluator's "
-          "task-weighted mean of per-file values.\n\n" + markdown(table))
+    md = (
+        "# EgoBench results\n\nPercent; 95 % cluster-bootstrap intervals (cluster = variant). "
+        "MicroAcc is pooled (Σ matched / Σ GT); the last column is the reference evaluator's "
+        "task-weighted mean of per-file values.\n\n" + markdown(table)
+    )
     if notes:
         md += "\nNotes:\n" + "".join(f"- {n}\n" for n in notes)
     paths = [dest / "report.md", dest / "report.tex", dest / "report.csv"]
     paths[0].write_text(md, encoding="utf-8")
-    paths[1].write_text(table.to_latex(index=False, float_format="%.3f", na_rep=""), encoding="utf-8")
+    paths[1].write_text(
+        table.to_latex(index=False, float_format="%.3f", na_rep=""), encoding="utf-8"
+    )
     table.to_csv(paths[2], index=False)
     return table, paths, notes

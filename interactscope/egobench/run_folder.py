@@ -103,8 +103,13 @@ def fingerprint(variant: Variant) -> str:
 def new_manifest(**fields: Any) -> EgoRunManifest:
     """A manifest with versions, git revision and host filled in."""
     host = host_facts()
-    return EgoRunManifest(packages=package_versions(), git_revision=git_revision(),
-                          host=host["host"], python=host["python"], **fields)
+    return EgoRunManifest(
+        packages=package_versions(),
+        git_revision=git_revision(),
+        host=host["host"],
+        python=host["python"],
+        **fields,
+    )
 
 
 def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeRecord]:
@@ -128,13 +133,19 @@ def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeReco
             try:
                 rec = EpisodeRecord.model_validate_json(chunk)
             except ValidationError as exc:
-                if nl >= 0 and data[nl + 1:].strip():
-                    raise EgoRunError(f"{p}:{lineno}: corrupt episode record "
-                                      f"({exc.errors()[0]['msg']})") from None
+                if nl >= 0 and data[nl + 1 :].strip():
+                    raise EgoRunError(
+                        f"{p}:{lineno}: corrupt episode record ({exc.errors()[0]['msg']})"
+                    ) from None
                 rec = None
             if rec is None or nl < 0:
-                log.warning("%s:%d: dropping a half-written last line (%d bytes); that episode "
-                            "is played again", p, lineno, len(chunk))
+                log.warning(
+                    "%s:%d: dropping a half-written last line (%d bytes); that episode "
+                    "is played again",
+                    p,
+                    lineno,
+                    len(chunk),
+                )
                 if repair:
                     with open(p, "r+b") as fh:
                         fh.truncate(pos)
@@ -159,7 +170,8 @@ def _dedupe(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
 def summarise(records: list[EpisodeRecord], expected: int) -> dict[str, Any]:
     """Counts over a run's episodes: stop reasons, episodes with errors, pixels seen, tokens."""
     return {
-        "episodes": len(records), "expected": expected,
+        "episodes": len(records),
+        "expected": expected,
         "stop_reasons": dict(Counter(r.stop_reason or "none" for r in records)),
         "episodes_with_errors": sum(r.stop_reason == "error" for r in records),
         "sees_pixels": dict(Counter(str(r.sees_pixels).lower() for r in records)),
@@ -172,8 +184,11 @@ def summarise(records: list[EpisodeRecord], expected: int) -> dict[str, Any]:
 
 def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
     """What forbids resuming ``old`` with ``new``: identity fields and settings, listed."""
-    diffs = [f"{f}: {getattr(old, f)!r} != {getattr(new, f)!r}"
-             for f in IDENTITY if getattr(old, f) != getattr(new, f)]
+    diffs = [
+        f"{f}: {getattr(old, f)!r} != {getattr(new, f)!r}"
+        for f in IDENTITY
+        if getattr(old, f) != getattr(new, f)
+    ]
     return diffs + [f"settings.{d}" for d in diff_settings(old.settings, new.settings)]
 
 
@@ -211,8 +226,9 @@ class EpisodeWriter:
             self._fh.close()
 
 
-def open_episodes(path: str | Path, manifest: EgoRunManifest,
-                  command: list[str] | None = None) -> EpisodeWriter:
+def open_episodes(
+    path: str | Path, manifest: EgoRunManifest, command: list[str] | None = None
+) -> EpisodeWriter:
     """Create the run folder or resume the one at ``path`` (call inside :func:`run_lock`).
 
     Raises:
@@ -226,9 +242,10 @@ def open_episodes(path: str | Path, manifest: EgoRunManifest,
         old = read_manifest(p)
         diffs = differences(old, manifest)
         if diffs:
-            raise EgoRunError(f"{p} holds a run with different settings; use another --out or "
-                              "the original options. Differences (existing != requested): "
-                              + "; ".join(diffs))
+            raise EgoRunError(
+                f"{p} holds a run with different settings; use another --out or "
+                "the original options. Differences (existing != requested): " + "; ".join(diffs)
+            )
         records = read_episodes(p / EPISODES, repair=True)
         manifest.started_at = old.started_at
         manifest.invocations = old.invocations
@@ -254,8 +271,9 @@ def read_manifest(path: str | Path) -> EgoRunManifest:
         raise EgoRunError(f"{Path(path)}: not a run folder (no {MANIFEST})") from None
     except ValidationError as exc:
         e = exc.errors()[0]
-        raise EgoRunError(f"{f}: not an EgoBench run ({'.'.join(map(str, e['loc']))}: "
-                          f"{e['msg']})") from None
+        raise EgoRunError(
+            f"{f}: not an EgoBench run ({'.'.join(map(str, e['loc']))}: {e['msg']})"
+        ) from None
 
 
 def load_run(path: str | Path) -> tuple[EgoRunManifest, list[EpisodeRecord]]:
@@ -265,8 +283,11 @@ def load_run(path: str | Path) -> tuple[EgoRunManifest, list[EpisodeRecord]]:
 
 def _shard_problems(manifests: list[EgoRunManifest], sources: list[Path]) -> list[str]:
     specs = [parse_shard(m.shard) for m in manifests]
-    problems = [f"{s} is not a shard (run without --shard K/N)"
-                for s, sp in zip(sources, specs, strict=True) if sp is None]
+    problems = [
+        f"{s} is not a shard (run without --shard K/N)"
+        for s, sp in zip(sources, specs, strict=True)
+        if sp is None
+    ]
     ns = {sp[1] for sp in specs if sp}
     if len(ns) > 1:
         problems.append("shards of different N: " + ", ".join(str(m.shard) for m in manifests))
@@ -295,8 +316,11 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> EgoRunManifest:
     loaded = [load_run(p) for p in paths]
     manifests = [m for m, _ in loaded]
     problems = _shard_problems(manifests, paths)
-    problems += [f"{p}: its run never finished; run the same command again to resume it"
-                 for p, m in zip(paths, manifests, strict=True) if m.ended_at is None]
+    problems += [
+        f"{p}: its run never finished; run the same command again to resume it"
+        for p, m in zip(paths, manifests, strict=True)
+        if m.ended_at is None
+    ]
     owner: dict[str, Path] = {}
     records: list[EpisodeRecord] = []
     for p, (m, recs) in zip(paths, loaded, strict=True):
@@ -314,12 +338,17 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> EgoRunManifest:
     for m in manifests:
         for v, ids in m.tasks.items():
             tasks[v] = sorted(set(tasks.get(v, [])) | set(ids))
-    merged = manifests[0].model_copy(update={
-        "shard": None, "tasks": tasks, "merged_from": [str(p.resolve()) for p in paths],
-        "started_at": min(m.started_at or "" for m in manifests),
-        "ended_at": max(m.ended_at or "" for m in manifests),
-        "invocations": [i for m in manifests for i in m.invocations],
-        "summary": summarise(records, sum(len(i) for i in tasks.values()))})
+    merged = manifests[0].model_copy(
+        update={
+            "shard": None,
+            "tasks": tasks,
+            "merged_from": [str(p.resolve()) for p in paths],
+            "started_at": min(m.started_at or "" for m in manifests),
+            "ended_at": max(m.ended_at or "" for m in manifests),
+            "invocations": [i for m in manifests for i in m.invocations],
+            "summary": summarise(records, sum(len(i) for i in tasks.values())),
+        }
+    )
     order = {k: i for i, k in enumerate(merged.keys())}
     with run_lock(outp, "merge"):
         with open(outp / EPISODES, "w", encoding="utf-8") as fh:

@@ -40,9 +40,13 @@ def user_health(records: list[EpisodeRecord]) -> UserHealth:
     n = len(verdicts)
     rates = {c: (sum(getattr(v, c) for v in verdicts) / n if n else None) for c in CRITERIA}
     ok = sum(all(v.all_pass for v in r.user_verdicts) for r in judged)
-    return UserHealth(turns=n, trajectories=len(judged), rates=rates,
-                      all_pass=ok / len(judged) if judged else None,
-                      rewrites=sum(v.rewrites for v in verdicts))
+    return UserHealth(
+        turns=n,
+        trajectories=len(judged),
+        rates=rates,
+        all_pass=ok / len(judged) if judged else None,
+        rewrites=sum(v.rewrites for v in verdicts),
+    )
 
 
 class RunScore(BaseModel):
@@ -54,8 +58,13 @@ class RunScore(BaseModel):
     sees_pixels: dict[str, int]
 
 
-def score_run(run: str | Path, out: str | Path | None = None, *,
-              settings: ScoreSettings | None = None, data: str | Path | None = None) -> RunScore:
+def score_run(
+    run: str | Path,
+    out: str | Path | None = None,
+    *,
+    settings: ScoreSettings | None = None,
+    data: str | Path | None = None,
+) -> RunScore:
     """Score every variant of a run folder over the tasks the run selected; a selected task
     without an episode fails. Writes ``OUT/<variant>/tasks.csv`` + ``summary.json`` (as
     ``ego score``) and ``OUT/user_health.json``; OUT defaults to ``RUN/scores``.
@@ -71,18 +80,22 @@ def score_run(run: str | Path, out: str | Path | None = None, *,
         if fingerprint(variant) != manifest.data["variants"].get(name):
             log.warning("%s: the data of %s changed since the run", run, name)
         wanted = set(ids)
-        variant = variant.model_copy(update={"tasks": [t for t in variant.tasks
-                                                       if t.task_id in wanted]})
+        variant = variant.model_copy(
+            update={"tasks": [t for t in variant.tasks if t.task_id in wanted]}
+        )
         logs = [from_episode(r) for r in records if r.variant == name]
         results[name] = score_log(logs, variant, settings=settings, mode=manifest.mode)
         write_score(results[name], out / name)
     health = user_health(records)
-    pixels = {"true": sum(r.sees_pixels is True for r in records),
-              "false": sum(r.sees_pixels is not True for r in records)}
+    pixels = {
+        "true": sum(r.sees_pixels is True for r in records),
+        "false": sum(r.sees_pixels is not True for r in records),
+    }
     out.mkdir(parents=True, exist_ok=True)
     (out / "user_health.json").write_text(
         json.dumps({**health.model_dump(), "sees_pixels": pixels}, indent=2) + "\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     return RunScore(mode=manifest.mode, results=results, health=health, sees_pixels=pixels)
 
 
@@ -94,8 +107,10 @@ def headline(score: RunScore) -> str:
     m, g = sum(t.matched for t in tasks), sum(t.total_gt for t in tasks)
     h = score.health
     health = f"user all-pass {h.all_pass:.3f}" if h.all_pass is not None else "user scripted"
-    return (f"{len(tasks)} tasks ({score.mode}) | JointSucc {sum(t.joint_succ for t in tasks) / n:.3f}"
-            f"  MicroAcc {m / g if g else 0:.3f} ({m}/{g})  ToolSucc "
-            f"{sum(t.tool_succ for t in tasks) / n:.3f}  ResultSucc "
-            f"{sum(t.result_succ for t in tasks) / n:.3f} | {health} | sees_pixels: "
-            f"{score.sees_pixels['true']} yes, {score.sees_pixels['false']} no")
+    return (
+        f"{len(tasks)} tasks ({score.mode}) | JointSucc {sum(t.joint_succ for t in tasks) / n:.3f}"
+        f"  MicroAcc {m / g if g else 0:.3f} ({m}/{g})  ToolSucc "
+        f"{sum(t.tool_succ for t in tasks) / n:.3f}  ResultSucc "
+        f"{sum(t.result_succ for t in tasks) / n:.3f} | {health} | sees_pixels: "
+        f"{score.sees_pixels['true']} yes, {score.sees_pixels['false']} no"
+    )

@@ -81,15 +81,25 @@ def parse_task_ids(spec: str | None) -> set[int] | None:
     return out
 
 
-def _select(variants: list[Variant], spec: str | None, shard: tuple[int, int] | None) -> dict[str, list[int]]:
+def _select(
+    variants: list[Variant], spec: str | None, shard: tuple[int, int] | None
+) -> dict[str, list[int]]:
     ids = parse_task_ids(spec)
     if ids is not None:
         known = {t.task_id for v in variants for t in v.tasks}
         if ids - known:
-            raise ValueError(f"--tasks: no task {', '.join(map(str, sorted(ids - known)))} in "
-                             f"{', '.join(v.name for v in variants)}")
-    return {v.name: [t.task_id for t in v.tasks if (ids is None or t.task_id in ids)
-                     and in_shard(episode_key(v.name, t.task_id), shard)] for v in variants}
+            raise ValueError(
+                f"--tasks: no task {', '.join(map(str, sorted(ids - known)))} in "
+                f"{', '.join(v.name for v in variants)}"
+            )
+    return {
+        v.name: [
+            t.task_id
+            for t in v.tasks
+            if (ids is None or t.task_id in ids) and in_shard(episode_key(v.name, t.task_id), shard)
+        ]
+        for v in variants
+    }
 
 
 def load_scripts(path: Path) -> dict[str, list[str]]:
@@ -103,8 +113,9 @@ def load_scripts(path: Path) -> dict[str, list[str]]:
     except (OSError, yaml.YAMLError) as exc:
         raise ValueError(f"--user scripted:{path}: cannot read the script file ({exc})") from None
     if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
-        raise ValueError(f"--user scripted:{path}: must map 'variant:task_id' (or task_id) to a "
-                         "list of messages")
+        raise ValueError(
+            f"--user scripted:{path}: must map 'variant:task_id' (or task_id) to a list of messages"
+        )
     return {str(k): [str(m) for m in v] for k, v in raw.items()}
 
 
@@ -139,11 +150,17 @@ def _check_videos(req: RunRequest, variants: list[Variant], s: EpisodeSettings) 
     if not req.video_dir.is_dir():
         raise ValueError(f"--video-dir {req.video_dir}: no such folder")
     if s.frames.missing_video == "fail":
-        lost = [str(video_path(t, req.video_dir)) for v in variants for t in v.tasks
-                if (p := video_path(t, req.video_dir)) is None or not p.is_file()]
+        lost = [
+            str(video_path(t, req.video_dir))
+            for v in variants
+            for t in v.tasks
+            if (p := video_path(t, req.video_dir)) is None or not p.is_file()
+        ]
         if lost:
-            raise ValueError(f"--video-dir {req.video_dir}: video(s) missing: "
-                             f"{', '.join(sorted(set(lost))[:5])} (frames.missing_video=fail)")
+            raise ValueError(
+                f"--video-dir {req.video_dir}: video(s) missing: "
+                f"{', '.join(sorted(set(lost))[:5])} (frames.missing_video=fail)"
+            )
 
 
 def prepare(req: RunRequest) -> PreparedRun:
@@ -166,17 +183,33 @@ def prepare(req: RunRequest) -> PreparedRun:
     make_user, user_info = user_factory(req.user, settings)
     agent, agent_info = build_agent(req.agent)
     manifest = new_manifest(
-        agent=agent_info, user=user_info, agent_id=_identity(agent_info),
-        user_id=_identity(user_info), mode=settings.mode,
+        agent=agent_info,
+        user=user_info,
+        agent_id=_identity(agent_info),
+        user_id=_identity(user_info),
+        mode=settings.mode,
         data={"path": str(req.data), "variants": {v.name: fingerprint(v) for v in variants}},
-        video_dir=str(req.video_dir) if req.video_dir else None, tasks=selected,
-        task_filter=req.tasks, settings=settings.model_dump(), shard=req.shard)
-    return PreparedRun(request=req, settings=settings, variants=variants, selected=selected,
-                       agent=agent, make_user=make_user, manifest=manifest)
+        video_dir=str(req.video_dir) if req.video_dir else None,
+        tasks=selected,
+        task_filter=req.tasks,
+        settings=settings.model_dump(),
+        shard=req.shard,
+    )
+    return PreparedRun(
+        request=req,
+        settings=settings,
+        variants=variants,
+        selected=selected,
+        agent=agent,
+        make_user=make_user,
+        manifest=manifest,
+    )
 
 
 def _identity(info: dict[str, Any]) -> str:
-    return f"{info.get('name')}@{info['sha256'][:12]}" if info.get("sha256") else str(info.get("name"))
+    return (
+        f"{info.get('name')}@{info['sha256'][:12]}" if info.get("sha256") else str(info.get("name"))
+    )
 
 
 class RunOutcome(BaseModel):
@@ -188,7 +221,9 @@ class RunOutcome(BaseModel):
     records: list[EpisodeRecord] = Field(default_factory=list)
 
 
-def execute(run: PreparedRun, progress: Callable[[EpisodeRecord], None] | None = None) -> RunOutcome:
+def execute(
+    run: PreparedRun, progress: Callable[[EpisodeRecord], None] | None = None
+) -> RunOutcome:
     """Play every selected episode not yet in the folder, appending each as it ends.
 
     Raises:
@@ -218,13 +253,31 @@ def execute(run: PreparedRun, progress: Callable[[EpisodeRecord], None] | None =
 
 
 def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent) -> EpisodeRecord:
-    visual = load_visual(task, run.request.video_dir, run.settings.frames,
-                         getattr(agent, "wants_pixels", True))
+    visual = load_visual(
+        task, run.request.video_dir, run.settings.frames, getattr(agent, "wants_pixels", True)
+    )
     user = run.make_user(v, task)
-    return run_episode(v, task, agent, user, run.settings, visual,
-                       agent_name=run.manifest.agent.get("name", ""),
-                       user_name=run.manifest.user.get("name", ""))
+    return run_episode(
+        v,
+        task,
+        agent,
+        user,
+        run.settings,
+        visual,
+        agent_name=run.manifest.agent.get("name", ""),
+        user_name=run.manifest.user.get("name", ""),
+    )
 
 
-__all__ = ["EgoBenchError", "PreparedRun", "PromptError", "RunOutcome", "RunRequest", "execute",
-           "load_scripts", "parse_task_ids", "prepare", "user_factory"]
+__all__ = [
+    "EgoBenchError",
+    "PreparedRun",
+    "PromptError",
+    "RunOutcome",
+    "RunRequest",
+    "execute",
+    "load_scripts",
+    "parse_task_ids",
+    "prepare",
+    "user_factory",
+]

@@ -19,8 +19,18 @@ from interactscope.egobench.matching import ParamComparer, match_calls
 from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
 from interactscope.egobench.settings import ScoreSettings
 
-TASK_COLUMNS = ["task_id", "matched", "total_gt", "tool_succ", "result_succ", "joint_succ",
-                "error_class", "gt_hash", "agent_hash", "note"]
+TASK_COLUMNS = [
+    "task_id",
+    "matched",
+    "total_gt",
+    "tool_succ",
+    "result_succ",
+    "joint_succ",
+    "error_class",
+    "gt_hash",
+    "agent_hash",
+    "note",
+]
 
 
 class TaskScore(BaseModel):
@@ -75,21 +85,32 @@ def _clean(calls: list[ToolCall], variant: Variant, s: ScoreSettings) -> list[To
     if s.undeclared_params != "drop":
         return calls
     specs = {t.name: t for t in variant.tools}
-    return [ToolCall(name=c.name, arguments={k: v for k, v in c.arguments.items()
-                                             if k in specs[c.name].declared})
-            if c.name in specs else c for c in calls]
+    return [
+        ToolCall(
+            name=c.name,
+            arguments={k: v for k, v in c.arguments.items() if k in specs[c.name].declared},
+        )
+        if c.name in specs
+        else c
+        for c in calls
+    ]
 
 
 def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings) -> str:
-    with Environment.from_variant(variant, task, undeclared=s.undeclared_params,
-                                  coerce_numeric_strings=s.coerce_numeric_strings) as env:
+    with Environment.from_variant(
+        variant,
+        task,
+        undeclared=s.undeclared_params,
+        coerce_numeric_strings=s.coerce_numeric_strings,
+    ) as env:
         for c in calls:
             env.call(c.name, c.arguments)
         return env.state_hash()
 
 
-def score_task(variant: Variant, task: Task, log: AgentLog | None, s: ScoreSettings,
-               cmp: ParamComparer) -> TaskScore:
+def score_task(
+    variant: Variant, task: Task, log: AgentLog | None, s: ScoreSettings, cmp: ParamComparer
+) -> TaskScore:
     """Verdict on one task. A missing log scores 0 with note "no log entry". An exception while
     comparing is recorded in ``note`` and the task keeps its GT calls in the denominator."""
     total = len(task.ground_truth)
@@ -109,16 +130,31 @@ def score_task(variant: Variant, task: Task, log: AgentLog | None, s: ScoreSetti
         result = gt_hash == agent_hash
     except Exception as exc:  # noqa: BLE001
         gt_hash = agent_hash = ""
-        result, note = False, (note + "; " if note else "") + f"replay failed: {type(exc).__name__}: {exc}"
+        result, note = (
+            False,
+            (note + "; " if note else "") + f"replay failed: {type(exc).__name__}: {exc}",
+        )
     tool = total > 0 and matched == total
     joint = tool and result
     cls = ""
     if not joint:
-        cls, why = classify(task, log, variant_def(variant), matched, total, result, s.error_classes)
+        cls, why = classify(
+            task, log, variant_def(variant), matched, total, result, s.error_classes
+        )
         note = note or why
-    return TaskScore(task_id=task.task_id, matched=matched, total_gt=total, tool_succ=tool,
-                     result_succ=result, joint_succ=joint, error_class=cls, gt_hash=gt_hash,
-                     agent_hash=agent_hash, note=note, logged=logged)
+    return TaskScore(
+        task_id=task.task_id,
+        matched=matched,
+        total_gt=total,
+        tool_succ=tool,
+        result_succ=result,
+        joint_succ=joint,
+        error_class=cls,
+        gt_hash=gt_hash,
+        agent_hash=agent_hash,
+        note=note,
+        logged=logged,
+    )
 
 
 def variant_def(variant: Variant):
@@ -131,8 +167,13 @@ def _ratio(n: float, d: float) -> float:
     return n / d if d else 0.0
 
 
-def score_log(log: str | Path | list[AgentLog], variant: Variant, *,
-              settings: ScoreSettings | None = None, mode: str | None = None) -> ScoreResult:
+def score_log(
+    log: str | Path | list[AgentLog],
+    variant: Variant,
+    *,
+    settings: ScoreSettings | None = None,
+    mode: str | None = None,
+) -> ScoreResult:
     """Score one log against one variant, aligning by task id.
 
     Args:
@@ -169,10 +210,15 @@ def score_log(log: str | Path | list[AgentLog], variant: Variant, *,
     def ratios(ts: list[TaskScore]) -> dict[str, Any]:
         n = len(ts)
         m, g = sum(t.matched for t in ts), sum(t.total_gt for t in ts)
-        return {"n_tasks": n, "tool_succ": _ratio(sum(t.tool_succ for t in ts), n),
-                "result_succ": _ratio(sum(t.result_succ for t in ts), n),
-                "joint_succ": _ratio(sum(t.joint_succ for t in ts), n),
-                "micro_acc": _ratio(m, g), "matched": m, "total_gt": g}
+        return {
+            "n_tasks": n,
+            "tool_succ": _ratio(sum(t.tool_succ for t in ts), n),
+            "result_succ": _ratio(sum(t.result_succ for t in ts), n),
+            "joint_succ": _ratio(sum(t.joint_succ for t in ts), n),
+            "micro_acc": _ratio(m, g),
+            "matched": m,
+            "total_gt": g,
+        }
 
     main, ref = ratios(counted), ratios(logged)
     classes = Counter(t.error_class for t in counted if t.error_class)
@@ -180,12 +226,21 @@ def score_log(log: str | Path | list[AgentLog], variant: Variant, *,
     if unknown:
         settings_dump["_log_task_ids_not_in_variant"] = unknown
     summary = ScoreSummary(
-        variant=variant.name, scenario=variant.scenario, mode=mode, n_tasks=main["n_tasks"],
-        n_logged=len(logged), tool_succ=main["tool_succ"], result_succ=main["result_succ"],
-        joint_succ=main["joint_succ"], micro_acc=main["micro_acc"], matched=main["matched"],
-        total_gt=main["total_gt"], error_classes={c: classes.get(c, 0) for c in CLASSES},
+        variant=variant.name,
+        scenario=variant.scenario,
+        mode=mode,
+        n_tasks=main["n_tasks"],
+        n_logged=len(logged),
+        tool_succ=main["tool_succ"],
+        result_succ=main["result_succ"],
+        joint_succ=main["joint_succ"],
+        micro_acc=main["micro_acc"],
+        matched=main["matched"],
+        total_gt=main["total_gt"],
+        error_classes={c: classes.get(c, 0) for c in CLASSES},
         settings=settings_dump,
-        reference_view={**ref, "label": "reference evaluator: tasks without a log left out"})
+        reference_view={**ref, "label": "reference evaluator: tasks without a log left out"},
+    )
     return ScoreResult(summary=summary, tasks=tasks)
 
 
@@ -194,8 +249,10 @@ def write_score(result: ScoreResult, out: str | Path) -> Path:
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     result.frame().to_csv(out / "tasks.csv", index=False)
-    (out / "summary.json").write_text(json.dumps(result.summary.model_dump(), indent=2,
-                                                 ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "summary.json").write_text(
+        json.dumps(result.summary.model_dump(), indent=2, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
     return out
 
 
@@ -203,12 +260,18 @@ def read_score(out: str | Path) -> tuple[ScoreSummary, pd.DataFrame]:
     """Read a folder written by :func:`write_score`; EgoBenchError naming the file otherwise."""
     out = Path(out)
     try:
-        summary = ScoreSummary.model_validate_json((out / "summary.json").read_text(encoding="utf-8"))
+        summary = ScoreSummary.model_validate_json(
+            (out / "summary.json").read_text(encoding="utf-8")
+        )
         frame = pd.read_csv(out / "tasks.csv", keep_default_na=False)
     except FileNotFoundError as exc:
-        raise EgoBenchError(f"{exc.filename}: not found; run `interactscope ego score` first") from None
+        raise EgoBenchError(
+            f"{exc.filename}: not found; run `interactscope ego score` first"
+        ) from None
     except ValueError as exc:
-        raise EgoBenchError(f"{out / 'summary.json'}: not a score summary ({str(exc).splitlines()[0]})") from None
+        raise EgoBenchError(
+            f"{out / 'summary.json'}: not a score summary ({str(exc).splitlines()[0]})"
+        ) from None
     return summary, frame
 
 

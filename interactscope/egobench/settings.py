@@ -17,15 +17,39 @@ class ScoreSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     float_tolerance: float = Field(0.0, ge=0, description="numbers equal when |a-b| <= this")
-    bool_is_number: bool = Field(False, description="ours: True==1 is no match (reference: matches)")
-    merge_duplicate_items: bool = Field(True, description="items of a list with the same name are merged by summing quantities before comparing")
-    matching: Literal["greedy", "optimal"] = Field("greedy", description="greedy first fit in GT order (reference) or a maximum matching")
-    name_match: Literal["scenario", "exact"] = Field("scenario", description="name keys: the scenario's lookup rule (reference) or case-insensitive equality")
-    undeclared_params: Literal["drop", "reject"] = Field("drop", description="parameters the tool does not declare: dropped at run time and at scoring (ours, one rule) or rejected at run time and compared at scoring")
-    accept_arguments_key: bool = Field(True, description="ours: a call's 'arguments' stands in for a missing 'parameters' (reference: ignored, the call has no parameters)")
-    coerce_numeric_strings: bool = Field(False, description="numeric strings where the schema declares a number: invalid (reference: the call fails) or converted before validation")
-    missing_log: Literal["fail", "skip"] = Field("fail", description="ours: a task without a log entry fails and stays in the denominator (reference: skipped)")
-    error_classes: Literal["six", "paper"] = Field("six", description="six classes, or the paper's five (memory folded into logic)")
+    bool_is_number: bool = Field(
+        False, description="ours: True==1 is no match (reference: matches)"
+    )
+    merge_duplicate_items: bool = Field(
+        True,
+        description="items of a list with the same name are merged by summing quantities before comparing",
+    )
+    matching: Literal["greedy", "optimal"] = Field(
+        "greedy", description="greedy first fit in GT order (reference) or a maximum matching"
+    )
+    name_match: Literal["scenario", "exact"] = Field(
+        "scenario",
+        description="name keys: the scenario's lookup rule (reference) or case-insensitive equality",
+    )
+    undeclared_params: Literal["drop", "reject"] = Field(
+        "drop",
+        description="parameters the tool does not declare: dropped at run time and at scoring (ours, one rule) or rejected at run time and compared at scoring",
+    )
+    accept_arguments_key: bool = Field(
+        True,
+        description="ours: a call's 'arguments' stands in for a missing 'parameters' (reference: ignored, the call has no parameters)",
+    )
+    coerce_numeric_strings: bool = Field(
+        False,
+        description="numeric strings where the schema declares a number: invalid (reference: the call fails) or converted before validation",
+    )
+    missing_log: Literal["fail", "skip"] = Field(
+        "fail",
+        description="ours: a task without a log entry fails and stays in the denominator (reference: skipped)",
+    )
+    error_classes: Literal["six", "paper"] = Field(
+        "six", description="six classes, or the paper's five (memory folded into logic)"
+    )
 
     @classmethod
     def reference(cls) -> ScoreSettings:

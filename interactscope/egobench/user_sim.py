@@ -141,9 +141,11 @@ class ModelUser:
         return (res.text or "").strip()
 
     def _values(self) -> dict[str, str]:
-        return {"instruction": self.task.instruction,
-                "image_description": self.task.image_description or "(nothing described)",
-                "summary": self.summary}
+        return {
+            "instruction": self.task.instruction,
+            "image_description": self.task.image_description or "(nothing described)",
+            "summary": self.summary,
+        }
 
     def _actor_system(self, problem: str | None, chitchat: str | None, feedback: str) -> str:
         a = self.p["actor"]
@@ -159,8 +161,13 @@ class ModelUser:
         if feedback:
             parts.append(a["rewrite"])
         text = "\n".join(parts)
-        return _fill(text, **self._values(), chitchat=chitchat or "", problem=problem or "",
-                     feedback=feedback)
+        return _fill(
+            text,
+            **self._values(),
+            chitchat=chitchat or "",
+            problem=problem or "",
+            feedback=feedback,
+        )
 
     def _actor(self, problem: str | None, chitchat: str | None, feedback: str) -> str:
         msgs = [Message(role="system", content=self._actor_system(problem, chitchat, feedback))]
@@ -174,8 +181,10 @@ class ModelUser:
     def _evaluate(self, draft: str) -> tuple[UserVerdict, str, str | None]:
         e = self.p["evaluator"]
         shown = "\n".join(f"{who}: {text}" for who, text in self.dialogue) or "(empty)"
-        msgs = [Message(role="system", content=_fill(e["system"], **self._values())),
-                Message(role="user", content=_fill(e["user"], dialogue=shown, draft=draft))]
+        msgs = [
+            Message(role="system", content=_fill(e["system"], **self._values())),
+            Message(role="user", content=_fill(e["user"], dialogue=shown, draft=draft)),
+        ]
         return parse_verdict(self._chat(msgs), self.turn)
 
     def _chitchat(self) -> str | None:
@@ -207,22 +216,39 @@ class ModelUser:
         text = draft
         if self.mode == "static" and self.turn > 1:
             text = self._static_followup(draft)
-        elif (self.mode == "hard" and chitchat and self.s.user.chitchat == "append"
-              and not is_stop(draft)):
+        elif (
+            self.mode == "hard"
+            and chitchat
+            and self.s.user.chitchat == "append"
+            and not is_stop(draft)
+        ):
             text = f"{draft} {chitchat}"
         self.dialogue.append(("user", text))
-        return UserTurn(text=text, verdict=verdict, prompt_tokens=self._tok[0],
-                        completion_tokens=self._tok[1], latency_s=self._tok[2], errors=errors)
+        return UserTurn(
+            text=text,
+            verdict=verdict,
+            prompt_tokens=self._tok[0],
+            completion_tokens=self._tok[1],
+            latency_s=self._tok[2],
+            errors=errors,
+        )
 
     def _summarize(self) -> None:
         if not self.s.user.summarizer or len(self.dialogue) < 2:
             return
         sm = self.p["summarizer"]
         exchange = "\n".join(f"{who}: {text}" for who, text in self.dialogue[-2:])
-        msgs = [Message(role="system", content=_fill(sm["system"], **self._values(),
-                                                     sentences=self.s.user.summary_sentences)),
-                Message(role="user", content=_fill(sm["user"], summary=self.summary,
-                                                   exchange=exchange))]
+        msgs = [
+            Message(
+                role="system",
+                content=_fill(
+                    sm["system"], **self._values(), sentences=self.s.user.summary_sentences
+                ),
+            ),
+            Message(
+                role="user", content=_fill(sm["user"], summary=self.summary, exchange=exchange)
+            ),
+        ]
         text = self._chat(msgs)
         if text:
             keep = _SENTENCE.split(text)[: self.s.user.summary_sentences]

@@ -207,10 +207,11 @@ class CausalLMEngine:
         """
         import torch
 
+        template = self._template_messages(messages)  # refuse media before loading
         self.load()
         start = time.perf_counter()
         enc = self.tokenizer.apply_chat_template(
-            self._template_messages(messages),
+            template,
             add_generation_prompt=True,
             return_tensors="pt",
             return_dict=True,

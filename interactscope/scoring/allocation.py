@@ -1,4 +1,4 @@
-"""First-response allocation for T1–T7 (SPEC §3.1).
+"""First-response allocation for T1–T7 (docs/protocol.md, first-response allocation).
 
 All times are seconds; they are compared as integer milliseconds (``round(t * 1000)``), so the
 closed windows and ``t <= g + merge_s`` are exact. The content verdicts come from a judge (or the
@@ -31,13 +31,13 @@ EligibleLike = Callable[[int, int], Verdict] | Sequence[Sequence[Verdict]] | Any
 
 
 def ms(t: float) -> int:
-    """Seconds -> integer milliseconds (SPEC §3: times compared after rounding to ms)."""
+    """Seconds -> integer milliseconds (docs/protocol.md, scoring: times compared after rounding to ms)."""
     return int(round(float(t) * 1000.0))
 
 
 @dataclass(frozen=True)
 class Group:
-    """Responses merged into one group (SPEC §3.1 step 2).
+    """Responses merged into one group (docs/protocol.md, first-response allocation, step 2).
 
     Attributes:
         opened_s: time of the earliest member, g (s).
@@ -52,7 +52,7 @@ class Group:
 
 @dataclass(frozen=True)
 class TargetAllocation:
-    """Outcome of one target (SPEC §3.1 step 4).
+    """Outcome of one target (docs/protocol.md, first-response allocation, step 4).
 
     Attributes:
         target_index: index into the caller's ``targets``.
@@ -61,7 +61,7 @@ class TargetAllocation:
         window_s: closed window [lo, hi] in seconds.
         group: the consumed group, or ``None`` (missed).
         on_time: some member of the consumed group lies in the window, whatever its content
-            (T1's "on-time first response", SPEC §3.3).
+            (T1's "on-time first response", docs/protocol.md, metrics).
         matched: index (into ``responses``) of the first eligible member of a hit, else ``None``.
     """
 
@@ -95,7 +95,7 @@ def _is_candidate(r: Any) -> bool:
 
 
 def candidate_responses(responses: Sequence[Any], q: float) -> list[int]:
-    """Indices of the responses SPEC §3.1 step 1 keeps (non-silent, t ≥ q; records with ``error``
+    """Indices of the responses docs/protocol.md, first-response allocation, step 1 keeps (non-silent, t ≥ q; records with ``error``
     set or ``suppressed`` are not responses), sorted by time (stable)."""
     q_ms = ms(q)
     keep = [i for i, r in enumerate(responses) if _is_candidate(r) and ms(_time_of(r)) >= q_ms]
@@ -105,7 +105,7 @@ def candidate_responses(responses: Sequence[Any], q: float) -> list[int]:
 def group_responses(
     responses: Sequence[Any], order: Sequence[int], merge_s: float = 2.0
 ) -> list[Group]:
-    """SPEC §3.1 step 2: the earliest ungrouped response opens a group at g; every response with
+    """docs/protocol.md, first-response allocation, step 2: the earliest ungrouped response opens a group at g; every response with
     t ≤ g + merge_s joins it. ``order``: candidate indices in time order."""
     merge_ms = ms(merge_s)
     groups: list[Group] = []
@@ -151,7 +151,7 @@ def allocate_first_response(
     tolerance_s: float = 2.0,
     merge_s: float = 2.0,
 ) -> list[TargetAllocation]:
-    """First-response allocation (SPEC §3.1) for one interaction.
+    """First-response allocation (docs/protocol.md, first-response allocation) for one interaction.
 
     Args:
         targets: the interaction's targets (time-ordered; they are ordered by anchor τ here).

@@ -1,4 +1,4 @@
-"""Per-interaction scoring: which pairs need a content verdict, and the target outcomes (SPEC §3).
+"""Per-interaction scoring: which pairs need a content verdict, and the target outcomes (docs/protocol.md, scoring).
 
 Record handling (setting ``records``, recorded in ``summary.json``):
 
@@ -7,7 +7,7 @@ Record handling (setting ``records``, recorded in ``summary.json``):
 * a ``suppressed`` record (cooldown control) is silent;
 * a non-silent record before q cannot exist on the decision grid; if one does it is ignored.
 
-Content check C (SPEC §3): a target with ``tools`` (T1) is checked by the exact tool-name set
+Content check C (docs/protocol.md, scoring): a target with ``tools`` (T1) is checked by the exact tool-name set
 (:func:`~interactscope.judges.toolset.toolset_match`); every other target by the text judge's
 verdict on (request, reference, candidate = the record's raw text).
 """

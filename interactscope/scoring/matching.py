@@ -1,4 +1,4 @@
-"""Order-preserving maximum matching for T8 (SPEC §3.2).
+"""Order-preserving maximum matching for T8 (docs/protocol.md, order-preserving matching).
 
 Targets k = 1..K and non-silent responses j = 1..M, both in time order, no grouping:
 
@@ -41,7 +41,7 @@ def _as_bool_matrix(eligibility: Any) -> np.ndarray:
 
 
 def match_order_preserving(eligibility_matrix: Any) -> MatchResult:
-    """Maximum order-preserving matching of targets (rows) to responses (columns) (SPEC §3.2).
+    """Maximum order-preserving matching of targets (rows) to responses (columns) (docs/protocol.md, order-preserving matching).
 
     Args:
         eligibility_matrix: K×M array-like of E[k][j] ∈ {0, 1} (truthy = eligible; ``None`` counts
@@ -80,7 +80,7 @@ def match_with_unjudged(eligibility_matrix: Sequence[Sequence[bool | None]]) -> 
 
     If reading every ``None`` as 0 and as 1 gives the same maximum, the ``None`` entries cannot
     matter and the result is that of the 0 reading. Otherwise the targets (rows) holding a ``None``
-    are excluded — left out of numerator and denominator, never scored 0 (SPEC §3.3 "judge
+    are excluded — left out of numerator and denominator, never scored 0 (docs/protocol.md, metrics "judge
     health") — and the remaining rows are matched. ``excluded`` lists those rows; ``pairs`` index
     the original rows.
     """

@@ -19,9 +19,21 @@ from interactscope.egobench.agents.model import ModelAgent, engine_has_native_to
 from interactscope.egobench.agents.visual import VideoMissingError, load_visual, video_path
 
 __all__ = [
-    "AGENTS", "Agent", "AgentStep", "EpisodeContext", "ModelAgent", "NoneAgent", "OracleAgent",
-    "ToolEvent", "VideoMissingError", "Visual", "build_agent", "engine_has_native_tools",
-    "load_visual", "register_agent", "video_path",
+    "AGENTS",
+    "Agent",
+    "AgentStep",
+    "EpisodeContext",
+    "ModelAgent",
+    "NoneAgent",
+    "OracleAgent",
+    "ToolEvent",
+    "VideoMissingError",
+    "Visual",
+    "build_agent",
+    "engine_has_native_tools",
+    "load_visual",
+    "register_agent",
+    "video_path",
 ]
 
 AgentFactory = Callable[[str], Agent]

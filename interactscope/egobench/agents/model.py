@@ -47,8 +47,9 @@ class ModelAgent:
         native: native tool calling (None: ask the engine, see :func:`engine_has_native_tools`).
     """
 
-    def __init__(self, engine: Any, name: str, *, wants_pixels: bool = True,
-                 native: bool | None = None):
+    def __init__(
+        self, engine: Any, name: str, *, wants_pixels: bool = True, native: bool | None = None
+    ):
         self.engine, self.name, self.wants_pixels = engine, name, wants_pixels
         self._native_flag = native
         self.native = False
@@ -60,10 +61,15 @@ class ModelAgent:
         s = ctx.settings.agent
         self.p = load_prompts("agent", s.prompt_version)
         self.native = {"native": True, "text": False}.get(
-            s.tool_mode, self._native_flag if self._native_flag is not None
-            else engine_has_native_tools(self.engine))
-        self.tools = [EngineToolSpec(name=t.name, description=t.description,
-                                     parameters=t.parameters) for t in ctx.tools]
+            s.tool_mode,
+            self._native_flag
+            if self._native_flag is not None
+            else engine_has_native_tools(self.engine),
+        )
+        self.tools = [
+            EngineToolSpec(name=t.name, description=t.description, parameters=t.parameters)
+            for t in ctx.tools
+        ]
         system = Template(self.p["system"]).safe_substitute(scenario=ctx.scenario)
         if not self.native:
             catalogue = json.dumps([t.model_dump() for t in self.tools], ensure_ascii=False)
@@ -93,8 +99,9 @@ class ModelAgent:
         message holding the results as JSON."""
         if self.native and events and all(e.call_id for e in events):
             for e in events:
-                self.messages.append(Message(role="tool", content=result_json(e),
-                                             tool_call_id=e.call_id))
+                self.messages.append(
+                    Message(role="tool", content=result_json(e), tool_call_id=e.call_id)
+                )
             return
         lines = "\n".join(f"{e.call.name}: {result_json(e)}" for e in events)
         text = Template(self.p["tool_results"]).safe_substitute(results=lines)
@@ -121,19 +128,31 @@ class ModelAgent:
         else:
             ids, calls, text = [None] * len(parsed.tool_calls), parsed.tool_calls, parsed.reply
             malformed += [parsed.parse_error] if parsed.parse_error else []
-        self.messages.append(Message(
-            role="assistant", content=res.text or "",
-            tool_calls=[EngineToolCall(name=c.name, arguments=c.arguments) for c in calls]
-            if native else [], tool_call_ids=[i or "" for i in ids] if native else []))
+        self.messages.append(
+            Message(
+                role="assistant",
+                content=res.text or "",
+                tool_calls=[EngineToolCall(name=c.name, arguments=c.arguments) for c in calls]
+                if native
+                else [],
+                tool_call_ids=[i or "" for i in ids] if native else [],
+            )
+        )
         return AgentStep(
-            text=text, calls=[ToolCall(name=c.name, arguments=c.arguments) for c in calls],
-            call_ids=ids if native else [None] * len(calls), malformed=malformed,
-            prompt_tokens=res.prompt_tokens or 0, completion_tokens=res.completion_tokens or 0,
-            latency_s=res.latency_s or 0.0)
+            text=text,
+            calls=[ToolCall(name=c.name, arguments=c.arguments) for c in calls],
+            call_ids=ids if native else [None] * len(calls),
+            malformed=malformed,
+            prompt_tokens=res.prompt_tokens or 0,
+            completion_tokens=res.completion_tokens or 0,
+            latency_s=res.latency_s or 0.0,
+        )
 
     def describe(self) -> dict[str, Any]:
-        info: dict[str, Any] = {"kind": "model",
-                                "engine_native_tools": engine_has_native_tools(self.engine)}
+        info: dict[str, Any] = {
+            "kind": "model",
+            "engine_native_tools": engine_has_native_tools(self.engine),
+        }
         describe = getattr(self.engine, "describe", None)
         if callable(describe):
             try:

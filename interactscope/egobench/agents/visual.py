@@ -23,12 +23,17 @@ def video_path(task: Task, video_dir: str | Path | None) -> Path | None:
 
 
 def _described(task: Task, note: str, path: Path | None) -> Visual:
-    return Visual(sees_pixels=False, description=task.image_description or "(no description)",
-                  video=str(path) if path else None, note=note)
+    return Visual(
+        sees_pixels=False,
+        description=task.image_description or "(no description)",
+        video=str(path) if path else None,
+        note=note,
+    )
 
 
-def load_visual(task: Task, video_dir: str | Path | None, s: EpisodeFrameSettings,
-                wants_pixels: bool = True) -> Visual:
+def load_visual(
+    task: Task, video_dir: str | Path | None, s: EpisodeFrameSettings, wants_pixels: bool = True
+) -> Visual:
     """Frames of the task's video for the agent.
 
     The decoder keeps one frame per second (the frame shown at second k); ``fps`` < 1 keeps
@@ -48,8 +53,9 @@ def load_visual(task: Task, video_dir: str | Path | None, s: EpisodeFrameSetting
         return _described(task, "no video folder", None)
     if not path.is_file():
         if s.missing_video == "fail":
-            raise VideoMissingError(f"{path}: video of task {task.task_id} not found "
-                                    "(frames.missing_video=fail)")
+            raise VideoMissingError(
+                f"{path}: video of task {task.task_id} not found (frames.missing_video=fail)"
+            )
         return _described(task, "video file absent", path)
     media = CausalMedia(path, store_max_side=s.max_side)
     every = max(1, round(1 / s.fps))
@@ -58,5 +64,10 @@ def load_visual(task: Task, video_dir: str | Path | None, s: EpisodeFrameSetting
     frames = [frames[i] for i in select_indices(len(frames), s.max, s.cap_policy)] if frames else []
     if not frames:
         raise MediaError(f"{path}: no video frames decoded")
-    return Visual(sees_pixels=True, frames=[f.image for f in frames],
-                  pts_s=[float(f.pts_s) for f in frames], step_s=float(every), video=str(path))
+    return Visual(
+        sees_pixels=True,
+        frames=[f.image for f in frames],
+        pts_s=[float(f.pts_s) for f in frames],
+        step_s=float(every),
+        video=str(path),
+    )

@@ -6,6 +6,7 @@ from interactscope.egobench.scenarios import household, kitchen, restaurant, ret
 from interactscope.egobench.scenarios.base import Ctx, ScenarioDef, ToolError
 
 SCENARIO_DEFS: dict[str, ScenarioDef] = {
-    m.SCENARIO.name: m.SCENARIO for m in (retail, kitchen, restaurant, warehouse, household)}
+    m.SCENARIO.name: m.SCENARIO for m in (retail, kitchen, restaurant, warehouse, household)
+}
 
 __all__ = ["SCENARIO_DEFS", "Ctx", "ScenarioDef", "ToolError"]

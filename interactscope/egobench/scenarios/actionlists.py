@@ -22,36 +22,47 @@ def load(conn: sqlite3.Connection, lists: list[dict[str, Any]], name_field: str)
             continue
         conn.execute("INSERT OR IGNORE INTO action_users VALUES (?)", (uid,))
         for a in entry.get("actions", []):
-            conn.execute("INSERT INTO actions(user_id, name, required_action, due_date) "
-                         "VALUES (?, ?, ?, ?)", (uid, a[name_field], a["required_action"],
-                                                 a["due_date"]))
+            conn.execute(
+                "INSERT INTO actions(user_id, name, required_action, due_date) VALUES (?, ?, ?, ?)",
+                (uid, a[name_field], a["required_action"], a["due_date"]),
+            )
 
 
 def entries(conn: sqlite3.Connection, user_id: str, name_field: str) -> list[dict[str, str]]:
-    rows = conn.execute("SELECT name, required_action, due_date FROM actions WHERE user_id = ? "
-                        "ORDER BY seq", (user_id,))
+    rows = conn.execute(
+        "SELECT name, required_action, due_date FROM actions WHERE user_id = ? ORDER BY seq",
+        (user_id,),
+    )
     return [{name_field: n, "required_action": a, "due_date": d} for n, a, d in rows]
 
 
 def dump(conn: sqlite3.Connection, name_field: str) -> dict[str, Any]:
-    return {uid: sorted(entries(conn, uid, name_field),
-                        key=lambda a: (a[name_field], a["required_action"], a["due_date"]))
-            for (uid,) in conn.execute("SELECT user_id FROM action_users")}
+    return {
+        uid: sorted(
+            entries(conn, uid, name_field),
+            key=lambda a: (a[name_field], a["required_action"], a["due_date"]),
+        )
+        for (uid,) in conn.execute("SELECT user_id FROM action_users")
+    }
 
 
 def add(conn: sqlite3.Connection, user_id: str, name: str, action: str, due_date: str) -> None:
     nonempty(user_id, "user_id")
     parse_day(due_date, "due_date")
     conn.execute("INSERT OR IGNORE INTO action_users VALUES (?)", (user_id,))
-    conn.execute("INSERT INTO actions(user_id, name, required_action, due_date) VALUES (?, ?, ?, ?)",
-                 (user_id, name, action, due_date))
+    conn.execute(
+        "INSERT INTO actions(user_id, name, required_action, due_date) VALUES (?, ?, ?, ?)",
+        (user_id, name, action, due_date),
+    )
 
 
 def remove(conn: sqlite3.Connection, user_id: str, name: str, action: str, due_date: str) -> None:
     parse_day(due_date, "due_date")
-    row = conn.execute("SELECT seq FROM actions WHERE user_id = ? AND name = ? AND "
-                       "required_action = ? AND due_date = ? ORDER BY seq LIMIT 1",
-                       (user_id, name, action, due_date)).fetchone()
+    row = conn.execute(
+        "SELECT seq FROM actions WHERE user_id = ? AND name = ? AND "
+        "required_action = ? AND due_date = ? ORDER BY seq LIMIT 1",
+        (user_id, name, action, due_date),
+    ).fetchone()
     if row is None:
         raise ToolError("matching action was not found")
     conn.execute("DELETE FROM actions WHERE seq = ?", (row[0],))

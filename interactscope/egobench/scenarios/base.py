@@ -14,6 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from interactscope.egobench.canonical import RawJSON, canonical_json
+
 
 class ToolError(Exception):
     """A tool's precondition failed; the message is the one-line reason shown to the agent."""
@@ -70,7 +72,7 @@ def put(conn: sqlite3.Connection, table: str, name: str, rec: dict[str, Any]) ->
     conn.execute(
         f"INSERT INTO {table}(name, record) VALUES (?, ?) "
         "ON CONFLICT(name) DO UPDATE SET record = excluded.record",
-        (name, dumps(rec)),
+        (name, canonical_json(rec)),
     )
 
 
@@ -85,9 +87,13 @@ def containing(conn: sqlite3.Connection, table: str, query: str) -> list[dict[st
     return out
 
 
-def by_name_sorted(conn: sqlite3.Connection, table: str) -> dict[str, Any]:
-    """A catalogue table as ``{name: record}`` (key order does not matter: the hash sorts)."""
-    return {r[0]: json.loads(r[1]) for r in conn.execute(f"SELECT name, record FROM {table}")}
+def by_name_sorted(conn: sqlite3.Connection, table: str) -> RawJSON:
+    """A catalogue table as canonical JSON ``{name: record}`` in key order (records are stored
+    canonical, and SQLite's binary order of UTF-8 text is code-point order, as JSON's)."""
+    rows = conn.execute(f"SELECT name, record FROM {table} ORDER BY name")
+    return RawJSON(
+        "{" + ",".join(json.dumps(n, ensure_ascii=False) + ":" + r for n, r in rows) + "}"
+    )
 
 
 def parse_day(value: Any, field_name: str) -> dt.date:

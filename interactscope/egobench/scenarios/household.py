@@ -21,16 +21,60 @@ from interactscope.egobench.scenarios.base import (
 )
 
 DDL = "CREATE TABLE items (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + actionlists.DDL
-CATEGORIES = frozenset({
-    "furniture", "tableware", "cookware", "bedding", "clothing", "footwear", "home_textile",
-    "storage_item", "home_appliance", "electronics", "lighting", "decoration", "cleaning_item",
-    "daily_supply", "other"})
-LOCATIONS = frozenset({
-    "living_room", "dining_room", "bedroom", "study", "wardrobe", "linen_closet", "shoe_cabinet",
-    "kitchen_cabinet", "pantry", "bathroom_cabinet", "laundry_area", "storage_room", "bookshelf",
-    "display_shelf", "balcony", "garage"})
-ACTIONS = frozenset({"clean", "condition", "disinfect", "wash", "inspect", "repair", "relocate",
-                     "dry", "iron", "replace", "dispose"})
+CATEGORIES = frozenset(
+    {
+        "furniture",
+        "tableware",
+        "cookware",
+        "bedding",
+        "clothing",
+        "footwear",
+        "home_textile",
+        "storage_item",
+        "home_appliance",
+        "electronics",
+        "lighting",
+        "decoration",
+        "cleaning_item",
+        "daily_supply",
+        "other",
+    }
+)
+LOCATIONS = frozenset(
+    {
+        "living_room",
+        "dining_room",
+        "bedroom",
+        "study",
+        "wardrobe",
+        "linen_closet",
+        "shoe_cabinet",
+        "kitchen_cabinet",
+        "pantry",
+        "bathroom_cabinet",
+        "laundry_area",
+        "storage_room",
+        "bookshelf",
+        "display_shelf",
+        "balcony",
+        "garage",
+    }
+)
+ACTIONS = frozenset(
+    {
+        "clean",
+        "condition",
+        "disinfect",
+        "wash",
+        "inspect",
+        "repair",
+        "relocate",
+        "dry",
+        "iron",
+        "replace",
+        "dispose",
+    }
+)
 
 
 def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
@@ -40,8 +84,10 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, Any]:
-    return {"items": by_name_sorted(conn, "items"),
-            "user_action_lists": actionlists.dump(conn, "name")}
+    return {
+        "items": by_name_sorted(conn, "items"),
+        "user_action_lists": actionlists.dump(conn, "name"),
+    }
 
 
 def _item(ctx: Ctx, item_name: str) -> dict[str, Any]:
@@ -87,8 +133,13 @@ def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
     start, end = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
     if start > end:
         raise ToolError("start_date cannot be later than end_date")
-    return _where(ctx, lambda r: r.get("purchase_date") is not None
-                  and start <= parse_day(r["purchase_date"], "purchase_date") <= end)
+    return _where(
+        ctx,
+        lambda r: (
+            r.get("purchase_date") is not None
+            and start <= parse_day(r["purchase_date"], "purchase_date") <= end
+        ),
+    )
 
 
 def get_item_purchase_price(ctx: Ctx, item_name):
@@ -157,19 +208,38 @@ def get_household_action_list(ctx: Ctx, user_id):
     return actionlists.entries(ctx.conn, user_id, "name")
 
 
-TOOLS = {f.__name__: f for f in (
-    get_all_item_names, get_item_category, find_items_by_category,
-    get_item_ideal_storage_location, find_items_by_ideal_storage_location,
-    get_item_purchase_date, find_items_by_purchase_date_range, get_item_purchase_price,
-    find_items_by_purchase_price_range, get_item_usage_history,
-    find_items_used_during_date_range, get_item_maintenance_history,
-    get_item_maintenance_and_usage_instructions, add_to_household_action_list,
-    remove_from_household_action_list, get_household_action_list)}
+TOOLS = {
+    f.__name__: f
+    for f in (
+        get_all_item_names,
+        get_item_category,
+        find_items_by_category,
+        get_item_ideal_storage_location,
+        find_items_by_ideal_storage_location,
+        get_item_purchase_date,
+        find_items_by_purchase_date_range,
+        get_item_purchase_price,
+        find_items_by_purchase_price_range,
+        get_item_usage_history,
+        find_items_used_during_date_range,
+        get_item_maintenance_history,
+        get_item_maintenance_and_usage_instructions,
+        add_to_household_action_list,
+        remove_from_household_action_list,
+        get_household_action_list,
+    )
+}
 
 SCENARIO = ScenarioDef(
-    name="household", ddl=DDL, load=load, dump=dump, tools=TOOLS,
-    name_keys=("item_name", "name"), name_match="contains",
-    query_tools=frozenset(set(TOOLS) - {"add_to_household_action_list",
-                                        "remove_from_household_action_list"}),
+    name="household",
+    ddl=DDL,
+    load=load,
+    dump=dump,
+    tools=TOOLS,
+    name_keys=("item_name", "name"),
+    name_match="contains",
+    query_tools=frozenset(
+        set(TOOLS) - {"add_to_household_action_list", "remove_from_household_action_list"}
+    ),
     key_aliases={"name": ("name", "item_name")},
 )

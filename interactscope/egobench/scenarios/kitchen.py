@@ -33,51 +33,85 @@ CREATE TABLE shopping_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE shopping_items (user_id TEXT NOT NULL, ingredient_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, ingredient_name));
 """
-NUTRITION_KEYS = ("calories_kcal", "protein_g", "fat_g", "carbs_g", "sugar_g", "sodium_mg",
-                  "fiber_g")
+NUTRITION_KEYS = (
+    "calories_kcal",
+    "protein_g",
+    "fat_g",
+    "carbs_g",
+    "sugar_g",
+    "sodium_mg",
+    "fiber_g",
+)
 
 
 def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
     for info in seed.get("ingredients", []):
         name = str(info.get("name", "")).lower()
         if name:
-            put(conn, "ingredients", name, {
-                "name": name, "quantity": info.get("quantity", 0),
-                "category": str(info.get("category", "")).lower(),
-                "storage_location": str(info.get("storage_location", "")).lower(),
-                "expiry_date": info.get("expiry_date"),
-                "nutrition": {k: (info.get("nutrition") or {}).get(k) for k in NUTRITION_KEYS}})
+            put(
+                conn,
+                "ingredients",
+                name,
+                {
+                    "name": name,
+                    "quantity": info.get("quantity", 0),
+                    "category": str(info.get("category", "")).lower(),
+                    "storage_location": str(info.get("storage_location", "")).lower(),
+                    "expiry_date": info.get("expiry_date"),
+                    "nutrition": {k: (info.get("nutrition") or {}).get(k) for k in NUTRITION_KEYS},
+                },
+            )
     for info in seed.get("recipes", []):
         name = str(info.get("name", "")).lower()
         if name:
-            put(conn, "recipes", name, {
-                "name": name,
-                "ingredients": [{"ingredient_name": str(i["ingredient_name"]).lower(),
-                                 "quantity": i.get("quantity", 0)}
-                                for i in info.get("ingredients", [])],
-                "allergens": lower_list(info.get("allergens")),
-                "taste": lower_list(info.get("taste")),
-                "nutritional_characteristics": lower_list(info.get("nutritional_characteristics")),
-                "steps": list(info.get("steps") or [])})
+            put(
+                conn,
+                "recipes",
+                name,
+                {
+                    "name": name,
+                    "ingredients": [
+                        {
+                            "ingredient_name": str(i["ingredient_name"]).lower(),
+                            "quantity": i.get("quantity", 0),
+                        }
+                        for i in info.get("ingredients", [])
+                    ],
+                    "allergens": lower_list(info.get("allergens")),
+                    "taste": lower_list(info.get("taste")),
+                    "nutritional_characteristics": lower_list(
+                        info.get("nutritional_characteristics")
+                    ),
+                    "steps": list(info.get("steps") or []),
+                },
+            )
     for menu in seed.get("user_menus", []):
         for r in menu.get("recipes", []):
             conn.execute("INSERT OR IGNORE INTO menus VALUES (?, ?)", (menu["user_id"], r.lower()))
     for sl in seed.get("user_shopping_lists", []):
         conn.execute("INSERT OR IGNORE INTO shopping_users VALUES (?)", (sl["user_id"],))
         for i in sl.get("items", []):
-            conn.execute("INSERT OR REPLACE INTO shopping_items VALUES (?, ?, ?)",
-                         (sl["user_id"], str(i["ingredient_name"]).lower(), i.get("quantity", 0)))
+            conn.execute(
+                "INSERT OR REPLACE INTO shopping_items VALUES (?, ?, ?)",
+                (sl["user_id"], str(i["ingredient_name"]).lower(), i.get("quantity", 0)),
+            )
 
 
 def _shopping(conn: sqlite3.Connection, user_id: str) -> list[dict[str, Any]]:
-    rows = conn.execute("SELECT ingredient_name, quantity FROM shopping_items WHERE user_id = ? "
-                        "ORDER BY rowid", (user_id,))
+    rows = conn.execute(
+        "SELECT ingredient_name, quantity FROM shopping_items WHERE user_id = ? ORDER BY rowid",
+        (user_id,),
+    )
     return [{"ingredient_name": n, "quantity": q} for n, q in rows]
 
 
 def _menu(conn: sqlite3.Connection, user_id: str) -> list[str]:
-    return [r for (r,) in conn.execute(
-        "SELECT recipe_name FROM menus WHERE user_id = ? ORDER BY rowid", (user_id,))]
+    return [
+        r
+        for (r,) in conn.execute(
+            "SELECT recipe_name FROM menus WHERE user_id = ? ORDER BY rowid", (user_id,)
+        )
+    ]
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -88,13 +122,15 @@ def dump(conn: sqlite3.Connection) -> dict[str, Any]:
         "user_menus": {u: sorted(_menu(conn, u)) for u in users},
         "user_shopping_lists": {
             u: sorted(_shopping(conn, u), key=lambda x: x["ingredient_name"])
-            for (u,) in conn.execute("SELECT user_id FROM shopping_users")},
+            for (u,) in conn.execute("SELECT user_id FROM shopping_users")
+        },
     }
 
 
 def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
-    return ({r["name"] for r in containing(conn, "recipes", query)}
-            | {i["name"] for i in containing(conn, "ingredients", query)})
+    return {r["name"] for r in containing(conn, "recipes", query)} | {
+        i["name"] for i in containing(conn, "ingredients", query)
+    }
 
 
 def _found(ctx: Ctx, table: str, name: str, field: str) -> dict[str, Any]:
@@ -120,8 +156,9 @@ def add_recipe_to_menu(ctx: Ctx, user_id, recipe_name):
 
 
 def remove_recipe_from_menu(ctx: Ctx, user_id, recipe_name):
-    cur = ctx.conn.execute("DELETE FROM menus WHERE user_id = ? AND recipe_name = ?",
-                           (user_id, recipe_name.lower()))
+    cur = ctx.conn.execute(
+        "DELETE FROM menus WHERE user_id = ? AND recipe_name = ?", (user_id, recipe_name.lower())
+    )
     if cur.rowcount == 0:
         raise ToolError(f"Recipe '{recipe_name}' is not in the menu of user '{user_id}'.")
     return {"status": "success", "message": f"Removed '{recipe_name}' from the menu."}
@@ -163,19 +200,25 @@ def add_to_shopping_list(ctx: Ctx, user_id, ingredient_name, quantity):
         raise ToolError(f"Ingredient '{ingredient_name}' not found.")
     conn = ctx.conn
     conn.execute("INSERT OR IGNORE INTO shopping_users VALUES (?)", (user_id,))
-    row = conn.execute("SELECT quantity FROM shopping_items WHERE user_id = ? AND "
-                       "ingredient_name = ?", (user_id, key)).fetchone()
+    row = conn.execute(
+        "SELECT quantity FROM shopping_items WHERE user_id = ? AND ingredient_name = ?",
+        (user_id, key),
+    ).fetchone()
     if row:
-        conn.execute("UPDATE shopping_items SET quantity = ? WHERE user_id = ? AND "
-                     "ingredient_name = ?", (row[0] + quantity, user_id, key))
+        conn.execute(
+            "UPDATE shopping_items SET quantity = ? WHERE user_id = ? AND ingredient_name = ?",
+            (row[0] + quantity, user_id, key),
+        )
     else:
         conn.execute("INSERT INTO shopping_items VALUES (?, ?, ?)", (user_id, key, quantity))
     return {"status": "success", "message": f"Added {quantity} x 100 g of '{ingredient_name}'."}
 
 
 def remove_from_shopping_list(ctx: Ctx, user_id, ingredient_name):
-    cur = ctx.conn.execute("DELETE FROM shopping_items WHERE user_id = ? AND ingredient_name = ?",
-                           (user_id, ingredient_name.lower()))
+    cur = ctx.conn.execute(
+        "DELETE FROM shopping_items WHERE user_id = ? AND ingredient_name = ?",
+        (user_id, ingredient_name.lower()),
+    )
     if cur.rowcount == 0:
         raise ToolError(f"Ingredient '{ingredient_name}' is not on the shopping list.")
     return {"status": "success", "message": f"Removed '{ingredient_name}' from the shopping list."}
@@ -192,8 +235,10 @@ def compute_total_nutritions(ctx: Ctx, user_id, ingredients):
             continue
         for k in NUTRITION_KEYS:
             totals[k] += (i["nutrition"].get(k) or 0) * item.get("quantity", 0)
-    out: dict[str, Any] = {"user_id": user_id,
-                           "total_nutrition": {k: round2(v) for k, v in totals.items()}}
+    out: dict[str, Any] = {
+        "user_id": user_id,
+        "total_nutrition": {k: round2(v) for k, v in totals.items()},
+    }
     if missing:
         out["missing"] = missing
     return out
@@ -227,8 +272,13 @@ def get_recipe_ingredients(ctx: Ctx, recipe_name):
 
 def find_recipes_by_ingredient(ctx: Ctx, ingredient_name):
     q = ingredient_name.lower()
-    return _names(ctx, "recipes", lambda r: any(
-        q in i["ingredient_name"] or i["ingredient_name"] in q for i in r["ingredients"]))
+    return _names(
+        ctx,
+        "recipes",
+        lambda r: any(
+            q in i["ingredient_name"] or i["ingredient_name"] in q for i in r["ingredients"]
+        ),
+    )
 
 
 def get_ingredient_shelf_life(ctx: Ctx, ingredient_name):
@@ -237,8 +287,11 @@ def get_ingredient_shelf_life(ctx: Ctx, ingredient_name):
 
 def find_ingredients_by_expiry_date(ctx: Ctx, date):
     day = parse_day(date, "date")
-    return _names(ctx, "ingredients", lambda i: bool(i["expiry_date"])
-                  and parse_day(i["expiry_date"], "expiry_date") > day)
+    return _names(
+        ctx,
+        "ingredients",
+        lambda i: bool(i["expiry_date"]) and parse_day(i["expiry_date"], "expiry_date") > day,
+    )
 
 
 def get_ingredient_location(ctx: Ctx, ingredient_name):
@@ -288,21 +341,56 @@ def get_all_ingredient_names(ctx: Ctx):
     return _names(ctx, "ingredients", lambda i: True)
 
 
-TOOLS = {f.__name__: f for f in (
-    add_recipe_to_menu, remove_recipe_from_menu, get_current_menu,
-    tally_total_nutritional_characteristics, tally_total_tastes, add_to_shopping_list,
-    remove_from_shopping_list, compute_total_nutritions, get_cooking_steps, get_recipe_allergens,
-    find_recipes_by_allergen, get_recipe_taste, find_recipes_by_taste, get_recipe_ingredients,
-    find_recipes_by_ingredient, get_ingredient_shelf_life, find_ingredients_by_expiry_date,
-    get_ingredient_location, find_ingredients_by_location, get_ingredient_nutrition,
-    get_ingredient_quantity, get_all_recipe_names, get_ingredients_by_category,
-    find_ingredient_category, get_current_shopping_list, get_recipe_nutritional_characteristics,
-    find_recipes_by_nutritional_characteristics, get_all_ingredient_names)}
+TOOLS = {
+    f.__name__: f
+    for f in (
+        add_recipe_to_menu,
+        remove_recipe_from_menu,
+        get_current_menu,
+        tally_total_nutritional_characteristics,
+        tally_total_tastes,
+        add_to_shopping_list,
+        remove_from_shopping_list,
+        compute_total_nutritions,
+        get_cooking_steps,
+        get_recipe_allergens,
+        find_recipes_by_allergen,
+        get_recipe_taste,
+        find_recipes_by_taste,
+        get_recipe_ingredients,
+        find_recipes_by_ingredient,
+        get_ingredient_shelf_life,
+        find_ingredients_by_expiry_date,
+        get_ingredient_location,
+        find_ingredients_by_location,
+        get_ingredient_nutrition,
+        get_ingredient_quantity,
+        get_all_recipe_names,
+        get_ingredients_by_category,
+        find_ingredient_category,
+        get_current_shopping_list,
+        get_recipe_nutritional_characteristics,
+        find_recipes_by_nutritional_characteristics,
+        get_all_ingredient_names,
+    )
+}
 
 SCENARIO = ScenarioDef(
-    name="kitchen", ddl=DDL, load=load, dump=dump, tools=TOOLS,
-    name_keys=("ingredient_name", "recipe_name", "recipes"), name_match="exact", lookup=lookup,
+    name="kitchen",
+    ddl=DDL,
+    load=load,
+    dump=dump,
+    tools=TOOLS,
+    name_keys=("ingredient_name", "recipe_name", "recipes"),
+    name_match="exact",
+    lookup=lookup,
     query_tools=frozenset(
-        set(TOOLS) - {"add_recipe_to_menu", "remove_recipe_from_menu", "add_to_shopping_list",
-                      "remove_from_shopping_list"}),
+        set(TOOLS)
+        - {
+            "add_recipe_to_menu",
+            "remove_recipe_from_menu",
+            "add_to_shopping_list",
+            "remove_from_shopping_list",
+        }
+    ),
 )

@@ -25,8 +25,17 @@ CREATE TABLE orders (user_id TEXT PRIMARY KEY);
 CREATE TABLE order_items (user_id TEXT NOT NULL, dish_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, dish_name));
 """
-NUTRITION_KEYS = ("basis", "serving_size_g", "calories_kcal", "protein_g", "fat_g", "carbs_g",
-                  "sugar_g", "sodium_mg", "fiber_g")
+NUTRITION_KEYS = (
+    "basis",
+    "serving_size_g",
+    "calories_kcal",
+    "protein_g",
+    "fat_g",
+    "carbs_g",
+    "sugar_g",
+    "sodium_mg",
+    "fiber_g",
+)
 TOTAL_KEYS = ("calories_kcal", "protein_g", "fat_g", "carbs_g", "sugar_g", "sodium_mg", "fiber_g")
 
 
@@ -54,12 +63,22 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
         name = str(info.get("name", "")).lower()
         if not name:
             continue
-        included = [{"dish_name": str(i.get("dish_name", " ")).lower(),
-                     "quantity": i.get("quantity", 1.0)} for i in info.get("included_dishes", [])]
+        included = [
+            {"dish_name": str(i.get("dish_name", " ")).lower(), "quantity": i.get("quantity", 1.0)}
+            for i in info.get("included_dishes", [])
+        ]
         included = [i for i in included if record(conn, "dishes", i["dish_name"])]
-        put(conn, "set_meals", name, {"name": name, "included_dishes": included,
-                                      "set_meal_price": info.get("set_meal_price", 0.0),
-                                      "set_meal_discount": info.get("set_meal_discount", 1.0)})
+        put(
+            conn,
+            "set_meals",
+            name,
+            {
+                "name": name,
+                "included_dishes": included,
+                "set_meal_price": info.get("set_meal_price", 0.0),
+                "set_meal_discount": info.get("set_meal_discount", 1.0),
+            },
+        )
     for order in seed.get("user_orders", []):
         uid = order.get("user_id")
         if not uid:
@@ -68,26 +87,35 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
         for item in order.get("items", []):
             name = str(item.get("dish_name", " ")).lower()
             if record(conn, "dishes", name) or record(conn, "set_meals", name):
-                conn.execute("INSERT OR REPLACE INTO order_items VALUES (?, ?, ?)",
-                             (uid, name, item.get("quantity", 1.0)))
+                conn.execute(
+                    "INSERT OR REPLACE INTO order_items VALUES (?, ?, ?)",
+                    (uid, name, item.get("quantity", 1.0)),
+                )
 
 
 def _order(conn: sqlite3.Connection, user_id: str) -> list[dict[str, Any]]:
-    rows = conn.execute("SELECT dish_name, quantity FROM order_items WHERE user_id = ? "
-                        "ORDER BY rowid", (user_id,))
+    rows = conn.execute(
+        "SELECT dish_name, quantity FROM order_items WHERE user_id = ? ORDER BY rowid", (user_id,)
+    )
     return [{"dish_name": n, "quantity": q} for n, q in rows]
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, Any]:
-    orders = {uid: sorted(_order(conn, uid), key=lambda x: x["dish_name"])
-              for (uid,) in conn.execute("SELECT user_id FROM orders")}
-    return {"catalog": by_name_sorted(conn, "dishes"),
-            "set_meals": by_name_sorted(conn, "set_meals"), "user_orders": orders}
+    orders = {
+        uid: sorted(_order(conn, uid), key=lambda x: x["dish_name"])
+        for (uid,) in conn.execute("SELECT user_id FROM orders")
+    }
+    return {
+        "catalog": by_name_sorted(conn, "dishes"),
+        "set_meals": by_name_sorted(conn, "set_meals"),
+        "user_orders": orders,
+    }
 
 
 def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
-    return ({d["name"] for d in containing(conn, "dishes", query)}
-            | {m["name"] for m in containing(conn, "set_meals", query)})
+    return {d["name"] for d in containing(conn, "dishes", query)} | {
+        m["name"] for m in containing(conn, "set_meals", query)
+    }
 
 
 def _fuzzy(ctx: Ctx, dish_name: str, field: str) -> dict[str, Any]:
@@ -104,13 +132,33 @@ def _existing(ctx: Ctx, dish_name: str) -> dict[str, Any]:
     return d
 
 
-def add_dish_to_catalog(ctx: Ctx, dish_name, category, price, tax_rate, discount,
-                        nutritional_characteristics, taste, allergens, nutrition):
+def add_dish_to_catalog(
+    ctx: Ctx,
+    dish_name,
+    category,
+    price,
+    tax_rate,
+    discount,
+    nutritional_characteristics,
+    taste,
+    allergens,
+    nutrition,
+):
     if set(nutrition) - set(NUTRITION_KEYS) or "basis" not in nutrition:
         raise ToolError(f"nutrition needs 'basis' and only the keys {', '.join(NUTRITION_KEYS)}")
-    d = _dish({"name": dish_name, "category": category, "price": price, "tax_rate": tax_rate,
-               "discount": discount, "nutritional_characteristics": nutritional_characteristics,
-               "taste": taste, "allergens": allergens, "nutrition": nutrition})
+    d = _dish(
+        {
+            "name": dish_name,
+            "category": category,
+            "price": price,
+            "tax_rate": tax_rate,
+            "discount": discount,
+            "nutritional_characteristics": nutritional_characteristics,
+            "taste": taste,
+            "allergens": allergens,
+            "nutrition": nutrition,
+        }
+    )
     put(ctx.conn, "dishes", d["name"], d)
     return {"status": "success", "message": f"Dish '{dish_name}' added/updated successfully."}
 
@@ -133,8 +181,10 @@ def update_dish_discount(ctx: Ctx, dish_name, new_discount):
     d = _existing(ctx, dish_name)
     d["discount"] = new_discount
     put(ctx.conn, "dishes", d["name"], d)
-    return {"status": "success",
-            "message": f"Discount of dish '{dish_name}' updated to {new_discount}."}
+    return {
+        "status": "success",
+        "message": f"Discount of dish '{dish_name}' updated to {new_discount}.",
+    }
 
 
 def get_dish_nutrition(ctx: Ctx, dish_name):
@@ -195,9 +245,17 @@ def create_set_meal(ctx: Ctx, set_meal_name, included_dishes, set_meal_price, se
         _existing(ctx, name)
         included.append({"dish_name": name, "quantity": item.get("quantity", 1.0)})
     key = set_meal_name.lower()
-    put(ctx.conn, "set_meals", key, {"name": key, "included_dishes": included,
-                                    "set_meal_price": set_meal_price,
-                                    "set_meal_discount": set_meal_discount})
+    put(
+        ctx.conn,
+        "set_meals",
+        key,
+        {
+            "name": key,
+            "included_dishes": included,
+            "set_meal_price": set_meal_price,
+            "set_meal_discount": set_meal_discount,
+        },
+    )
     return {"status": "success", "message": f"Set meal '{set_meal_name}' created."}
 
 
@@ -205,40 +263,55 @@ def get_set_meal_details(ctx: Ctx, set_meal_name):
     m = record(ctx.conn, "set_meals", set_meal_name.lower())
     if m is None:
         raise ToolError(f"Set meal '{set_meal_name}' not found.")
-    return {"name": m["name"], "included_dishes": m["included_dishes"],
-            "price": m["set_meal_price"], "discount": m["set_meal_discount"]}
+    return {
+        "name": m["name"],
+        "included_dishes": m["included_dishes"],
+        "price": m["set_meal_price"],
+        "discount": m["set_meal_discount"],
+    }
 
 
 def find_set_meals_containing_dish(ctx: Ctx, dish_name):
     key = dish_name.lower()
-    return {"set_meals": [m["name"] for m in catalogue(ctx.conn, "set_meals")
-                          if any(i["dish_name"] == key for i in m["included_dishes"])]}
+    return {
+        "set_meals": [
+            m["name"]
+            for m in catalogue(ctx.conn, "set_meals")
+            if any(i["dish_name"] == key for i in m["included_dishes"])
+        ]
+    }
 
 
 def _add(ctx: Ctx, user_id: str, key: str, quantity) -> None:
     conn = ctx.conn
     conn.execute("INSERT OR IGNORE INTO orders VALUES (?)", (user_id,))
-    row = conn.execute("SELECT quantity FROM order_items WHERE user_id = ? AND dish_name = ?",
-                       (user_id, key)).fetchone()
+    row = conn.execute(
+        "SELECT quantity FROM order_items WHERE user_id = ? AND dish_name = ?", (user_id, key)
+    ).fetchone()
     if row:
-        conn.execute("UPDATE order_items SET quantity = ? WHERE user_id = ? AND dish_name = ?",
-                     (row[0] + quantity, user_id, key))
+        conn.execute(
+            "UPDATE order_items SET quantity = ? WHERE user_id = ? AND dish_name = ?",
+            (row[0] + quantity, user_id, key),
+        )
     else:
         conn.execute("INSERT INTO order_items VALUES (?, ?, ?)", (user_id, key, quantity))
 
 
 def _remove(ctx: Ctx, user_id: str, key: str, quantity, label: str) -> None:
     conn = ctx.conn
-    row = conn.execute("SELECT quantity FROM order_items WHERE user_id = ? AND dish_name = ?",
-                       (user_id, key)).fetchone()
+    row = conn.execute(
+        "SELECT quantity FROM order_items WHERE user_id = ? AND dish_name = ?", (user_id, key)
+    ).fetchone()
     if row is None:
         raise ToolError(f"{label} not found in order for user {user_id}.")
     left = row[0] - quantity
     if left <= 0:
         conn.execute("DELETE FROM order_items WHERE user_id = ? AND dish_name = ?", (user_id, key))
     else:
-        conn.execute("UPDATE order_items SET quantity = ? WHERE user_id = ? AND dish_name = ?",
-                     (left, user_id, key))
+        conn.execute(
+            "UPDATE order_items SET quantity = ? WHERE user_id = ? AND dish_name = ?",
+            (left, user_id, key),
+        )
 
 
 def add_dish_to_order(ctx: Ctx, user_id, dish_name, quantity):
@@ -246,7 +319,10 @@ def add_dish_to_order(ctx: Ctx, user_id, dish_name, quantity):
     if record(ctx.conn, "dishes", key) is None:
         raise ToolError(f"Dish '{dish_name}' does not exist in catalog.")
     _add(ctx, user_id, key, quantity)
-    return {"status": "success", "message": f"Added {quantity} x {dish_name} to order for user {user_id}."}
+    return {
+        "status": "success",
+        "message": f"Added {quantity} x {dish_name} to order for user {user_id}.",
+    }
 
 
 def remove_dish_from_order(ctx: Ctx, user_id, dish_name, quantity):
@@ -312,16 +388,25 @@ def compute_total_payment(ctx: Ctx, user_id, dishes):
             total += m["set_meal_price"] * m["set_meal_discount"] * qty
         else:
             # no fixed price: priced from its included dishes, then the set's discount
-            base = sum(dd["price"] * dd["discount"] * q for dd, q, _ in _expand(ctx, [
-                {"dish_name": i["dish_name"], "quantity": i.get("quantity", 1.0)}
-                for i in m["included_dishes"]]))
+            base = sum(
+                dd["price"] * dd["discount"] * q
+                for dd, q, _ in _expand(
+                    ctx,
+                    [
+                        {"dish_name": i["dish_name"], "quantity": i.get("quantity", 1.0)}
+                        for i in m["included_dishes"]
+                    ],
+                )
+            )
             total += base * m["set_meal_discount"] * qty
     return {"user_id": user_id, "total": round2(total)}
 
 
 def compute_total_tax(ctx: Ctx, user_id, dishes):
-    total = sum(d["price"] * d["tax_rate"] / (1 + d["tax_rate"]) * d["discount"] * q
-                for d, q, _ in _expand(ctx, dishes))
+    total = sum(
+        d["price"] * d["tax_rate"] / (1 + d["tax_rate"]) * d["discount"] * q
+        for d, q, _ in _expand(ctx, dishes)
+    )
     return {"user_id": user_id, "total_tax": round2(total)}
 
 
@@ -335,25 +420,67 @@ def compute_total_nutrition(ctx: Ctx, user_id, dishes):
     return {"user_id": user_id, "total_nutrition": {k: round2(v) for k, v in totals.items()}}
 
 
-TOOLS = {f.__name__: f for f in (
-    add_dish_to_catalog, remove_dish_from_catalog, update_dish_price, update_dish_discount,
-    get_dish_nutrition, get_dish_allergens, get_tax_rate, get_dish_taste_profile, get_dish_price,
-    get_dish_discount, find_dishes_by_category, find_dishes_by_nutritional_tag,
-    find_dishes_by_taste, add_dish_to_order, remove_dish_from_order, clear_user_order,
-    get_user_order_summary, compute_total_payment, compute_total_tax, compute_total_nutrition,
-    list_all_discounted_dishes, filter_dishes_by_price_range, create_set_meal,
-    get_set_meal_details, add_set_meal_to_order, remove_set_meal_from_order,
-    find_set_meals_containing_dish)}
+TOOLS = {
+    f.__name__: f
+    for f in (
+        add_dish_to_catalog,
+        remove_dish_from_catalog,
+        update_dish_price,
+        update_dish_discount,
+        get_dish_nutrition,
+        get_dish_allergens,
+        get_tax_rate,
+        get_dish_taste_profile,
+        get_dish_price,
+        get_dish_discount,
+        find_dishes_by_category,
+        find_dishes_by_nutritional_tag,
+        find_dishes_by_taste,
+        add_dish_to_order,
+        remove_dish_from_order,
+        clear_user_order,
+        get_user_order_summary,
+        compute_total_payment,
+        compute_total_tax,
+        compute_total_nutrition,
+        list_all_discounted_dishes,
+        filter_dishes_by_price_range,
+        create_set_meal,
+        get_set_meal_details,
+        add_set_meal_to_order,
+        remove_set_meal_from_order,
+        find_set_meals_containing_dish,
+    )
+}
 
 SCENARIO = ScenarioDef(
-    name="restaurant", ddl=DDL, load=load, dump=dump, tools=TOOLS,
-    name_keys=("dish_name", "set_meal_name", "restaurant_name"), name_match="lookup",
+    name="restaurant",
+    ddl=DDL,
+    load=load,
+    dump=dump,
+    tools=TOOLS,
+    name_keys=("dish_name", "set_meal_name", "restaurant_name"),
+    name_match="lookup",
     lookup=lookup,
-    query_tools=frozenset({
-        "get_dish_price", "get_dish_discount", "get_dish_nutrition", "get_dish_allergens",
-        "get_tax_rate", "get_dish_taste_profile", "get_user_order_summary",
-        "get_set_meal_details", "find_dishes_by_category", "find_dishes_by_nutritional_tag",
-        "find_dishes_by_taste", "find_set_meals_containing_dish", "list_all_discounted_dishes",
-        "filter_dishes_by_price_range", "compute_total_payment", "compute_total_tax",
-        "compute_total_nutrition"}),
+    query_tools=frozenset(
+        {
+            "get_dish_price",
+            "get_dish_discount",
+            "get_dish_nutrition",
+            "get_dish_allergens",
+            "get_tax_rate",
+            "get_dish_taste_profile",
+            "get_user_order_summary",
+            "get_set_meal_details",
+            "find_dishes_by_category",
+            "find_dishes_by_nutritional_tag",
+            "find_dishes_by_taste",
+            "find_set_meals_containing_dish",
+            "list_all_discounted_dishes",
+            "filter_dishes_by_price_range",
+            "compute_total_payment",
+            "compute_total_tax",
+            "compute_total_nutrition",
+        }
+    ),
 )

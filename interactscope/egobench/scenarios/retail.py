@@ -27,8 +27,17 @@ CREATE TABLE cart_items (user_id TEXT NOT NULL, product_name TEXT NOT NULL, quan
   category, price, tax_rate, discount, PRIMARY KEY (user_id, product_name));
 CREATE TABLE shopping_lists (user_id TEXT PRIMARY KEY, items TEXT NOT NULL);
 """
-NUTRITION_KEYS = ("basis", "serving_size_g", "calories_kcal", "protein_g", "fat_g", "carbs_g",
-                  "sugar_g", "sodium_mg", "fiber_g")
+NUTRITION_KEYS = (
+    "basis",
+    "serving_size_g",
+    "calories_kcal",
+    "protein_g",
+    "fat_g",
+    "carbs_g",
+    "sugar_g",
+    "sodium_mg",
+    "fiber_g",
+)
 
 
 def _product(info: dict[str, Any]) -> dict[str, Any]:
@@ -61,26 +70,45 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
         for item in cart.get("items", []):
             name = str(item.get("product_name", " ")).lower()
             p = record(conn, "products", name) or {
-                "category": " ", "price": 0.0, "tax_rate": 0.0, "discount": 1.0}
+                "category": " ",
+                "price": 0.0,
+                "tax_rate": 0.0,
+                "discount": 1.0,
+            }
             conn.execute(
                 "INSERT OR REPLACE INTO cart_items VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (uid, name, item.get("quantity", 0.0), p["category"], p["price"],
-                 p["tax_rate"], p["discount"]),
+                (
+                    uid,
+                    name,
+                    item.get("quantity", 0.0),
+                    p["category"],
+                    p["price"],
+                    p["tax_rate"],
+                    p["discount"],
+                ),
             )
     for sl in seed.get("user_shopping_lists", []):
         if sl.get("user_id"):
-            items = [{"product_name": str(i.get("product_name", " ")).lower(),
-                      "quantity": i.get("quantity", 0)} for i in sl.get("items", [])]
-            conn.execute("INSERT OR REPLACE INTO shopping_lists VALUES (?, ?)",
-                         (sl["user_id"], dumps(items)))
+            items = [
+                {
+                    "product_name": str(i.get("product_name", " ")).lower(),
+                    "quantity": i.get("quantity", 0),
+                }
+                for i in sl.get("items", [])
+            ]
+            conn.execute(
+                "INSERT OR REPLACE INTO shopping_lists VALUES (?, ?)", (sl["user_id"], dumps(items))
+            )
 
 
 def _cart(conn: sqlite3.Connection, user_id: str) -> list[dict[str, Any]]:
     cols = ("product_name", "quantity", "category", "price", "tax_rate", "discount")
     rows = conn.execute(
         "SELECT product_name, quantity, category, price, tax_rate, discount FROM cart_items "
-        "WHERE user_id = ? ORDER BY rowid", (user_id,))
-    return [dict(zip(cols, r)) for r in rows]
+        "WHERE user_id = ? ORDER BY rowid",
+        (user_id,),
+    )
+    return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, Any]:
@@ -88,8 +116,11 @@ def dump(conn: sqlite3.Connection) -> dict[str, Any]:
     for (uid,) in conn.execute("SELECT user_id FROM carts"):
         carts[uid] = sorted(_cart(conn, uid), key=lambda x: x["product_name"])
     lists = {u: json.loads(i) for u, i in conn.execute("SELECT user_id, items FROM shopping_lists")}
-    return {"catalog": by_name_sorted(conn, "products"), "user_carts": carts,
-            "user_shopping_lists": lists}
+    return {
+        "catalog": by_name_sorted(conn, "products"),
+        "user_carts": carts,
+        "user_shopping_lists": lists,
+    }
 
 
 def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
@@ -104,17 +135,38 @@ def _matches(ctx: Ctx, product_name: str, field: str | None) -> dict[str, Any]:
     return {"products": rows, "count": len(rows)}
 
 
-def add_product(ctx: Ctx, product_name, category, price, tax_rate, discount,
-                nutritional_characteristics, taste, country_of_origin, nutrition,
-                allergens=None, sell_type="single_item"):
+def add_product(
+    ctx: Ctx,
+    product_name,
+    category,
+    price,
+    tax_rate,
+    discount,
+    nutritional_characteristics,
+    taste,
+    country_of_origin,
+    nutrition,
+    allergens=None,
+    sell_type="single_item",
+):
     unknown = set(nutrition) - set(NUTRITION_KEYS)
     if unknown or "basis" not in nutrition:
         raise ToolError(f"nutrition needs 'basis' and only the keys {', '.join(NUTRITION_KEYS)}")
-    p = _product({"name": product_name, "category": category, "sell_type": sell_type,
-                  "price": price, "tax_rate": tax_rate, "discount": discount,
-                  "nutritional_characteristics": nutritional_characteristics, "taste": taste,
-                  "country_of_origin": country_of_origin, "nutrition": nutrition,
-                  "allergens": allergens or []})
+    p = _product(
+        {
+            "name": product_name,
+            "category": category,
+            "sell_type": sell_type,
+            "price": price,
+            "tax_rate": tax_rate,
+            "discount": discount,
+            "nutritional_characteristics": nutritional_characteristics,
+            "taste": taste,
+            "country_of_origin": country_of_origin,
+            "nutrition": nutrition,
+            "allergens": allergens or [],
+        }
+    )
     put(ctx.conn, "products", p["name"], p)
     return {"status": "success", "message": f"Product '{product_name}' added/updated successfully."}
 
@@ -191,18 +243,24 @@ def add_to_cart(ctx: Ctx, user_id, product_name, qty, category, price, tax_rate,
     key = product_name.lower()
     conn = ctx.conn
     conn.execute("INSERT OR IGNORE INTO carts VALUES (?)", (user_id,))
-    row = conn.execute("SELECT quantity FROM cart_items WHERE user_id = ? AND product_name = ?",
-                       (user_id, key)).fetchone()
+    row = conn.execute(
+        "SELECT quantity FROM cart_items WHERE user_id = ? AND product_name = ?", (user_id, key)
+    ).fetchone()
     values = (category.lower(), float(price), float(tax_rate), float(discount))
     if row:
         total = row[0] + float(qty)
-        conn.execute("UPDATE cart_items SET quantity = ?, category = ?, price = ?, tax_rate = ?, "
-                     "discount = ? WHERE user_id = ? AND product_name = ?",
-                     (total, *values, user_id, key))
-        return {"status": "success", "message": f"Added {qty} more of '{product_name}'. "
-                f"Total quantity: {total}"}
-    conn.execute("INSERT INTO cart_items VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (user_id, key, float(qty), *values))
+        conn.execute(
+            "UPDATE cart_items SET quantity = ?, category = ?, price = ?, tax_rate = ?, "
+            "discount = ? WHERE user_id = ? AND product_name = ?",
+            (total, *values, user_id, key),
+        )
+        return {
+            "status": "success",
+            "message": f"Added {qty} more of '{product_name}'. Total quantity: {total}",
+        }
+    conn.execute(
+        "INSERT INTO cart_items VALUES (?, ?, ?, ?, ?, ?, ?)", (user_id, key, float(qty), *values)
+    )
     return {"status": "success", "message": f"Added {qty} of '{product_name}' to the cart."}
 
 
@@ -217,21 +275,27 @@ def remove_from_cart(ctx: Ctx, user_id, product_name, qty):
         raise ToolError("Quantity must be greater than 0.")
     key = product_name.lower()
     conn = ctx.conn
-    row = conn.execute("SELECT quantity FROM cart_items WHERE user_id = ? AND product_name = ?",
-                       (user_id, key)).fetchone()
+    row = conn.execute(
+        "SELECT quantity FROM cart_items WHERE user_id = ? AND product_name = ?", (user_id, key)
+    ).fetchone()
     if row is None:
         raise ToolError(f"Product '{product_name}' not found in user '{user_id}' cart.")
     if row[0] <= qty:
-        conn.execute("DELETE FROM cart_items WHERE user_id = ? AND product_name = ?",
-                     (user_id, key))
+        conn.execute(
+            "DELETE FROM cart_items WHERE user_id = ? AND product_name = ?", (user_id, key)
+        )
         # the reference drops a cart that became empty (it is part of the state)
         if not conn.execute("SELECT 1 FROM cart_items WHERE user_id = ?", (user_id,)).fetchone():
             conn.execute("DELETE FROM carts WHERE user_id = ?", (user_id,))
         return {"status": "success", "message": f"Removed all '{product_name}'."}
-    conn.execute("UPDATE cart_items SET quantity = ? WHERE user_id = ? AND product_name = ?",
-                 (row[0] - qty, user_id, key))
-    return {"status": "success", "message": f"Removed {qty} of '{product_name}'. "
-            f"Remaining quantity: {row[0] - qty}"}
+    conn.execute(
+        "UPDATE cart_items SET quantity = ? WHERE user_id = ? AND product_name = ?",
+        (row[0] - qty, user_id, key),
+    )
+    return {
+        "status": "success",
+        "message": f"Removed {qty} of '{product_name}'. Remaining quantity: {row[0] - qty}",
+    }
 
 
 def clear_cart(ctx: Ctx, user_id):
@@ -268,8 +332,9 @@ def _compute(ctx: Ctx, user_id, products, per_item, total_key, init):
 
 
 def compute_total_payment(ctx: Ctx, user_id, products):
-    out = _compute(ctx, user_id, products, lambda t, p, q: t + p["price"] * p["discount"] * q,
-                   "total", float)
+    out = _compute(
+        ctx, user_id, products, lambda t, p, q: t + p["price"] * p["discount"] * q, "total", float
+    )
     out["total"] = round2(out["total"])
     return out
 
@@ -295,31 +360,73 @@ def compute_total_nutrition(ctx: Ctx, user_id, products):
         return t
 
     out = _compute(ctx, user_id, products, add, "total_nutrition", lambda: dict.fromkeys(keys, 0.0))
-    out["total_nutrition"] = {"basis": "TOTAL", **{k: round2(v) for k, v in out["total_nutrition"].items()}}
+    out["total_nutrition"] = {
+        "basis": "TOTAL",
+        **{k: round2(v) for k, v in out["total_nutrition"].items()},
+    }
     return out
 
 
 def get_shopping_list(ctx: Ctx, user_id):
-    row = ctx.conn.execute("SELECT items FROM shopping_lists WHERE user_id = ?", (user_id,)).fetchone()
+    row = ctx.conn.execute(
+        "SELECT items FROM shopping_lists WHERE user_id = ?", (user_id,)
+    ).fetchone()
     if row is None:
-        return {"shopping_list": [], "status": "info",
-                "message": f"User '{user_id}' has no shopping list or it is empty."}
+        return {
+            "shopping_list": [],
+            "status": "info",
+            "message": f"User '{user_id}' has no shopping list or it is empty.",
+        }
     return {"shopping_list": json.loads(row[0])}
 
 
-TOOLS = {f.__name__: f for f in (
-    add_product, delete_product, find_products_by_nutritional_characteristic,
-    find_products_by_taste, find_products_by_country_of_origin, get_price,
-    find_products_by_price_range, get_tax_rate, get_category, get_discount, get_nutrition,
-    list_discounted_products, add_to_cart, get_cart, remove_from_cart, clear_cart,
-    compute_total_payment, compute_total_tax, compute_total_nutrition, get_shopping_list)}
+TOOLS = {
+    f.__name__: f
+    for f in (
+        add_product,
+        delete_product,
+        find_products_by_nutritional_characteristic,
+        find_products_by_taste,
+        find_products_by_country_of_origin,
+        get_price,
+        find_products_by_price_range,
+        get_tax_rate,
+        get_category,
+        get_discount,
+        get_nutrition,
+        list_discounted_products,
+        add_to_cart,
+        get_cart,
+        remove_from_cart,
+        clear_cart,
+        compute_total_payment,
+        compute_total_tax,
+        compute_total_nutrition,
+        get_shopping_list,
+    )
+}
 
 SCENARIO = ScenarioDef(
-    name="retail", ddl=DDL, load=load, dump=dump, tools=TOOLS, name_keys=("product_name",),
-    name_match="lookup", lookup=lookup,
-    query_tools=frozenset({
-        "get_price", "get_tax_rate", "get_category", "get_discount", "get_nutrition",
-        "find_products_by_nutritional_characteristic", "find_products_by_taste",
-        "find_products_by_country_of_origin", "find_products_by_price_range",
-        "list_discounted_products"}),
+    name="retail",
+    ddl=DDL,
+    load=load,
+    dump=dump,
+    tools=TOOLS,
+    name_keys=("product_name",),
+    name_match="lookup",
+    lookup=lookup,
+    query_tools=frozenset(
+        {
+            "get_price",
+            "get_tax_rate",
+            "get_category",
+            "get_discount",
+            "get_nutrition",
+            "find_products_by_nutritional_characteristic",
+            "find_products_by_taste",
+            "find_products_by_country_of_origin",
+            "find_products_by_price_range",
+            "list_discounted_products",
+        }
+    ),
 )

@@ -21,14 +21,36 @@ from interactscope.egobench.scenarios.base import (
 )
 
 DDL = "CREATE TABLE equipment (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + actionlists.DDL
-CATEGORIES = frozenset({
-    "manual_equipment", "power_equipment", "measuring_and_testing_equipment",
-    "lifting_and_moving_equipment", "access_equipment", "safety_equipment",
-    "cleaning_equipment", "storage_equipment", "consumable", "other"})
-LOCATIONS = frozenset({
-    "dry_equipment_cabinet", "locked_equipment_cabinet", "wall_rack", "pegboard", "drawer_unit",
-    "parts_bin", "shelving_unit", "floor_storage_area", "charging_station",
-    "safety_equipment_cabinet", "chemical_storage_cabinet", "outdoor_storage_shed"})
+CATEGORIES = frozenset(
+    {
+        "manual_equipment",
+        "power_equipment",
+        "measuring_and_testing_equipment",
+        "lifting_and_moving_equipment",
+        "access_equipment",
+        "safety_equipment",
+        "cleaning_equipment",
+        "storage_equipment",
+        "consumable",
+        "other",
+    }
+)
+LOCATIONS = frozenset(
+    {
+        "dry_equipment_cabinet",
+        "locked_equipment_cabinet",
+        "wall_rack",
+        "pegboard",
+        "drawer_unit",
+        "parts_bin",
+        "shelving_unit",
+        "floor_storage_area",
+        "charging_station",
+        "safety_equipment_cabinet",
+        "chemical_storage_cabinet",
+        "outdoor_storage_shed",
+    }
+)
 MAINTENANCE = frozenset({"clean", "inspect", "lubricate", "calibrate", "sharpen", "condition"})
 ACTIONS = MAINTENANCE | {"replace", "repair", "relocate", "dispose"}
 
@@ -40,8 +62,10 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
 
 
 def dump(conn: sqlite3.Connection) -> dict[str, Any]:
-    return {"equipment": by_name_sorted(conn, "equipment"),
-            "user_action_lists": actionlists.dump(conn, "equipment")}
+    return {
+        "equipment": by_name_sorted(conn, "equipment"),
+        "user_action_lists": actionlists.dump(conn, "equipment"),
+    }
 
 
 def _eq(ctx: Ctx, equipment: str) -> dict[str, Any]:
@@ -149,18 +173,38 @@ def get_equipment_action_list(ctx: Ctx, user_id):
     return actionlists.entries(ctx.conn, user_id, "equipment")
 
 
-TOOLS = {f.__name__: f for f in (
-    get_all_equipment, get_equipment_category, find_equipment_by_category, get_equipment_brand,
-    find_equipment_by_brand, get_equipment_country_of_origin,
-    find_equipment_by_country_of_origin, get_equipment_purchase_date,
-    find_equipment_by_purchase_date_range, get_equipment_ideal_storage_location,
-    find_equipment_by_ideal_storage_location, get_equipment_usage_history,
-    get_equipment_maintenance_and_usage_instructions, get_equipment_maintenance_history,
-    add_to_equipment_action_list, remove_from_equipment_action_list, get_equipment_action_list)}
+TOOLS = {
+    f.__name__: f
+    for f in (
+        get_all_equipment,
+        get_equipment_category,
+        find_equipment_by_category,
+        get_equipment_brand,
+        find_equipment_by_brand,
+        get_equipment_country_of_origin,
+        find_equipment_by_country_of_origin,
+        get_equipment_purchase_date,
+        find_equipment_by_purchase_date_range,
+        get_equipment_ideal_storage_location,
+        find_equipment_by_ideal_storage_location,
+        get_equipment_usage_history,
+        get_equipment_maintenance_and_usage_instructions,
+        get_equipment_maintenance_history,
+        add_to_equipment_action_list,
+        remove_from_equipment_action_list,
+        get_equipment_action_list,
+    )
+}
 
 SCENARIO = ScenarioDef(
-    name="warehouse", ddl=DDL, load=load, dump=dump, tools=TOOLS, name_keys=("equipment",),
+    name="warehouse",
+    ddl=DDL,
+    load=load,
+    dump=dump,
+    tools=TOOLS,
+    name_keys=("equipment",),
     name_match="contains",
-    query_tools=frozenset(set(TOOLS) - {"add_to_equipment_action_list",
-                                        "remove_from_equipment_action_list"}),
+    query_tools=frozenset(
+        set(TOOLS) - {"add_to_equipment_action_list", "remove_from_equipment_action_list"}
+    ),
 )

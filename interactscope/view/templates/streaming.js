@@ -28,14 +28,19 @@ function renderSummary(root) {
   root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${cards}</div><h2>Scores</h2>${table}`));
 }
 
+function diffList(id, title, items) {
+  // Long lists start folded so the interactions stay on the first screen.
+  const link = x => `<li><a href="#" data-goto="${esc(x.split("/")[0])}">${esc(x)}</a></li>`;
+  return `<details id="${id}"${items.length <= 20 ? " open" : ""}><summary>${title}: ${items.length}</summary>` +
+    `<ul>${items.map(link).join("")}</ul></details>`;
+}
+
 function renderDiff(root) {
   if (DATA.runs.length !== 2) return;
-  const link = x => `<li><a href="#" data-goto="${esc(x.split("/")[0])}">${esc(x)}</a></li>`;
   const a = esc(DATA.runs[0].label), b = esc(DATA.runs[1].label);
-  root.appendChild(el("section", {id: "diff", class: "diff"},
-    `<h2>${b} against ${a}</h2><div id="gained"><b>Targets gained</b> (missed by ${a}, hit by ${b}): ${DATA.gained.length}` +
-    `<ul>${DATA.gained.map(link).join("")}</ul></div><div id="lost"><b>Targets lost</b> (hit by ${a}, missed by ${b}): ${DATA.lost.length}` +
-    `<ul>${DATA.lost.map(link).join("")}</ul></div>`));
+  root.appendChild(el("section", {id: "diff", class: "diff"}, `<h2>${b} against ${a}</h2>` +
+    diffList("gained", `<b>Targets gained</b> (missed by ${a}, hit by ${b})`, DATA.gained) +
+    diffList("lost", `<b>Targets lost</b> (hit by ${a}, missed by ${b})`, DATA.lost)));
 }
 
 function legend() {
@@ -115,7 +120,7 @@ function markDetail(m) {
   const tools = m.tools.length ? "\ntool calls: " + JSON.stringify(m.tools) : "";
   const lines = [`t = ${fmt(m.t, 3)} s — ${m.cls}` + (m.target ? ` (target ${m.target}${m.matched ? ", the eligible response" : ""})` : ""),
     "text: " + m.text + tools,
-    "verdict: " + (m.verdict || (m.target ? "not judged (allocation never read it)" : "—")),
+    "content verdict: " + (m.verdict || (m.target ? "not judged (scoring never read it)" : "—")),
     `latency ${m.latency_s == null ? "—" : fmt(m.latency_s, 2) + " s"}, tokens ${m.prompt_tokens ?? "—"} in / ${m.completion_tokens ?? "—"} out`];
   if (m.error) lines.push("error: " + m.error);
   if (m.parse_error) lines.push("parse error: " + m.parse_error);

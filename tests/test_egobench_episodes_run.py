@@ -1,0 +1,241 @@
+"""EgoBench run folders: run.json, append-only episodes.jsonl, kill -9 and resume, shards and
+merge, and one episode end to end against an OpenAI-compatible stub server on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactscope.egobench import package_data_dir
+from interactscope.egobench.run_folder import (
+    EPISODES,
+    EgoRunError,
+    load_run,
+    merge_runs,
+    read_episodes,
+)
+from interactscope.egobench.run_score import score_run
+from interactscope.egobench.runner import RunRequest, execute, prepare
+
+DATA = package_data_dir()
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _req(out: Path, **kw: Any) -> RunRequest:
+    base = {
+        "agent": "oracle",
+        "user": "scripted",
+        "data": DATA,
+        "variants": ["retail1"],
+        "out": out,
+    }
+    return RunRequest(**{**base, **kw})
+
+
+def _keys(out: Path) -> list[str]:
+    return [f"{r.variant}:{r.task_id}" for r in read_episodes(out / EPISODES)]
+
+
+def test_run_json_records_agent_user_mode_data_and_settings(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    execute(prepare(_req(out, tasks="1-4", mode="hard", sets={"limits.max_user_turns": 5})))
+    m, recs = load_run(out)
+    assert m.agent["name"] == "oracle" and m.user["kind"] == "scripted" and m.mode == "hard"
+    assert m.tasks == {"retail1": [1, 2, 3, 4]} and m.task_filter == "1-4"
+    assert len(m.data["variants"]["retail1"]) == 16
+    assert (
+        m.settings["limits"]["max_user_turns"] == 5
+        and m.settings["limits"]["max_tool_calls"] == 200
+    )
+    assert "pydantic" in m.packages and m.ended_at is not None
+    assert m.summary["episodes"] == 4 and m.summary["stop_reasons"] == {"user_stop": 4}
+    assert [r.task_id for r in recs] == [1, 2, 3, 4] and all(r.mode == "hard" for r in recs)
+
+
+def test_rerun_skips_done_episodes_and_refuses_other_settings(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    execute(prepare(_req(out, tasks="1-3")))
+    again = execute(prepare(_req(out, tasks="1-3")))
+    assert (again.written, again.skipped) == (0, 3)
+    assert _keys(out) == ["retail1:1", "retail1:2", "retail1:3"]
+    with pytest.raises(EgoRunError, match=r"mode: 'easy' != 'static'"):
+        execute(prepare(_req(out, tasks="1-3", mode="static")))
+
+
+def test_torn_last_line_is_dropped_and_that_episode_played_again(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    execute(prepare(_req(out, tasks="1-3")))
+    lines = (out / EPISODES).read_text().splitlines(keepends=True)
+    (out / EPISODES).write_text("".join(lines[:2]) + lines[2][:40])  # killed mid-write
+    res = execute(prepare(_req(out, tasks="1-3")))
+    assert res.written == 1
+    assert _keys(out) == ["retail1:1", "retail1:2", "retail1:3"]
+
+
+SLOW_RUNNER = """
+import sys, time
+from interactscope.egobench.agents import OracleAgent, register_agent
+
+class Slow(OracleAgent):
+    name = "slow"
+    def step(self):
+        time.sleep(0.15)
+        return super().step()
+
+register_agent("slow", lambda spec: Slow())
+from interactscope.cli import main
+sys.argv = ["interactscope", *sys.argv[1:]]
+main()
+"""
+
+
+def test_kill_9_during_a_run_then_rerun_gives_each_task_exactly_once(tmp_path: Path) -> None:
+    script = tmp_path / "slow_run.py"
+    script.write_text(SLOW_RUNNER)
+    out = tmp_path / "run"
+    cmd = [
+        sys.executable,
+        str(script),
+        "ego",
+        "run",
+        "--agent",
+        "slow",
+        "--variant",
+        "retail1",
+        "--tasks",
+        "1-12",
+        "--out",
+        str(out),
+    ]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 60
+    while time.time() < deadline and len(_lines(out)) < 3:
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    written = len(_lines(out))
+    assert 3 <= written < 12, "the run must be killed part-way"
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert _keys(out) == [f"retail1:{i}" for i in range(1, 13)]
+    m, _ = load_run(out)
+    assert len(m.invocations) == 2 and m.invocations[1].written == 12 - written
+    assert score_run(out).results["retail1"].summary.joint_succ == 1.0
+
+
+def _lines(out: Path) -> list[str]:
+    p = out / EPISODES
+    return [x for x in p.read_text().split("\n")[:-1] if x] if p.exists() else []
+
+
+def test_shards_cover_the_run_once_and_merge(tmp_path: Path) -> None:
+    whole = tmp_path / "whole"
+    execute(prepare(_req(whole)))
+    shards = [tmp_path / "s1", tmp_path / "s2"]
+    for k, s in enumerate(shards, 1):
+        execute(prepare(_req(s, shard=f"{k}/2")))
+    a, b = (set(_keys(s)) for s in shards)
+    assert a and b and not a & b and a | b == set(_keys(whole))
+    merged = merge_runs(shards, tmp_path / "merged")
+    assert merged.shard is None and merged.summary["episodes"] == 32
+    assert _keys(tmp_path / "merged") == _keys(whole)  # task order restored
+    assert score_run(tmp_path / "merged").results["retail1"].summary.joint_succ == 1.0
+    with pytest.raises(EgoRunError, match="missing shard 2/2"):
+        merge_runs([shards[0], shards[0]], tmp_path / "bad")
+
+
+# --------------------------------------------------------------------------- OpenAI stub
+
+
+class Stub:
+    """OpenAI-compatible chat server on 127.0.0.1: one native tool call, then a text reply."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                stub.requests.append(body)
+                data = json.dumps(stub.answer(body)).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["role"] == "tool":
+            msg = {"role": "assistant", "content": "This wine costs 98."}
+        else:
+            args = json.dumps({"product_name": "ZONIN Chianti"})
+            msg = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_price", "arguments": args},
+                    }
+                ],
+            }
+        return {
+            "id": "x",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body["model"],
+            "choices": [{"index": 0, "message": msg, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 5, "total_tokens": 55},
+        }
+
+
+def test_episode_end_to_end_against_an_openai_compatible_server(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    stub = Stub()
+    try:
+        cfg = tmp_path / "stub-model.yaml"
+        cfg.write_text(
+            f"backend: openai\nmodel: stub\nbase_url: {stub.url}\n"
+            "api_key_optional: true\nnative_tools: true\nmax_retries: 0\n"
+        )
+        script = tmp_path / "script.yaml"
+        script.write_text('"retail1:1": ["What does the ZONIN Chianti cost?"]\n')
+        out = tmp_path / "run"
+        res = execute(prepare(_req(out, agent=str(cfg), user=f"scripted:{script}", tasks="1")))
+        assert res.errors == 0
+    finally:
+        stub.server.shutdown()
+    (rec,) = read_episodes(out / EPISODES)
+    assert [c.call.name for c in rec.calls] == ["get_price"]
+    assert rec.calls[0].result.ok and rec.calls[0].result.output
+    assert rec.stop_reason == "user_stop"
+    assert [d.text for d in rec.dialogue] == [
+        "What does the ZONIN Chianti cost?",
+        "This wine costs 98.",
+        "STOP",
+    ]
+    assert rec.input_tokens == 100 and rec.output_tokens == 10
+    first, second = stub.requests
+    assert {t["function"]["name"] for t in first["tools"]} >= {"get_price", "add_to_cart"}
+    assert second["messages"][-1]["role"] == "tool"
+    assert second["messages"][-1]["tool_call_id"] == "call_1"
+    assert json.loads(second["messages"][-1]["content"])["ok"] is True
