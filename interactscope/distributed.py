@@ -46,7 +46,8 @@ from interactscope.collect import (
     _prepare,
     _remove_new_run,
 )
-from interactscope.protocol.driver import CollectSummary, collect, interaction_grid
+from interactscope.protocol.driver import CollectSummary, collect
+from interactscope.protocol.requests import interaction_grid
 from interactscope.runlog import RunLogError, RunWriter, open_run, run_lock
 from interactscope.schema import ResponseRecord
 from interactscope.settings import Settings
@@ -132,6 +133,8 @@ class WorkResult(BaseModel):
     interaction_id: str
     records: list[ResponseRecord]
     busy_s: float
+    host: str | None = None
+    pid: int | None = None
     written: int = 0
     non_silent: int = 0
     suppressed: int = 0
@@ -252,6 +255,8 @@ class InteractionWorker:
             interaction_id=interaction_id,
             records=sink.records,
             busy_s=round(time.perf_counter() - start, 4),
+            host=socket.gethostname(),
+            pid=os.getpid(),
             **{k: getattr(s, k) for k in _COUNTS},
         )
 
@@ -277,6 +282,7 @@ def _local_init_kwargs(workers: int, temp_dir: str) -> dict[str, Any]:
 @contextlib.contextmanager
 def ray_instance(options: RayOptions) -> Iterator[Any]:
     """Connect to ``options.address`` or start a private local instance; shut it down after.
+    A Ray already initialised in this process is used as it is (and left running).
 
     A local instance is started with the dashboard and usage statistics off, bound to
     127.0.0.1, token authentication off (``RAY_AUTH_MODE=disabled`` unless set), and its
@@ -289,6 +295,9 @@ def ray_instance(options: RayOptions) -> Iterator[Any]:
         CollectError: Ray is not installed, or the cluster cannot be reached.
     """
     ray = require_ray()
+    if ray.is_initialized():  # e.g. a notebook that called ray.init(): use it, leave it running
+        yield ray
+        return
     temp_dir: str | None = None
     try:
         if options.address == LOCAL:
@@ -488,6 +497,8 @@ class _Driver:
         self.bar.update(len(res.records))
         _add(self.summary, res)
         st = self.pool.stats[slot]
+        if res.pid is not None:  # the slot's current actor (a new one after a death)
+            st.host, st.pid = res.host, res.pid
         st.interactions += 1
         st.decision_points += len(res.records)
         st.busy_s = round(st.busy_s + res.busy_s, 4)

@@ -286,3 +286,70 @@ def test_ray_runs_in_a_loopback_namespace_and_connects_nowhere_else(tmp_path) ->
     assert loop > 0, "strace saw no loopback connection: it did not follow Ray's processes"
     assert not ok, "connections outside 127.0.0.0/8:\n" + "\n".join(ok[:20])
     assert list(home.iterdir()) == [], "Ray wrote into HOME"
+
+
+# --------------------------------------------------------------------------- driver loop
+
+
+class _ActorDied(Exception):
+    pass
+
+
+class _TaskFailed(Exception):
+    cause = None
+
+
+class _Ray:
+    """Just what the driver loop calls: results are ready at once, an exception is raised."""
+
+    class exceptions:
+        RayActorError = _ActorDied
+        RayTaskError = _TaskFailed
+
+    def wait(self, refs, num_returns, timeout):
+        return refs[:1], refs[1:]
+
+    def get(self, ref):
+        if isinstance(ref, Exception):
+            raise ref
+        return ref
+
+
+class _Pool:
+    def __init__(self, outcome):
+        from types import SimpleNamespace
+
+        from interactscope.distributed import WorkerStats
+
+        self.ray, self.options = _Ray(), RayOptions(workers=2, max_attempts=3)
+        self.stats = [WorkerStats(slot=i) for i in range(2)]
+        self.replaced: list[int] = []
+        actor = SimpleNamespace(collect=SimpleNamespace(remote=outcome))
+        self.actors = [actor, actor]
+
+    def replace(self, slot):
+        self.replaced.append(slot)
+
+
+def test_interaction_losing_its_worker_every_time_gets_error_records() -> None:
+    from interactscope.distributed import DistributedInfo, WorkResult, _Driver
+
+    def outcome(iid, done, spoken):
+        if iid == "a":
+            return _ActorDied("The actor died unexpectedly before finishing this task.")
+        recs = [ResponseRecord(interaction_id=iid, t=t) for t in (1.0, 2.0)]
+        return WorkResult(interaction_id=iid, records=recs, busy_s=0.5, written=2, pid=7)
+
+    pool, sink = _Pool(outcome), _MemorySink(set(), [])
+    info = DistributedInfo(ray_version="x", address="local", workers=2, gpus_per_worker=0)
+    bar = type("Bar", (), {"update": lambda self, n: None})()
+    d = _Driver(pool, sink, info, bar)
+    d.run([("a", [0.0, 1.0, 2.0], [0.0]), ("b", [1.0, 2.0], [])])
+    keys = sorted(r.key for r in sink.records)
+    assert keys == [("a", 1.0), ("a", 2.0), ("b", 1.0), ("b", 2.0)]  # a's t=0 was written before
+    lost = [r for r in sink.records if r.interaction_id == "a"]
+    assert all("Ray worker died 3 times: The actor died" in r.error for r in lost)
+    assert info.requeued == {"a": 3} and len(pool.replaced) == 3
+    assert d.summary.errors == 2 and d.summary.written == 4
+    assert set(d.summary.failed_interactions) == {"a"}
+    assert sum(s.decision_points for s in pool.stats) == 4

@@ -17,6 +17,7 @@ from interactscope.egobench.data import (
     variant_files,
 )
 from interactscope.egobench.env import _validator
+from interactscope.egobench.matching import MERGE_NAME_KEYS
 from interactscope.egobench.records import Variant
 from interactscope.egobench.scenarios import SCENARIO_DEFS
 
@@ -147,6 +148,18 @@ def _per_task(v, raw, f, specs, sdef, tool_file, names) -> list[DataProblem]:
                             val = item.get(k)
                             if isinstance(val, str) and not names(val):
                                 p(f"{fld}.parameters", f"{val!r} matches no catalogue entry")
+            for pname, lst in call.arguments.items():
+                if isinstance(lst, list):
+                    listed = Counter(
+                        str(x[k]).strip().lower()
+                        for x in lst
+                        if isinstance(x, dict)
+                        for k in [next((k for k in MERGE_NAME_KEYS if x.get(k) is not None), None)]
+                        if k is not None
+                    )
+                    for nm, n in sorted(listed.items()):
+                        if n > 1:
+                            p(f"{fld}.parameters.{pname}", f"{call.name} lists {nm!r} {n} times")
         for key, n in seen.items():
             if n > 1:
                 p("ground_truth", f"the same call {json.loads(key)[0]} appears {n} times")

@@ -38,6 +38,7 @@ __all__ = [
     "TextPart",
     "VideoPart",
     "as_messages",
+    "engine_class",
     "load_engine",
 ]
 

@@ -238,7 +238,15 @@ def as_messages(messages: Sequence[Any]) -> list[Message]:
         content = m.get("content", "")
         try:
             parts = content if isinstance(content, str) else [_part(p) for p in content]
-            out.append(Message(role=m.get("role", "user"), content=parts))
+            out.append(
+                Message(
+                    role=m.get("role", "user"),
+                    content=parts,
+                    tool_calls=m.get("tool_calls") or [],
+                    tool_call_ids=m.get("tool_call_ids") or [],
+                    tool_call_id=m.get("tool_call_id"),
+                )
+            )
         except ValidationError as exc:
             e = exc.errors()[0]
             loc = ".".join(str(x) for x in e["loc"])

@@ -1,4 +1,4 @@
-"""Decision grid (SPEC §2)."""
+"""Decision grid (docs/protocol.md, collection)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The causal observation a model gets at decision time t (SPEC §2 "Causal observation at t").
+"""The causal observation a model gets at decision time t (docs/protocol.md, causal observation).
 
 :class:`Observer` wraps one :class:`~interactscope.media.CausalMedia` per video: the file is
 decoded once and every decision point of every interaction on that video is answered from

@@ -1,4 +1,4 @@
-"""Response parsing: silence and tool calls from a model's raw answer (SPEC §2 "Silence", "Tool calls").
+"""Response parsing: silence and tool calls from a model's raw answer (docs/protocol.md, silence and tool calls).
 
 ``parse_response`` never raises. What it could not parse is written to ``parse_error`` and the
 answer stays a (non-silent) text reply, so a malformed tool call is scored like any other text.
@@ -52,7 +52,7 @@ class ParsedResponse:
     """Result of :func:`parse_response`.
 
     Attributes:
-        silent: the answer is silence (SPEC §2); then ``tool_calls`` is empty.
+        silent: the answer is silence (docs/protocol.md); then ``tool_calls`` is empty.
         text: the raw answer, unchanged (``""`` for ``None``).
         tool_calls: parsed calls, in order of appearance.
         parse_error: what could not be parsed (``None`` when nothing failed).
@@ -68,7 +68,7 @@ class ParsedResponse:
 
 def is_silence(text: str | None, silence_token: str = "<SILENT>") -> bool:
     """True iff ``text`` is empty/whitespace or equals the silence token (case-insensitive,
-    surrounding whitespace and punctuation ignored on both sides; SPEC §2)."""
+    surrounding whitespace and punctuation ignored on both sides; docs/protocol.md)."""
     if text is None:
         return True
     if not text.strip():
@@ -251,7 +251,7 @@ def parse_response(
     *,
     native_tool_calls: Sequence[Any] | None = None,
 ) -> ParsedResponse:
-    """Parse a raw model answer into silence / text / tool calls (SPEC §2). Never raises.
+    """Parse a raw model answer into silence / text / tool calls (docs/protocol.md). Never raises.
 
     Args:
         text: the raw answer (``None`` is treated as empty).

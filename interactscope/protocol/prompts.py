@@ -1,4 +1,4 @@
-"""Versioned prompt templates (SPEC §2): chat messages for one decision request.
+"""Versioned prompt templates (docs/protocol.md, collection): chat messages for one decision request.
 
 :func:`build_messages` turns a :class:`~interactscope.protocol.types.DecisionRequest` into chat
 messages ``[{"role": "system", "content": [parts]}, {"role": "user", "content": [parts]}]``.
@@ -35,8 +35,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from interactscope.protocol.types import DecisionRequest
     from interactscope.protocol.observation import Observation
+    from interactscope.protocol.types import DecisionRequest
     from interactscope.schema import ResponseRecord, ToolSpec
 
 __all__ = [
