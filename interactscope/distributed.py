@@ -371,9 +371,14 @@ class _Pool:
         """Wait for every actor to build its adapter; the first one's ``describe()``.
 
         Raises:
-            CollectError: an actor could not build or prepare its adapter (its message).
+            CollectError: an actor could not build or prepare its adapter (its message), or
+                died while starting.
         """
-        infos = self.ray.get([a.info.remote() for a in self.actors])
+        try:
+            infos = self.ray.get([a.info.remote() for a in self.actors])
+        except self.ray.exceptions.RayActorError as exc:
+            first = str(exc).strip().splitlines()[0]
+            raise CollectError(f"a Ray worker died while starting the model: {first}") from exc
         for st, info in zip(self.stats, infos, strict=True):
             if info["error"]:
                 raise CollectError(f"worker {st.slot} could not start the model: {info['error']}")

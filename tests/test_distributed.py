@@ -310,9 +310,14 @@ class _Ray:
         return refs[:1], refs[1:]
 
     def get(self, ref):
-        if isinstance(ref, Exception):
-            raise ref
-        return ref
+        if isinstance(ref.value, Exception):
+            raise ref.value
+        return ref.value
+
+
+class _Ref:
+    def __init__(self, value):
+        self.value = value
 
 
 class _Pool:
@@ -324,7 +329,7 @@ class _Pool:
         self.ray, self.options = _Ray(), RayOptions(workers=2, max_attempts=3)
         self.stats = [WorkerStats(slot=i) for i in range(2)]
         self.replaced: list[int] = []
-        actor = SimpleNamespace(collect=SimpleNamespace(remote=outcome))
+        actor = SimpleNamespace(collect=SimpleNamespace(remote=lambda *a: _Ref(outcome(*a))))
         self.actors = [actor, actor]
 
     def replace(self, slot):
