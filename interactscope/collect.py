@@ -99,6 +99,8 @@ def _manifest(
         python=facts["python"],
         command=command,
         model_config={k: v for k, v in config.items() if not k.startswith("_")},
+        model_config_path=config.get("_path"),
+        model_config_sha256=config.get("_sha256"),
         started_at=started,
         video_durations={
             v: (None if v in b.media_errors else b.videos[v].duration_s)

@@ -239,3 +239,21 @@ def test_episode_end_to_end_against_an_openai_compatible_server(tmp_path: Path) 
     assert second["messages"][-1]["role"] == "tool"
     assert second["messages"][-1]["tool_call_id"] == "call_1"
     assert json.loads(second["messages"][-1]["content"])["ok"] is True
+
+
+def test_same_model_as_agent_and_user_is_loaded_once(tmp_path: Path) -> None:
+    pytest.importorskip("openai")
+    cfg = tmp_path / "m.yaml"
+    cfg.write_text(
+        "backend: openai\nmodel: m\nbase_url: http://127.0.0.1:9/v1\napi_key_optional: true\n"
+    )
+    other = tmp_path / "n.yaml"
+    other.write_text(cfg.read_text().replace("model: m", "model: n"))
+    run = prepare(_req(tmp_path / "r", agent=str(cfg), user=str(cfg)))
+    from interactscope.egobench import load_variant
+
+    v = load_variant(DATA, "retail1")
+    assert run.make_user(v, v.task(1)).engine is run.agent.engine
+    assert run.manifest.user["kind"] == "model" and run.manifest.user["backend"] == "openai"
+    run2 = prepare(_req(tmp_path / "r2", agent=str(cfg), user=str(other)))
+    assert run2.make_user(v, v.task(1)).engine is not run2.agent.engine

@@ -1,4 +1,4 @@
-"""Adapter registry: ``--model NAME`` -> ``configs/models/NAME.yaml`` -> backend class.
+"""Adapter registry: ``--model NAME`` -> model config (:mod:`interactscope.model_configs`) -> backend class.
 
 A model config is data: ``backend`` (a key of ``BACKENDS``), ``checkpoint``, optional
 ``settings`` overrides merged into the run's Settings (e.g. ``audio: {mode: asr}``), and
@@ -9,14 +9,14 @@ openai) are needed only by the models that use them.
 from __future__ import annotations
 
 import importlib
-import os
-from pathlib import Path
+import logging
 from typing import Any
 
-import yaml
-
+from interactscope import model_configs
 from interactscope.adapters.base import Adapter, AdapterError
 from interactscope.settings import Settings
+
+log = logging.getLogger(__name__)
 
 BACKENDS: dict[str, str] = {
     "silent": "interactscope.adapters.baselines:SilentAdapter",
@@ -29,64 +29,36 @@ BACKENDS: dict[str, str] = {
 }
 """Backend name -> "module:Class". Add new backends here."""
 
-CONFIG_ENV = "INTERACTSCOPE_CONFIGS"
-
-
-def config_dirs() -> list[Path]:
-    """Where model configs are looked up, in order: ``$INTERACTSCOPE_CONFIGS``, ``./configs/models``,
-    the ``configs/models`` folder of the interactscope checkout."""
-    dirs = []
-    if os.environ.get(CONFIG_ENV):
-        dirs.append(Path(os.environ[CONFIG_ENV]))
-    dirs.append(Path.cwd() / "configs" / "models")
-    dirs.append(Path(__file__).resolve().parents[2] / "configs" / "models")
-    seen, out = set(), []
-    for d in dirs:
-        if d.resolve() not in seen:
-            seen.add(d.resolve())
-            out.append(d)
-    return out
-
 
 def available_models() -> list[str]:
-    names: set[str] = set()
-    for d in config_dirs():
-        if d.is_dir():
-            names.update(p.stem for p in d.glob("*.yaml"))
-    return sorted(names)
+    """Every model config name that ``--model`` accepts (see :mod:`interactscope.model_configs`)."""
+    return model_configs.available_models()
 
 
 def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
     """Resolve ``name`` (a config name or a path to a YAML file) to (name, config mapping).
 
+    The mapping gains ``_path`` and ``_sha256`` (recorded in run.json). A local config that
+    shadows a bundled one of the same name is said on stderr (logging WARNING).
+
     Raises:
         AdapterError: no such config (the message lists the available ones), bad YAML, or no
             ``backend`` key.
     """
-    path: Path | None = None
-    if name.endswith((".yaml", ".yml")) or os.sep in name:
-        path = Path(name)
-        if not path.exists():
-            raise AdapterError(f"model config {path} not found")
-        name = path.stem
-    else:
-        for d in config_dirs():
-            if (d / f"{name}.yaml").exists():
-                path = d / f"{name}.yaml"
-                break
-    if path is None:
-        raise AdapterError(
-            f"unknown model {name!r}; available: {', '.join(available_models()) or 'none'} "
-            f"(configs are looked up in {', '.join(str(d) for d in config_dirs())})"
-        )
     try:
-        cfg = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as exc:
-        raise AdapterError(f"{path}: invalid YAML ({exc})") from exc
-    if not isinstance(cfg, dict) or "backend" not in cfg:
-        raise AdapterError(f"{path}: field 'backend' is required (one of {sorted(BACKENDS)})")
-    cfg["_path"] = str(path)
-    return name, cfg
+        resolved = model_configs.resolve_model_config(name)
+    except model_configs.ModelConfigError as exc:
+        raise AdapterError(str(exc)) from None
+    if resolved.shadows:
+        log.warning(
+            "model config %s shadows the bundled %s (remove or rename it to use the bundled one)",
+            resolved.path,
+            resolved.shadows,
+        )
+    cfg = dict(resolved.config)
+    cfg["_path"] = resolved.path
+    cfg["_sha256"] = resolved.sha256
+    return resolved.name, cfg
 
 
 def adapter_class(backend: str) -> type[Adapter]:

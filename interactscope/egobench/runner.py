@@ -119,8 +119,11 @@ def load_scripts(path: Path) -> dict[str, list[str]]:
     return {str(k): [str(m) for m in v] for k, v in raw.items()}
 
 
-def user_factory(spec: str, settings: EpisodeSettings) -> tuple[UserFactory, dict[str, Any]]:
-    """``scripted`` (the instruction as one message, then STOP), ``scripted:FILE``, or a model.
+def user_factory(
+    spec: str, settings: EpisodeSettings, agent: Any = None, agent_info: dict | None = None
+) -> tuple[UserFactory, dict[str, Any]]:
+    """``scripted`` (the instruction as one message, then STOP), ``scripted:FILE``, or a model
+    (the agent's engine is reused when ``agent_info`` names the same config file).
 
     Raises:
         ValueError / ChatModelError / PromptError: one line naming what is wrong."""
@@ -136,7 +139,12 @@ def user_factory(spec: str, settings: EpisodeSettings) -> tuple[UserFactory, dic
     from interactscope.egobench.chat_models import load_chat_engine
 
     load_prompts("user", settings.user.prompt_version)
-    engine, info = load_chat_engine(spec, "--user")
+    from interactscope.egobench.chat_models import resolve_chat_model
+
+    info = resolve_chat_model(spec, "--user")[0]
+    same = (agent_info or {}).get("sha256") == info.sha256 and hasattr(agent, "engine")
+    # the same model plays agent and user: load it once
+    engine = agent.engine if same else load_chat_engine(spec, "--user")[0]
 
     def model(v: Variant, t: Task) -> SimulatedUser:
         return ModelUser(engine, t, v.scenario, settings)
@@ -180,8 +188,10 @@ def prepare(req: RunRequest) -> PreparedRun:
         for v in variants:
             load_chitchat(v.scenario)
     load_prompts("agent", settings.agent.prompt_version)
-    make_user, user_info = user_factory(req.user, settings)
+    if req.user.partition(":")[0] != "scripted":
+        load_prompts("user", settings.user.prompt_version)
     agent, agent_info = build_agent(req.agent)
+    make_user, user_info = user_factory(req.user, settings, agent, agent_info)
     manifest = new_manifest(
         agent=agent_info,
         user=user_info,

@@ -81,7 +81,12 @@ def merge_options(config: Mapping[str, Any], overrides: Mapping[str, Any] | None
             opts = _deep_merge(opts, inner)
         elif inner is not None:
             raise EngineError(f"model config: {group!r} must be a mapping of options")
-    top = {k: v for k, v in config.items() if k not in META_KEYS and k not in OPTION_GROUPS}
+    top = {
+        k: v
+        for k, v in config.items()
+        # "_"-prefixed keys are provenance added by the config resolver (path, sha256).
+        if k not in META_KEYS and k not in OPTION_GROUPS and not k.startswith("_")
+    }
     return _deep_merge(_deep_merge(opts, top), overrides or {})
 
 
