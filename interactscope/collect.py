@@ -8,7 +8,6 @@ is locked while it is written (docs/protocol.md, run folder).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,12 +23,10 @@ from interactscope.runlog import (
     RESPONSES,
     RunFolder,
     RunLogError,
-    describe_missing,
     git_revision,
     host_facts,
     in_shard,
     merge_runs,
-    missing_points,
     now_iso,
     open_run,
     package_versions,
@@ -37,9 +34,27 @@ from interactscope.runlog import (
     run_lock,
 )
 from interactscope.schema import BenchmarkInfo, Invocation, RunManifest
+from interactscope.scoring.completeness import (
+    Completeness,
+    benchmark_with_durations,
+    expected_grids,
+    incomplete_warnings,
+    run_completeness,
+)
 from interactscope.settings import Settings, apply_overrides, execution_settings
 
 log = logging.getLogger(__name__)
+
+__all__ = [
+    "Completeness",
+    "CollectError",
+    "expected_grids",
+    "incomplete_warnings",
+    "resolve_settings",
+    "run_collect",
+    "run_completeness",
+    "run_merge",
+]
 
 
 class CollectError(RuntimeError):
@@ -216,89 +231,6 @@ def _remove_new_run(path: Path) -> None:
         log.debug("%s: left in place (not empty)", path)
 
 
-# --------------------------------------------------------------------------- completeness
-
-
-def expected_grids(
-    bench: Benchmark, settings: dict[str, Any], interaction_ids: list[str]
-) -> dict[str, list[float]]:
-    """Decision times (s) each interaction of a run should have a record for, under the run's
-    recorded settings. Interactions no longer in the benchmark are left out."""
-    s = Settings.model_validate(settings)
-    ids = set(interaction_ids)
-    return {it.id: interaction_grid(bench, it, s) for it in bench.interactions if it.id in ids}
-
-
-@dataclass
-class Completeness:
-    """How much of a run folder was collected.
-
-    Attributes:
-        finished: the last ``collect`` ended normally (``run.json`` has ``ended_at``).
-        missing: interaction id -> expected decision times (s) without a record.
-        lines: one line per incomplete interaction (``describe_missing``).
-    """
-
-    finished: bool
-    missing: dict[str, list[float]] = field(default_factory=dict)
-    lines: list[str] = field(default_factory=list)
-
-    @property
-    def complete(self) -> bool:
-        return self.finished and not self.missing
-
-
-def _benchmark_with_durations(folders: list[RunFolder]) -> Benchmark:
-    """The runs' benchmark with the video durations they recorded (decoding the media only
-    for runs from before durations were recorded)."""
-    recorded: dict[str, float | None] = {}
-    for f in folders:
-        recorded.update(f.manifest.video_durations or {})
-    needs_probe = any(f.manifest.video_durations is None for f in folders)
-    bench = folders[0].benchmark(probe_media=needs_probe, media_errors="record")
-    for vid, d in recorded.items():
-        if vid in bench.videos:
-            bench.videos[vid].duration_s = d
-    return bench
-
-
-def run_completeness(run: str | Path) -> Completeness:
-    """Compare a run folder's records with the decision grid of every interaction it covers.
-
-    Raises:
-        RunLogError: not a run folder.
-        BenchmarkError: the run's benchmark can no longer be loaded.
-    """
-    folder = RunFolder(run)
-    m = folder.manifest
-    bench = _benchmark_with_durations([folder])
-    ids = m.interaction_ids or [it.id for it in bench.interactions]
-    expected = expected_grids(bench, m.settings, ids)
-    missing = missing_points(folder.responses(), expected)
-    return Completeness(m.ended_at is not None, missing, describe_missing(missing, expected))
-
-
-def incomplete_warnings(run: str | Path) -> list[str]:
-    """Warning lines for ``score`` on a run that never finished or lacks records ([] if none)."""
-    try:
-        c = run_completeness(run)
-    except (RunLogError, BenchmarkError) as exc:
-        return [f"{run}: cannot check completeness ({str(exc).splitlines()[0]})"]
-    if c.complete:
-        return []
-    head = f"{run}: " + ("the run never finished" if not c.finished else "the run lacks records")
-    n = len(c.missing)
-    out = [
-        f"{head}; {n} interaction(s) without or with partial records count as misses. "
-        "Resume it by running the same `interactscope collect` command again."
-    ]
-    return (
-        out
-        + [f"  {line}" for line in c.lines[:20]]
-        + ([f"  ... and {n - 20} more"] if n > 20 else [])
-    )
-
-
 def run_merge(
     sources: list[str | Path], out: str | Path, *, allow_incomplete: bool = False
 ) -> RunManifest:
@@ -311,7 +243,7 @@ def run_merge(
         raise RunLogError("merge needs at least two run folders")
     folders = [RunFolder(s) for s in sources]
     try:
-        bench = _benchmark_with_durations(folders)
+        bench = benchmark_with_durations(folders)
     except BenchmarkError as exc:
         raise RunLogError(
             f"{folders[0].path}: cannot load its benchmark to check completeness "

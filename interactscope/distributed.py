@@ -30,9 +30,11 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from collections import deque
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -183,6 +185,107 @@ class _Prepared:
         return getattr(self._adapter, name)
 
 
+class _Call:
+    """One thread's ``respond_batch`` request waiting in a :class:`_BatchGate`."""
+
+    def __init__(self, requests: list[Any]):
+        self.requests = requests
+        self.result: list[Any] | None = None
+        self.error: BaseException | None = None
+
+
+class _BatchGate:
+    """Joins the ``respond_batch`` calls of threads collecting different interactions into
+    adapter calls of up to ``batch_size`` decision points (cross-interaction batching).
+
+    A batch goes out when it is full or when every thread still collecting is waiting in the
+    gate; each thread gets back exactly the answers to its own requests. ``sizes`` lists the
+    decision points of each adapter call."""
+
+    def __init__(self, adapter: Any, batch_size: int, parties: int):
+        self._adapter = adapter
+        self.batch_size = max(1, batch_size)
+        self._cond = threading.Condition()
+        self._active = parties
+        self._waiting: list[_Call] = []
+        self._busy = False
+        self.sizes: list[int] = []
+
+    def leave(self) -> None:
+        """A thread finished its interaction: waiting threads need not wait for it."""
+        with self._cond:
+            self._active -= 1
+            self._cond.notify_all()
+
+    def _ready(self) -> bool:
+        n = sum(len(c.requests) for c in self._waiting)
+        return (
+            bool(self._waiting)
+            and not self._busy
+            and (n >= self.batch_size or len(self._waiting) >= self._active)
+        )
+
+    def respond_batch(self, requests: list[Any]) -> list[Any]:
+        call = _Call(requests)
+        with self._cond:
+            self._waiting.append(call)
+            while call.result is None and call.error is None:
+                if self._ready():
+                    self._run(self._take())
+                else:
+                    self._cond.wait()
+        if call.error is not None:
+            raise call.error
+        return call.result
+
+    def _take(self) -> list[_Call]:
+        batch, n = [], 0
+        while self._waiting and (
+            not batch or n + len(self._waiting[0].requests) <= self.batch_size
+        ):
+            c = self._waiting.pop(0)
+            batch.append(c)
+            n += len(c.requests)
+        return batch
+
+    def _run(self, batch: list[_Call]) -> None:
+        """One adapter call for ``batch`` (the lock is released meanwhile)."""
+        reqs = [r for c in batch for r in c.requests]
+        self._busy = True
+        self._cond.release()
+        try:
+            outs: Any = self._adapter.respond_batch(reqs)
+            if len(outs) != len(reqs):
+                outs = RuntimeError(
+                    f"adapter returned {len(outs)} answers for {len(reqs)} requests"
+                )
+        except Exception as exc:  # noqa: BLE001 - each thread's driver records it
+            outs = exc
+        finally:
+            self._cond.acquire()
+            self._busy = False
+        self.sizes.append(len(reqs))
+        i = 0
+        for c in batch:
+            if isinstance(outs, BaseException):
+                c.error = outs
+            else:
+                c.result = list(outs[i : i + len(c.requests)])
+            i += len(c.requests)
+        self._cond.notify_all()
+
+
+class _Gated(_Prepared):
+    """The prepared adapter with its ``respond_batch`` going through a shared gate."""
+
+    def __init__(self, adapter: Any, gate: _BatchGate):
+        super().__init__(adapter)
+        self._gate = gate
+
+    def respond_batch(self, requests: list[Any]) -> list[Any]:
+        return self._gate.respond_batch(requests)
+
+
 class InteractionWorker:
     """Body of a Ray actor: builds and prepares the adapter once, then collects interactions.
 
@@ -239,18 +342,48 @@ class InteractionWorker:
         """
         if self.error:
             raise RuntimeError(self.error)
+        return self._one(_Prepared(self.adapter), interaction_id, done, spoken)
+
+    def collect_group(
+        self, tasks: list[tuple[str, list[float], list[ResponseRecord]]]
+    ) -> list[WorkResult]:
+        """Collect several interactions (``collect``'s arguments each) at once, their decision
+        points joined into adapter batches of up to ``batch_size`` (plain Offline Probing: the
+        requests are independent, so the records equal per-interaction collection's).
+
+        Raises:
+            RuntimeError: the adapter could not be built (the message names why).
+        """
+        if self.error:
+            raise RuntimeError(self.error)
+        gate = _BatchGate(self.adapter, self.batch_size, len(tasks))
+
+        def run(task: tuple[str, list[float], list[ResponseRecord]]) -> WorkResult:
+            try:
+                return self._one(_Gated(self.adapter, gate), *task)
+            finally:
+                gate.leave()
+
+        start = time.perf_counter()
+        with ThreadPoolExecutor(max_workers=len(tasks)) as pool:
+            results = list(pool.map(run, tasks))
+        wall = time.perf_counter() - start
+        points = sum(len(r.records) for r in results) or 1
+        for r in results:  # the interactions ran side by side: share out the wall time
+            r.busy_s = round(wall * len(r.records) / points, 4)
+        self.last_batch_sizes = gate.sizes
+        return results
+
+    def _one(
+        self, adapter: Any, interaction_id: str, done: list[float], spoken: list[ResponseRecord]
+    ) -> WorkResult:
         start = time.perf_counter()
         it = self.by_id[interaction_id]
         sink = _MemorySink({(interaction_id, round(t, 3)) for t in done}, spoken)
         s = collect(
-            self.bench,
-            _Prepared(self.adapter),  # type: ignore[arg-type]
-            sink,
-            self.settings,
-            [it],
-            batch_size=self.batch_size,
+            self.bench, adapter, sink, self.settings, [it], batch_size=self.batch_size,
             progress=False,
-        )
+        )  # fmt: skip
         return WorkResult(
             interaction_id=interaction_id,
             records=sink.records,
@@ -445,37 +578,53 @@ def _lost_records(iid: str, grid: list[float], done: list[float], why: str) -> W
     )
 
 
+Task = tuple[str, list[float], list[float]]
+"""(interaction id, its decision grid, times already written)."""
+
+
 class _Driver:
-    """Feeds the queue to the pool and writes each finished interaction through the writer."""
+    """Feeds the queue to the pool and writes each finished interaction through the writer.
 
-    def __init__(self, pool: _Pool, writer: RunWriter, info: DistributedInfo, bar: Any):
+    With ``group_points`` > 1 a worker gets several short interactions at once (up to that
+    many pending decision points in all, at least one interaction) and batches their points
+    together; otherwise one interaction at a time."""
+
+    def __init__(
+        self, pool: _Pool, writer: RunWriter, info: DistributedInfo, bar: Any, group_points: int
+    ):
         self.pool, self.writer, self.info, self.bar = pool, writer, info, bar
+        self.group_points = group_points
         self.summary = CollectSummary()
-        self.inflight: dict[Any, tuple[int, tuple[str, list[float], list[float]]]] = {}
+        self.inflight: dict[Any, tuple[int, list[Task]]] = {}
 
-    def run(self, tasks: list[tuple[str, list[float], list[float]]]) -> None:
+    def _group(self, queue: deque[Task]) -> list[Task]:
+        group = [queue.popleft()]
+        n = len(group[0][1]) - len(group[0][2])
+        while queue and n < self.group_points:
+            group.append(queue.popleft())
+            n += len(group[-1][1]) - len(group[-1][2])
+        return group
+
+    def run(self, tasks: list[Task]) -> None:
         ray = self.pool.ray
         queue = deque(tasks)
         while queue or self.inflight:
             busy = {slot for slot, _ in self.inflight.values()}
             for slot in range(len(self.pool.actors)):
                 if slot not in busy and queue:
-                    task = queue.popleft()
-                    iid, _, done = task
-                    spoken = self.writer.spoken(iid)
-                    ref = self.pool.actors[slot].collect.remote(iid, done, spoken)
-                    self.inflight[ref] = (slot, task)
+                    group = self._group(queue)
+                    args = [(iid, done, self.writer.spoken(iid)) for iid, _, done in group]
+                    ref = self.pool.actors[slot].collect_group.remote(args)
+                    self.inflight[ref] = (slot, group)
             ready, _ = ray.wait(list(self.inflight), num_returns=1, timeout=1.0)
             for ref in ready:
-                slot, task = self.inflight.pop(ref)
-                res = self._result(ref, slot, task)
-                if res is None:
-                    queue.appendleft(task)
-                else:
+                slot, group = self.inflight.pop(ref)
+                for res in self._results(ref, slot, group, queue):
                     self._write(slot, res)
 
-    def _result(self, ref: Any, slot: int, task: tuple) -> WorkResult | None:
-        """The worker's result; None when the worker died and the task goes back to the queue.
+    def _results(self, ref: Any, slot: int, group: list[Task], queue: deque[Task]) -> list:
+        """The worker's results. When the worker died, its interactions go back to the front
+        of the queue, or get error records after ``max_attempts`` deaths.
 
         Raises:
             CollectError: the worker raised (not an adapter failure, which is recorded).
@@ -484,17 +633,22 @@ class _Driver:
         try:
             return ray.get(ref)
         except ray.exceptions.RayActorError as exc:
-            iid, grid, done = task
-            n = self.info.requeued.get(iid, 0) + 1
-            self.info.requeued[iid] = n
             why = str(exc).strip().splitlines()[0]
-            log.warning("worker %d died while collecting %s (%s); re-queued", slot, iid, why)
+            ids = [iid for iid, _, _ in group]
+            log.warning("worker %d died while collecting %s (%s); re-queued", slot, ids, why)
             self.pool.replace(slot)
-            if n >= self.pool.options.max_attempts:
-                return _lost_records(iid, grid, done, f"Ray worker died {n} times: {why}")
-            return None
+            lost = []
+            for task in reversed(group):
+                iid, grid, done = task
+                n = self.info.requeued[iid] = self.info.requeued.get(iid, 0) + 1
+                if n >= self.pool.options.max_attempts:
+                    lost.append(_lost_records(iid, grid, done, f"Ray worker died {n} times: {why}"))
+                else:
+                    queue.appendleft(task)
+            return lost
         except ray.exceptions.RayTaskError as exc:
-            raise CollectError(f"worker {slot} failed on {task[0]}: {exc.cause or exc}") from exc
+            ids = ", ".join(t[0] for t in group)
+            raise CollectError(f"worker {slot} failed on {ids}: {exc.cause or exc}") from exc
 
     def _write(self, slot: int, res: WorkResult) -> None:
         for rec in res.records:
@@ -580,7 +734,7 @@ def run_collect_ray(
                 gpus_per_worker=opts.gpus_per_worker,
                 start_s=round(time.perf_counter() - t0, 3),
             )
-            job = _Job(b, settings, interactions, manifest, retry_errors, progress, t0)
+            job = _Job(b, settings, interactions, manifest, retry_errors, progress, t0, batch)
             return _write_run(Path(out), job, pool, info, describe)
         finally:
             pool.close()
@@ -597,6 +751,7 @@ class _Job:
     retry_errors: bool
     progress: bool
     t0: float
+    batch_size: int
 
 
 def _write_run(
@@ -645,7 +800,8 @@ def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> 
         disable=not job.progress,
         dynamic_ncols=True,
     )
-    driver = _Driver(pool, writer, info, bar)
+    plain = settings.protocol == "offline" and not settings.history.n and not settings.cooldown_s
+    driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1)
     try:
         driver.run(tasks)
     finally:

@@ -26,6 +26,7 @@ __all__ = [
     "TASKS",
     "TASK_SPECS",
     "TOOL_TASKS",
+    "UNSCORED_OUTCOMES",
     "Outcome",
     "Panel",
     "TaskSpec",
@@ -38,12 +39,26 @@ Panel = Literal["explicit", "assistance"]
 ScoringRule = Literal["allocation", "matching"]
 ContentCheck = Literal["toolset", "judge"]
 
-Outcome = Literal["hit", "premature", "wrong", "late", "missed", "unjudged"]
-OUTCOMES: tuple[str, ...] = ("hit", "premature", "wrong", "late", "missed", "unjudged")
+Outcome = Literal["hit", "premature", "wrong", "late", "missed", "unjudged", "infra_error"]
+OUTCOMES: tuple[str, ...] = (
+    "hit",
+    "premature",
+    "wrong",
+    "late",
+    "missed",
+    "unjudged",
+    "infra_error",
+)
 """Outcome of one target, in the order of the failure breakdown: ``hit`` (eligible and correct),
 ``premature`` (the consumed group opened before the window), ``wrong`` (in time, content check
 failed), ``late`` (the group opened after the window), ``missed`` (no response in the region),
-``unjudged`` (the judge's verdict could not be parsed: excluded from numerator and denominator)."""
+``unjudged`` (the judge's verdict could not be parsed: excluded from numerator and denominator),
+``infra_error`` (every decision point that could have served the target is an infrastructure-error
+record: not the model's failure, so excluded from numerator and denominator and counted in
+``health.infra_error_targets``; docs/protocol.md, which records count as responses)."""
+
+UNSCORED_OUTCOMES: tuple[str, ...] = ("unjudged", "infra_error")
+"""Outcomes left out of every numerator and denominator."""
 
 
 class TaskSpec(BaseModel):

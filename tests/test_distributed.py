@@ -329,7 +329,13 @@ class _Pool:
         self.ray, self.options = _Ray(), RayOptions(workers=2, max_attempts=3)
         self.stats = [WorkerStats(slot=i) for i in range(2)]
         self.replaced: list[int] = []
-        actor = SimpleNamespace(collect=SimpleNamespace(remote=lambda *a: _Ref(outcome(*a))))
+
+        def group(args):
+            outs = [outcome(*a) for a in args]
+            died = [o for o in outs if isinstance(o, Exception)]
+            return _Ref(died[0] if died else outs)
+
+        actor = SimpleNamespace(collect_group=SimpleNamespace(remote=group))
         self.actors = [actor, actor]
 
     def replace(self, slot):
@@ -348,7 +354,7 @@ def test_interaction_losing_its_worker_every_time_gets_error_records() -> None:
     pool, sink = _Pool(outcome), _MemorySink(set(), [])
     info = DistributedInfo(ray_version="x", address="local", workers=2, gpus_per_worker=0)
     bar = type("Bar", (), {"update": lambda self, n: None})()
-    d = _Driver(pool, sink, info, bar)
+    d = _Driver(pool, sink, info, bar, 1)
     d.run([("a", [0.0, 1.0, 2.0], [0.0]), ("b", [1.0, 2.0], [])])
     keys = sorted(r.key for r in sink.records)
     assert keys == [("a", 1.0), ("a", 2.0), ("b", 1.0), ("b", 2.0)]  # a's t=0 was written before
@@ -358,3 +364,34 @@ def test_interaction_losing_its_worker_every_time_gets_error_records() -> None:
     assert d.summary.errors == 2 and d.summary.written == 4
     assert set(d.summary.failed_interactions) == {"a"}
     assert sum(s.decision_points for s in pool.stats) == 4
+
+
+def test_cross_interaction_batches_give_the_per_interaction_records(demo, serial) -> None:
+    w = _worker(demo)
+    results = w.collect_group([(it.id, [], []) for it in demo.interactions])
+    got = {}
+    for res in results:
+        for r in res.records:
+            d = r.model_dump(mode="json")
+            d.pop("latency_s")
+            got[(r.interaction_id, r.t)] = d
+    assert got == serial
+    # 82 points in adapter calls of at most 16 that mix interactions (each has < 16 points)
+    sizes = w.last_batch_sizes
+    assert sum(sizes) == 82 and max(sizes) <= 16
+    per_interaction = {iid: sum(1 for i, _ in serial if i == iid) for iid, _ in serial}
+    assert max(per_interaction.values()) < max(sizes)
+    assert len(sizes) < len(per_interaction)
+
+
+def test_group_formation_fills_up_to_the_batch(demo) -> None:
+    from collections import deque
+
+    from interactscope.distributed import _Driver
+
+    d = _Driver(None, None, None, None, 10)
+    q = deque([("a", [0.0] * 12, []), ("b", [0.0] * 4, [0.0]), ("c", [0.0] * 5, []),
+               ("d", [0.0] * 9, []), ("e", [0.0] * 2, [])])  # fmt: skip
+    assert [t[0] for t in d._group(q)] == ["a"]  # 12 pending: alone
+    assert [t[0] for t in d._group(q)] == ["b", "c", "d"]  # 3 + 5 < 10, + 9 reaches it
+    assert [t[0] for t in d._group(q)] == ["e"]

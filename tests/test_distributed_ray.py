@@ -126,7 +126,8 @@ def test_killed_worker_is_replaced_and_nothing_is_duplicated(tmp_path, serial) -
     assert summary.written == 82 and summary.errors == 0
     info = json.loads((out / "run.json").read_text())["invocations"][-1]["distributed"]
     assert info["worker_stats"][0]["actors"] == 2  # slot 0 got a new actor
-    assert sum(info["requeued"].values()) == 1  # its in-flight interaction went back
+    # its in-flight interactions (a group of short ones batched together) went back once
+    assert info["requeued"] and set(info["requeued"].values()) == {1}
 
 
 def test_sigkilled_driver_resumes(tmp_path, serial) -> None:

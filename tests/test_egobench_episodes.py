@@ -426,6 +426,8 @@ def test_task_spec() -> None:
             ["--variant", "retail1", "--set", "limits.nope=1"],
             "unknown episode setting 'limits.nope'",
         ),
+        (["--variant", "retail1", "--mode", "weird"], "--mode 'weird': expected easy, hard"),
+        (["--variant", "retail1", "--shard", "3/2"], "--shard 3/2: need 1 <= K <= N"),
     ],
 )
 def test_bad_input_is_one_line_before_any_episode(

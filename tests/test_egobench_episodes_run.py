@@ -257,3 +257,37 @@ def test_same_model_as_agent_and_user_is_loaded_once(tmp_path: Path) -> None:
     assert run.manifest.user["kind"] == "model" and run.manifest.user["backend"] == "openai"
     run2 = prepare(_req(tmp_path / "r2", agent=str(cfg), user=str(other)))
     assert run2.make_user(v, v.task(1)).engine is not run2.agent.engine
+
+
+def test_cli_shards_merge_and_score_run(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    cli = CliRunner()
+    for k in (1, 2):
+        res = cli.invoke(
+            app,
+            [
+                "ego",
+                "run",
+                "--agent",
+                "oracle",
+                "--variant",
+                "retail1",
+                "--shard",
+                f"{k}/2",
+                "--out",
+                str(tmp_path / f"s{k}"),
+            ],
+        )
+        assert res.exit_code == 0, res.output
+    res = cli.invoke(
+        app,
+        ["ego", "merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m")],
+    )
+    assert res.exit_code == 0 and "32 episodes from 2 shards" in res.output
+    res = cli.invoke(app, ["ego", "score-run", str(tmp_path / "m")])
+    assert res.exit_code == 0
+    assert "retail1: 32 tasks | JointSucc 1.000  MicroAcc 1.000 (79/79)" in res.output
+    assert (tmp_path / "m" / "scores" / "user_health.json").exists()

@@ -38,7 +38,7 @@ def test_task_table_matches_the_paper():
     assert (t8c.panel, t8c.scoring_rule, t8c.content_check) == ("assistance", "matching", "judge")
     assert t8c.has_sequences and not task_spec("T8-A").has_sequences
     assert panel_of("T8-B") == "assistance" and panel_of("T4") == "explicit"
-    assert OUTCOMES == ("hit", "premature", "wrong", "late", "missed", "unjudged")
+    assert OUTCOMES == ("hit", "premature", "wrong", "late", "missed", "unjudged", "infra_error")
 
 
 def test_unknown_task_names_the_valid_ones():

@@ -103,10 +103,48 @@ def run(
     result = _run(agent, user, data, variant, mode, out, video_dir, tasks, shard, parse_sets(set_))
     typer.echo(
         f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
-        f"{result.errors} with errors; score with `interactscope ego score {out}`"
+        f"{result.errors} with errors; score with `interactscope ego score-run {out}`"
     )
     if result.errors:
         raise typer.Exit(3)
+
+
+@ego_app.command("score-run")
+def score_run_cmd(
+    run: Path = typer.Argument(..., help="Run folder written by `ego run`."),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Scores folder (default RUN/scores)."
+    ),
+    data: Path | None = typer.Option(
+        None, "--data", "-d", help="Data folder (default: the run's)."
+    ),
+) -> None:
+    """Score a run folder: per variant JointSucc / MicroAcc / ToolSucc / ResultSucc (as `ego
+    score`) and the simulated user's health (per-criterion pass rates, trajectory all-pass)."""
+    from interactscope.egobench import EgoBenchError
+    from interactscope.egobench.run_folder import EgoRunError
+    from interactscope.egobench.run_score import headline, score_run
+
+    try:
+        score = score_run(run, out, data=data)
+    except (EgoBenchError, EgoRunError) as exc:
+        fail(str(exc).splitlines()[0])
+    for name, r in score.results.items():
+        s = r.summary
+        typer.echo(
+            f"{name}: {s.n_tasks} tasks | JointSucc {s.joint_succ:.3f}  MicroAcc "
+            f"{s.micro_acc:.3f} ({s.matched}/{s.total_gt})  ToolSucc {s.tool_succ:.3f}  "
+            f"ResultSucc {s.result_succ:.3f}"
+        )
+    h = score.health
+    if h.trajectories:
+        rates = "  ".join(f"{k} {v:.3f}" for k, v in h.rates.items())
+        typer.echo(
+            f"user health over {h.turns} turns: {rates} | all-pass {h.all_pass:.3f} "
+            f"({h.trajectories} trajectories, {h.rewrites} rewrites)"
+        )
+    typer.echo(headline(score))
+    typer.echo(f"wrote {out or run / 'scores'}")
 
 
 @ego_app.command("merge")

@@ -100,6 +100,8 @@ def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> Episod
     except ValidationError as exc:
         e = exc.errors()[0]
         key = ".".join(str(p) for p in e["loc"])
+        if key == "mode":
+            raise ValueError(f"--mode {mode!r}: expected easy, hard or static") from None
         if e["type"] == "extra_forbidden":
             raise ValueError(
                 f"unknown episode setting {key!r}; see docs/egobench-episodes.md"

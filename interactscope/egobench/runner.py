@@ -259,6 +259,9 @@ def execute(
             writer.finish()
         finally:
             writer.close()
+            close = getattr(agent, "close", None)
+            if callable(close):
+                close()
     return out
 
 

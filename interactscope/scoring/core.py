@@ -3,7 +3,10 @@
 Record handling (setting ``records``, recorded in ``summary.json``):
 
 * a record with ``error`` set is an infrastructure error: not a response and not silence; it is
-  left out of allocation/matching and counted under ``health.infrastructure_errors``;
+  left out of allocation/matching and counted under ``health.infrastructure_errors``; a target
+  that no response reached and whose every decision point that could have served it (its region
+  under first-response allocation, its window under matching; at least one) is such a record
+  gets the outcome ``infra_error``: excluded from numerator and denominator like ``unjudged``;
 * a ``suppressed`` record (cooldown control) is silent;
 * a non-silent record before q cannot exist on the decision grid; if one does it is ignored.
 
@@ -23,7 +26,7 @@ from interactscope.schema import Interaction, ResponseRecord
 from interactscope.scoring.allocation import allocate_first_response, candidate_responses, ms
 from interactscope.scoring.matching import match_with_unjudged
 from interactscope.scoring.results import DEFAULT_MERGE_S, DEFAULT_TOLERANCE_S
-from interactscope.tasks import task_spec
+from interactscope.tasks import UNSCORED_OUTCOMES, task_spec
 
 __all__ = ["InteractionScore", "pairs_that_matter", "score_interaction", "uses_matching"]
 
@@ -40,6 +43,26 @@ def uses_matching(task: str) -> bool:
 
 def _in_window(t: float, window: tuple[float, float]) -> bool:
     return ms(window[0]) <= ms(t) <= ms(window[1])
+
+
+def _all_errors(records: Sequence[ResponseRecord], lo2: int, hi2: int | None) -> bool:
+    """Whether the records with 2·ms(t) in [lo2, hi2) (``hi2`` None: no upper end) are at least
+    one and all infrastructure errors (bounds doubled so half-millisecond region ends are exact)."""
+    inside = [r for r in records if 2 * ms(r.t) >= lo2 and (hi2 is None or 2 * ms(r.t) < hi2)]
+    return bool(inside) and all(r.error for r in inside)
+
+
+def _infra_outcome(
+    outcome: str, records: Sequence[ResponseRecord], span_s: tuple[float, float], closed: bool
+) -> str:
+    """``infra_error`` for a ``missed`` target whose span (region [lo, hi) or closed window
+    [lo, hi], seconds) holds only error records; ``outcome`` otherwise."""
+    if outcome != "missed":
+        return outcome
+    lo2 = int(round(span_s[0] * 2000))
+    hi = span_s[1]
+    hi2 = None if hi == float("inf") else int(round(hi * 2000)) + (1 if closed else 0)
+    return "infra_error" if _all_errors(records, lo2, hi2) else outcome
 
 
 def pairs_that_matter(
@@ -135,9 +158,11 @@ def _matched_rows(
     for k, tgt in enumerate(targets):
         j = matched.get(k)
         outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
+        outcome = _infra_outcome(outcome, records, tgt.window(tolerance_s), closed=True)
         rows.append(_row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content))
     complete = None
-    if task_spec(interaction.task).has_sequences and not excluded:
+    infra = any(r["outcome"] == "infra_error" for r in rows)
+    if task_spec(interaction.task).has_sequences and not excluded and not infra:
         complete = int(result.count == len(targets))
     return rows, complete
 
@@ -166,14 +191,15 @@ def _allocated_rows(
         if j is None and a.group is not None:
             inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
             j = inside[0] if inside else a.group.members[0]
+        outcome = _infra_outcome(a.outcome, records, a.region_s, closed=False)
         rows.append(
             _row(
                 base,
                 a.target_index,
                 targets[a.target_index],
                 tolerance_s,
-                a.outcome,
-                a.on_time,
+                outcome,
+                None if outcome == "infra_error" else a.on_time,
                 a.group,
                 j,
                 records,
@@ -192,12 +218,13 @@ def _interaction_row(
 ) -> dict[str, Any]:
     """Counts of one interaction: targets, scored, hits, records, responses, probed span."""
     responses = [r for r in records if not r.error and not r.suppressed and not r.silent]
-    times = [r.t for r in records]
+    # Error records are not probed: an interaction whose records all failed adds 0 minutes.
+    times = [r.t for r in records if not r.error]
     probed_s = max(0.0, max(times) - interaction.q) if times else 0.0
     return {
         **base,
         "targets": len(interaction.targets),
-        "scored": sum(1 for r in rows if r["outcome"] != "unjudged"),
+        "scored": sum(1 for r in rows if r["outcome"] not in UNSCORED_OUTCOMES),
         "hits": sum(1 for r in rows if r["outcome"] == "hit"),
         "records": len(records),
         "responses": len(responses),
@@ -268,7 +295,7 @@ def _row(
         "window_hi_s": round(hi, 3),
         "outcome": outcome,
         "hit": int(outcome == "hit"),
-        "scored": int(outcome != "unjudged"),
+        "scored": int(outcome not in UNSCORED_OUTCOMES),
         "on_time": None if on_time is None else int(on_time),
         "group_open_s": None if group is None else group.opened_s,
         "group_size": None if group is None else len(group.members),

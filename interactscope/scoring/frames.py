@@ -7,7 +7,8 @@
   probed_s, infrastructure_errors, suppressed, parse_errors, complete`` (sequence tasks: 1/0,
   else NA);
 * **clusters** — :func:`cluster_table`: per (cluster, task) sums of every numerator and
-  denominator. Every metric (:mod:`interactscope.scoring.metrics`) reads only this table, so a
+  denominator; ``targets`` counts the targets that were scored or unjudged (``infra_error``
+  targets, whose decision points all failed, are only counted in their own column). Every metric (:mod:`interactscope.scoring.metrics`) reads only this table, so a
   cluster bootstrap resamples its rows by ``cluster``.
 """
 
@@ -81,6 +82,7 @@ CLUSTER_COLUMNS = [
     "late",
     "missed",
     "unjudged",
+    "infra_error",
     "interactions",
     "episodes",
     "complete",
@@ -112,8 +114,10 @@ def interactions_frame(rows: Iterable[dict[str, Any]]) -> pd.DataFrame:
 
 def cluster_table(targets: pd.DataFrame, interactions: pd.DataFrame) -> pd.DataFrame:
     """Per (cluster, task) sums of every numerator and denominator (columns :data:`CLUSTER_COLUMNS`)."""
+    # An infra_error target is not a target of the score: it leaves every denominator (the
+    # T1 ones divide by ``targets``) and is counted in its own column.
     t = targets.assign(
-        targets=1,
+        targets=(targets["outcome"] != "infra_error").astype(int),
         on_time=targets["on_time"].fillna(0),
         **{f"_{o}": (targets["outcome"] == o).astype(int) for o in OUTCOMES},
     )

@@ -373,10 +373,13 @@ def _count(value: float, column: str) -> int | float:
 def _task_breakdown(by_task: pd.DataFrame, task: str) -> dict[str, Any]:
     """Counts of one task that are not ratios: targets, interactions, failure breakdown."""
     r = by_task.loc[task]
+    failures = {o: int(r["hits" if o == "hit" else o]) for o in OUTCOMES}
+    if not failures["infra_error"]:  # written only when present: clean runs keep their bytes
+        del failures["infra_error"]
     return {
         "targets": int(r["targets"]),
         "interactions": int(r["interactions"]),
-        "failures": {o: int(r["hits" if o == "hit" else o]) for o in OUTCOMES},
+        "failures": failures,
     }
 
 
@@ -431,6 +434,8 @@ def compute_metrics(clusters: pd.DataFrame) -> dict[str, Any]:
     total = by_task.sum()
     out["overall"]["targets"] = int(total.get("targets", 0))
     out["overall"]["unjudged"] = int(total.get("unjudged", 0))
+    if int(total.get("infra_error", 0)):  # only when present: clean runs keep their bytes
+        out["overall"]["infra_error"] = int(total["infra_error"])
     out["infrastructure_errors"] = int(total.get("infrastructure_errors", 0))
     return out
 
@@ -471,8 +476,13 @@ def format_tables(metrics: dict[str, Any], *, model: str = "run", judge: str = "
             | {metric("Complete T8-C").display: f"{comp['count']}/{comp['n']}" if comp else "—"}
         ]
     )
+    present = [o for o in OUTCOMES if any(o in tasks[t]["failures"] for t in tasks)]
     fail = pd.DataFrame(
-        [{"task": t, **tasks[t]["failures"], "targets": tasks[t]["targets"]} for t in tasks]
+        [
+            {"task": t, **{o: tasks[t]["failures"].get(o, 0) for o in present}}
+            | {"targets": tasks[t]["targets"]}
+            for t in tasks
+        ]
     )
     vol = metrics.get("output_volume", {})
     lines = [

@@ -137,13 +137,30 @@ class JudgeHealth(_Open):
 
 
 class ScoreHealth(_Open):
-    """Record and judge health counts of a scored run."""
+    """Record and judge health counts of a scored run.
+
+    Attributes:
+        infrastructure_errors: records with ``error`` set (never silence, never responses).
+        infra_error_interactions: interactions with at least one such record.
+        infra_error_targets: targets with the outcome ``infra_error`` (every decision point
+            that could have served them failed); left out of every score.
+        partial_interactions: interactions with some but not all decision points recorded.
+        run_finished: ``False`` when the run's last ``collect`` never ended.
+        interactions_without_records, suppressed_records, parse_errors, unknown_records: counts.
+
+    The ``infra_error_*``, ``partial_interactions`` and ``run_finished`` keys are written only
+    when they report a problem, so a clean run's ``summary.json`` keeps the bytes it always had.
+    """
 
     judge: JudgeHealth = Field(default_factory=JudgeHealth)
     infrastructure_errors: int = 0
+    infra_error_interactions: int = 0
+    infra_error_targets: int = 0
     suppressed_records: int = 0
     parse_errors: int = 0
     interactions_without_records: int = 0
+    partial_interactions: int = 0
+    run_finished: bool = True
     unknown_records: int = 0
 
 

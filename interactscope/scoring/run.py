@@ -27,6 +27,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.bench import BenchmarkError
 from interactscope.judges import (
     DEFAULT_JUDGE,
     Judge,
@@ -36,9 +37,10 @@ from interactscope.judges import (
     make_judge,
     run_judge,
 )
-from interactscope.runlog import RunFolder
+from interactscope.runlog import RunFolder, RunLogError
 from interactscope.schema import Interaction, ResponseRecord, RunManifest
 from interactscope.scoring.allocation import ms
+from interactscope.scoring.completeness import Completeness, run_completeness
 from interactscope.scoring.core import pairs_that_matter, score_interaction
 from interactscope.scoring.frames import cluster_table, interactions_frame, targets_frame
 from interactscope.scoring.metrics import compute_metrics, format_tables
@@ -155,6 +157,7 @@ class ScoreResult:
     summary: ScoreSummary
     judge_report: JudgeReport
     table: str
+    completeness: Completeness | None = None
 
 
 def _records_by_interaction(
@@ -226,8 +229,32 @@ def _score_rows(
     return target_rows, inter_rows
 
 
-def _health(tdf: pd.DataFrame, idf: pd.DataFrame, report: JudgeReport, unknown: int) -> ScoreHealth:
+def _problem_counts(
+    tdf: pd.DataFrame, idf: pd.DataFrame, completeness: Completeness | None
+) -> dict[str, Any]:
+    """The health keys that only appear when they report a problem (infra errors, partial or
+    unfinished collection), so a clean run's summary.json is unchanged."""
+    out: dict[str, Any] = {
+        "infra_error_interactions": int((idf["infrastructure_errors"] > 0).sum()),
+        "infra_error_targets": int((tdf["outcome"] == "infra_error").sum()),
+    }
+    if completeness is not None:
+        out["partial_interactions"] = len(completeness.partial)
+    out = {k: v for k, v in out.items() if v}
+    if completeness is not None and not completeness.finished:
+        out["run_finished"] = False
+    return out
+
+
+def _health(
+    tdf: pd.DataFrame,
+    idf: pd.DataFrame,
+    report: JudgeReport,
+    unknown: int,
+    completeness: Completeness | None = None,
+) -> ScoreHealth:
     return ScoreHealth(
+        **_problem_counts(tdf, idf, completeness),
         judge=JudgeHealth(
             pairs_judged=report.pairs,
             unique_triples=report.unique,
@@ -252,6 +279,7 @@ def score_collection(
     options: ScoringOptions | None = None,
     rejudge: int = 0,
     run_info: RunInfo | Mapping[str, Any] | None = None,
+    completeness: Completeness | None = None,
     **overrides: float,
 ) -> ScoreResult:
     """Score records against interactions (no file I/O besides the cache).
@@ -268,6 +296,8 @@ def score_collection(
             replace single fields.
         rejudge: re-ask this many cached verdicts and report the flip rate.
         run_info: what ``summary.json`` records about the run (model, protocol, benchmark).
+        completeness: how much of the run was collected (``health.partial_interactions``,
+            ``health.run_finished``); ``None``: not known, not reported.
 
     Raises:
         ValueError: a negative tolerance or merge span, or an unknown option.
@@ -292,7 +322,7 @@ def score_collection(
         ),
         approximation=judge.approximation,
         metrics=metrics,
-        health=_health(tdf, idf, report, unknown),
+        health=_health(tdf, idf, report, unknown, completeness),
     )
     table = format_tables(metrics, model=str(info.model or "run"), judge=judge.name)
     if judge.approximation:
@@ -343,6 +373,7 @@ def score_run(
     rejudge: int = 0,
     cache_path: str | Path | None = None,
     out_dir: str | Path | None = None,
+    completeness: Completeness | None = None,
     **overrides: float,
 ) -> ScoreResult:
     """Score a run folder and write ``RUN/scores/`` (or ``out_dir``).
@@ -354,12 +385,16 @@ def score_run(
         cache_path: verdict cache; default ``RUN/scores/verdicts.sqlite`` (also when ``out_dir``
             puts the score files elsewhere, e.g. one folder per tolerance).
         out_dir: where the score files go; default ``RUN/scores``.
+        completeness: the run's completeness when the caller computed it already (else it is
+            computed here; a benchmark that cannot be re-read leaves it unreported).
 
     Raises:
         interactscope.runlog.RunLogError: not a run folder. ValueError: bad options.
     """
     run_dir = Path(run_dir)
     inputs = load_run_inputs(run_dir)
+    if completeness is None:
+        completeness = _completeness_or_none(run_dir)
     judge_obj = make_judge(judge) if isinstance(judge, str) else judge
     default_cache = run_dir / "scores" / "verdicts.sqlite"
     cache = None if judge_obj.per_item else VerdictCache(cache_path or default_cache)
@@ -373,9 +408,19 @@ def score_run(
             options=ScoringOptions.of(options, **overrides),
             rejudge=rejudge,
             run_info=run_info(inputs.manifest, len(inputs.interactions)),
+            completeness=completeness,
         )
     finally:
         if cache is not None:
             cache.close()
     write_scores(result, Path(out_dir) if out_dir else run_dir / "scores")
+    result.completeness = completeness
     return result
+
+
+def _completeness_or_none(run_dir: Path) -> Completeness | None:
+    try:
+        return run_completeness(run_dir)
+    except (RunLogError, BenchmarkError) as exc:
+        log.warning("%s: completeness not checked (%s)", run_dir, str(exc).splitlines()[0])
+        return None

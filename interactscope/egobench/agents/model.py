@@ -148,7 +148,14 @@ class ModelAgent:
             latency_s=res.latency_s or 0.0,
         )
 
+    def close(self) -> None:
+        """Close the engine (its HTTP client or model), if it can be closed."""
+        close = getattr(self.engine, "close", None)
+        if callable(close):
+            close()
+
     def describe(self) -> dict[str, Any]:
+        """Facts for ``run.json``: kind, whether the engine offers native tools, its own facts."""
         info: dict[str, Any] = {
             "kind": "model",
             "engine_native_tools": engine_has_native_tools(self.engine),

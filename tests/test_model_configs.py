@@ -1,0 +1,62 @@
+"""Model config lookup: bundled configs found from any directory, local shadowing said and
+recorded, the file's hash in run.json."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from pathlib import Path
+
+import pytest
+
+from interactscope.model_configs import (
+    ModelConfigError,
+    list_models,
+    resolve_model_config,
+)
+from interactscope.resources import bundled_models_dir, demo_benchmark_dir
+
+ORACLE_LOCAL = "backend: oracle\ntolerance_s: 2.0\nnotes: local copy\n"
+
+
+def test_bundled_configs_resolve_from_any_directory(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    r = resolve_model_config("qwen3-omni")
+    assert r.source == "bundled"
+    assert Path(r.path) == bundled_models_dir() / "qwen3-omni.yaml"
+    assert r.sha256 == hashlib.sha256(Path(r.path).read_bytes()).hexdigest()
+    assert r.shadows is None
+
+
+def test_local_config_shadows_bundled(tmp_path, monkeypatch) -> None:
+    (tmp_path / "configs" / "models").mkdir(parents=True)
+    (tmp_path / "configs" / "models" / "oracle.yaml").write_text(ORACLE_LOCAL)
+    monkeypatch.chdir(tmp_path)
+    r = resolve_model_config("oracle")
+    assert r.source == "local"
+    assert r.shadows == str(bundled_models_dir() / "oracle.yaml")
+    assert r.sha256 == hashlib.sha256(ORACLE_LOCAL.encode()).hexdigest()
+    row = next(m for m in list_models() if m.name == "oracle")
+    assert row.source == "local (shadows bundled)"
+    assert (row.sees, row.hears) == ("nothing (baseline)", "nothing (baseline)")
+
+
+def test_unknown_model_lists_available(tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ModelConfigError, match="unknown model 'nope'.*oracle"):
+        resolve_model_config("nope")
+
+
+def test_collect_records_config_path_and_hash(tmp_path, monkeypatch, caplog) -> None:
+    from interactscope.collect import run_collect
+
+    (tmp_path / "configs" / "models").mkdir(parents=True)
+    (tmp_path / "configs" / "models" / "oracle.yaml").write_text(ORACLE_LOCAL)
+    monkeypatch.chdir(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        run_collect(model="oracle", bench=demo_benchmark_dir(), out=tmp_path / "run", limit=1)
+    assert any("shadows the bundled" in r.getMessage() for r in caplog.records)
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["model_config_path"] == str(tmp_path / "configs" / "models" / "oracle.yaml")
+    assert manifest["model_config_sha256"] == hashlib.sha256(ORACLE_LOCAL.encode()).hexdigest()
