@@ -80,13 +80,18 @@ def validate(
 
 @ego_app.command("score")
 def score(
-    log: Path = typer.Option(
-        ..., "--log", "-l", help="Log: reference-runner JSON list or episode-record JSON lines."
+    run: Path | None = typer.Argument(
+        None, help="A run folder written by `ego run` (else give --log, --variant, --out)."
     ),
-    variant: str = typer.Option(
-        ..., "--variant", "-v", help="Variant the log is for, e.g. retail6."
+    log: Path | None = typer.Option(
+        None, "--log", "-l", help="Log: reference-runner JSON list or episode-record JSON lines."
     ),
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for tasks.csv and summary.json."),
+    variant: str | None = typer.Option(
+        None, "--variant", "-v", help="Variant the log is for, e.g. retail6."
+    ),
+    out: Path | None = typer.Option(
+        None, "--out", "-o", help="Folder for tasks.csv and summary.json (RUN: RUN/scores)."
+    ),
     data: Path | None = _DATA,
     mode: str | None = typer.Option(
         None, "--mode", help="easy|hard|static (default: from the file name)."
@@ -99,7 +104,17 @@ def score(
     ),
 ) -> None:
     """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and
-    overall (OUT/summary.json, with every setting); prints the per-task table."""
+    overall (OUT/summary.json, with every setting); prints the per-task table.
+
+    `ego score RUN` scores a run folder of `ego run` instead (per variant, plus the simulated
+    user's health)."""
+    if run is not None:
+        from interactscope.cli.ego_run import score_run_cmd
+
+        score_run_cmd(run=run, out=out, data=data)
+        return
+    if log is None or variant is None or out is None:
+        fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
     from pydantic import ValidationError
 
     from interactscope.cli.common import parse_sets

@@ -103,7 +103,7 @@ def run(
     result = _run(agent, user, data, variant, mode, out, video_dir, tasks, shard, parse_sets(set_))
     typer.echo(
         f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
-        f"{result.errors} with errors; score with `interactscope ego score-run {out}`"
+        f"{result.errors} with errors; score with `interactscope ego score {out}`"
     )
     if result.errors:
         raise typer.Exit(3)
