@@ -5,7 +5,8 @@ Each worker is a Ray actor that builds its adapter once (model config + settings
 A worker returns all records of an interaction at once; the driver process alone writes the run
 folder, through the same :func:`~interactscope.runlog.open_run` writer (append + fsync), under the
 same lock and into the same ``run.json``, so resume, ``score``, ``view`` and ``merge`` work
-unchanged.
+unchanged. In plain Offline Probing a worker may take several short interactions at once and join
+their decision points into adapter batches of up to ``batch_size`` (cross-interaction batching).
 
 Failure semantics (docs/distributed.md):
 

@@ -30,7 +30,10 @@ def fail(msg: str, code: int = 1) -> None:
 
 
 EXIT_RECORD_ERRORS = 3
-"""Exit code of ``collect`` when it finished but some records carry an infrastructure error."""
+"""Exit code of ``collect`` when it finished but some records carry an infrastructure error, and
+of ``score --strict`` when the scored records carry one."""
+EXIT_INCOMPLETE = 4
+"""Exit code of ``score --strict`` on a run that never finished or lacks decision points."""
 
 
 def parse_sets(items: list[str]) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def run(
         raise typer.Exit(3)
 
 
-@ego_app.command("score-run")
+@ego_app.command("score-run", hidden=True)
 def score_run_cmd(
     run: Path = typer.Argument(..., help="Run folder written by `ego run`."),
     out: Path | None = typer.Option(

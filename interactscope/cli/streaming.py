@@ -7,12 +7,14 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 
 from interactscope.cli import ray_options
 from interactscope.cli.app import app
 from interactscope.cli.common import (
+    EXIT_INCOMPLETE,
     EXIT_RECORD_ERRORS,
     disk_errors,
     fail,
@@ -150,11 +152,13 @@ def _exit_on_record_errors(out: Path) -> None:
 
 
 @contextlib.contextmanager
-def run_guard(run: Path, purpose: str) -> Iterator[None]:
+def run_guard(run: Path, purpose: str) -> Iterator[Any]:
     """Lock a run folder for ``purpose``, warn when it is incomplete, and turn a full disk into
-    one line (used by ``score``)."""
-    from interactscope.collect import incomplete_warnings
+    one line (used by ``score``). Yields the run's completeness (``None`` when it could not be
+    checked)."""
+    from interactscope.bench import BenchmarkError
     from interactscope.runlog import RunLockedError, RunLogError, run_lock
+    from interactscope.scoring.completeness import incomplete_warnings, run_completeness
 
     if not run.is_dir():
         fail(f"{run}: not a run folder (no such folder)")
@@ -165,9 +169,50 @@ def run_guard(run: Path, purpose: str) -> Iterator[None]:
             fail(str(exc))
         except RunLogError as exc:  # a read-only run folder: score it unlocked
             typer.secho(f"warning: {exc}; going on without a lock", fg="yellow", err=True)
-        for line in incomplete_warnings(run):
+        try:
+            completeness = run_completeness(run)
+            lines = incomplete_warnings(run, completeness)
+        except (RunLogError, BenchmarkError) as exc:
+            completeness = None
+            lines = [f"{run}: cannot check completeness ({str(exc).splitlines()[0]})"]
+        for line in lines:
             typer.secho(f"warning: {line}", fg=typer.colors.YELLOW, err=True)
-        yield
+        yield completeness
+
+
+def _infra_warning(result: Any) -> str | None:
+    """The warning ``score`` prints when records carry infrastructure errors (else ``None``)."""
+    h = result.summary.health
+    if not h.infrastructure_errors:
+        return None
+    idf = result.interactions
+    ids = sorted(idf.loc[idf["infrastructure_errors"] > 0, "interaction_id"].astype(str))
+    shown = ", ".join(ids[:10]) + (", ..." if len(ids) > 10 else "")
+    return (
+        f"{h.infrastructure_errors} record(s) of {len(ids)} interaction(s) carry an "
+        f"infrastructure error ({shown}); {h.infra_error_targets} target(s) whose decision "
+        "points all failed are left out of every score (outcome infra_error). Fix the cause, "
+        "run the same `interactscope collect` command with --retry-errors, then score again."
+    )
+
+
+def _score_json(run: Path, out: Path | None, result: Any) -> str:
+    """The one JSON document of ``score --json``: summary.json's content, the judge's counts and
+    where the files went."""
+    rep = result.judge_report
+    doc = {
+        "run": str(run),
+        "scores": str(out or run / "scores"),
+        "summary": json.loads(result.summary.to_json()),
+        "judge_calls": {
+            "pairs": rep.pairs,
+            "unique": rep.unique,
+            "cached": rep.cache_hits,
+            "judged_now": rep.calls,
+            "unparseable": rep.unparseable,
+        },
+    }
+    return json.dumps(doc, sort_keys=True, ensure_ascii=False)
 
 
 @app.command()
@@ -194,19 +239,29 @@ def score(
         "-o",
         help="Folder for the score files (default RUN/scores), e.g. RUN/scores-tol1 for δ = 1.",
     ),
+    strict: bool = typer.Option(
+        False,
+        "--strict",
+        help=f"Exit {EXIT_RECORD_ERRORS} when records carry infrastructure errors, "
+        f"{EXIT_INCOMPLETE} when the run is incomplete (the score files are written anyway).",
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON document (summary.json + judge counts) on stdout."
+    ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
     """Score a run: first-response allocation (T1–T7), order-preserving matching (T8).
 
-    Writes RUN/scores/{targets,interactions,clusters}.csv and summary.json (byte-identical on
-    re-score) and prints the paper's tables."""
+    Writes RUN/scores/{targets,interactions,clusters,responses}.csv and summary.json
+    (byte-identical on re-score) and prints the paper's tables. Targets whose decision points
+    all carry infrastructure errors are left out of every score and named in a warning."""
     setup_logging(verbose)
     from interactscope.judges import JudgeError
     from interactscope.runlog import RunLogError
     from interactscope.scoring.run import score_run
 
     try:
-        with run_guard(run, "score"):
+        with run_guard(run, "score") as completeness:
             result = score_run(
                 run,
                 judge=judge,
@@ -215,9 +270,24 @@ def score(
                 rejudge=rejudge,
                 cache_path=cache,
                 out_dir=out,
+                completeness=completeness,
             )
     except (JudgeError, RunLogError, ValueError) as exc:
         fail(str(exc))
+    if as_json:
+        typer.echo(_score_json(run, out, result))
+    else:
+        _print_score(result, judge, out or run / "scores")
+    infra = _infra_warning(result)
+    if infra:
+        typer.secho(f"warning: {infra}", fg=typer.colors.YELLOW, err=True)
+    if strict and infra:
+        raise typer.Exit(EXIT_RECORD_ERRORS)
+    if strict and (completeness is None or not completeness.complete):
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _print_score(result: Any, judge: str, out: Path) -> None:
     typer.echo(result.table)
     rep = result.judge_report
     typer.echo(
@@ -226,7 +296,7 @@ def score(
     )
     if rep.rejudged:
         typer.echo(f"rejudge: {rep.flips}/{rep.rejudged} flipped (flip rate {rep.flip_rate:.3f})")
-    typer.echo(f"wrote {out or run / 'scores'}")
+    typer.echo(f"wrote {out}")
 
 
 @app.command()
