@@ -14,6 +14,7 @@ import gc
 import hashlib
 import json
 import logging
+import os
 import re
 import shutil
 from collections import Counter
@@ -94,7 +95,9 @@ class Benchmark:
     """A loaded, validated benchmark. Video ``duration_s``/``has_audio`` are the measured values.
 
     ``media_errors`` maps a video id to the reason its file could not be used (only populated
-    with ``media_errors="record"``; collection records the error on that video's interactions)."""
+    with ``media_errors="record"``; collection records the error on that video's interactions).
+    ``missing_media`` maps a video id to its path (as written) when the file does not exist (only
+    populated with ``missing_media="report"``; such a video keeps its annotated duration)."""
 
     root: Path
     name: str
@@ -106,6 +109,7 @@ class Benchmark:
     fingerprint: str
     media_errors: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    missing_media: dict[str, str] = field(default_factory=dict)
 
     def interaction(self, interaction_id: str) -> Interaction:
         for it in self.interactions:
@@ -141,16 +145,16 @@ class Benchmark:
 
 
 def _inside(root: Path, rel: str, resolved_root: Path | None = None) -> Path | None:
-    """Resolved path of ``rel`` under ``root``, or None if it escapes the root."""
-    p = Path(rel)
-    if p.is_absolute():
+    """Path of ``rel`` under ``root``, or None if it escapes the root.
+
+    Containment is checked on the path as written, normalised (``os.path.normpath``: ``a/../b``
+    is ``b``), not on the resolved one, so a symbolic link inside the folder (e.g. ``videos/``
+    pointing at a shared media store) is inside; an absolute path or one that climbs out with
+    ``..`` escapes."""
+    norm = os.path.normpath(rel)
+    if os.path.isabs(norm) or norm == os.pardir or norm.startswith(os.pardir + os.sep):
         return None
-    full = (root / p).resolve()
-    try:
-        full.relative_to(resolved_root or root.resolve())
-    except ValueError:
-        return None
-    return full
+    return (resolved_root or root.resolve()) / norm
 
 
 def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -244,6 +248,8 @@ class _State:
     problems: list[Problem] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     media_err: dict[str, str] = field(default_factory=dict)
+    report_missing: bool = False
+    missing: dict[str, str] = field(default_factory=dict)  # video id -> path as written
     suspect: dict[str, str] = field(default_factory=dict)  # video id -> why its duration is odd
     videos: dict[str, VideoRecord] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
@@ -334,6 +340,9 @@ def _check_videos(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str],
             )
             continue
         err = _materialise(full, v)
+        if st.report_missing and not full.exists():
+            st.missing[v.id] = v.path
+            continue
         if err is None and not full.exists():
             err = "file not found"
         if err is None and st.probe_media:
@@ -539,7 +548,11 @@ def _gc_paused() -> Iterator[None]:
 
 
 def load_benchmark(
-    path: str | Path, *, probe_media: bool = True, media_errors: str = "raise"
+    path: str | Path,
+    *,
+    probe_media: bool = True,
+    media_errors: str = "raise",
+    missing_media: str = "raise",
 ) -> Benchmark:
     """Load and validate a benchmark folder.
 
@@ -551,6 +564,10 @@ def load_benchmark(
             ``"record"`` — keep going and list it in ``Benchmark.media_errors`` (collection then
             records the error on that video's interactions and the run goes on). Times after the
             measured end of a video that looks truncated are recorded there too.
+        missing_media: ``"raise"`` — a video file that does not exist is a problem (what
+            ``collect`` uses: a run is never started with videos absent); ``"report"`` — list it
+            in ``Benchmark.missing_media`` (id -> path) and go on (``validate`` of an imported
+            benchmark whose videos are fetched later).
 
     Returns:
         The validated ``Benchmark`` (warnings, e.g. duration mismatches, in ``.warnings``).
@@ -563,17 +580,24 @@ def load_benchmark(
             target with an empty reference, a media path that escapes the folder or does not
             exist, duplicate ids, unknown video or tool references, no interactions at all.
     """
+    if media_errors not in ("raise", "record") or missing_media not in ("raise", "report"):
+        raise ValueError(
+            f"load_benchmark: media_errors={media_errors!r} (raise|record), "
+            f"missing_media={missing_media!r} (raise|report)"
+        )
     root = Path(path)
     if not root.is_dir():
         raise BenchmarkError([Problem(str(root), 0, None, "<folder>", "not a folder")])
     with _gc_paused():
-        return _load(root, probe_media, media_errors == "record")
+        return _load(root, probe_media, media_errors == "record", missing_media == "report")
 
 
-def _load(root: Path, probe_media: bool, record_media: bool) -> Benchmark:
+def _load(
+    root: Path, probe_media: bool, record_media: bool, report_missing: bool = False
+) -> Benchmark:
     """The steps of :func:`load_benchmark`: read both files, check videos and tools, then the
     interactions (even when benchmark.json is broken), then decide what fails where."""
-    st = _State(root, probe_media, record_media)
+    st = _State(root, probe_media, record_media, report_missing=report_missing)
     raws: dict[str, bytes] = {}
     for name in (BENCHMARK_FILE, INTERACTIONS_FILE):
         try:
@@ -609,6 +633,7 @@ def _load(root: Path, probe_media: bool, record_media: bool) -> Benchmark:
         fingerprint=digest[:16],
         media_errors=st.media_err,
         warnings=st.warnings,
+        missing_media=st.missing,
     )
 
 

@@ -191,3 +191,70 @@ def test_schema_command_prints_json_schema():
     assert res.returncode == 0
     schemas = json.loads(res.stdout)
     assert set(schemas["benchmark.json"]["required"]) == {"name", "version", "videos"}
+
+
+# ----------------------------------------------------------------- missing videos, symlinks
+
+
+def _with_gone_videos(tmp_path):
+    return write_bench(
+        tmp_path,
+        [interaction("a"), {**interaction("b"), "video_id": "gone"}],
+        videos=[
+            {"id": "city", "path": "media/city.mp4"},
+            {"id": "gone", "path": "media/gone.mp4", "duration_s": 7.6},
+            {"id": "later", "path": "videos/later.mp4"},
+        ],
+    )
+
+
+def test_missing_media_report_lists_videos_instead_of_problems(tmp_path):
+    root = _with_gone_videos(tmp_path)
+    b = load_benchmark(root, missing_media="report")
+    assert b.missing_media == {"gone": "media/gone.mp4", "later": "videos/later.mp4"}
+    assert b.videos["city"].duration_s == pytest.approx(7.6, abs=0.01)  # the others measured
+    probs = problems_of(root)  # default "raise": the old refusal
+    assert sorted(p.field for p in probs) == ["videos[1].path", "videos[2].path"]
+    with pytest.raises(ValueError, match="missing_media='maybe'"):
+        load_benchmark(root, missing_media="maybe")
+
+
+def test_validate_warns_about_missing_videos_and_exits_0(tmp_path):
+    root = _with_gone_videos(tmp_path)
+    cli = [sys.executable, "-m", "interactscope.cli", "validate", str(root)]
+    res = subprocess.run(cli, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr
+    assert (
+        "warning: 2 videos missing: gone (media/gone.mp4), later (videos/later.mp4)" in res.stderr
+    )
+    assert res.stdout.startswith("tiny v1: 2 interactions (T2=2), 2 targets, 3 videos")
+    strict = subprocess.run([*cli, "--strict-media"], capture_output=True, text=True)
+    assert strict.returncode == 1 and "media/gone.mp4: file not found" in strict.stderr
+    js = subprocess.run([*cli, "--json"], capture_output=True, text=True)
+    doc = json.loads(js.stdout)
+    assert doc["ok"] is True and doc["missing_media"]["gone"] == "media/gone.mp4"
+    assert doc["warnings"][-1].startswith("2 videos missing")
+
+
+def test_symlinked_videos_folder_pointing_outside_is_inside(tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    shutil.copyfile(DEMO / "media" / "city_speech.mp4", store / "city.mp4")
+    root = write_bench(
+        tmp_path / "b",
+        [interaction("a")],
+        videos=[
+            {"id": "city", "path": "videos/city.mp4"},
+            {"id": "dots", "path": "videos/../media/city.mp4"},  # normalises to media/city.mp4
+        ],
+    )
+    (root / "videos").symlink_to(store, target_is_directory=True)
+    b = load_benchmark(root)
+    assert b.videos["city"].duration_s == pytest.approx(7.6, abs=0.01)
+    assert set(b.videos) == {"city", "dots"}
+    # climbing out with .. still escapes, however it is spelled
+    bj = json.loads((root / "benchmark.json").read_text())
+    bj["videos"] = [{"id": "city", "path": "videos/../../store/city.mp4"}]
+    (root / "benchmark.json").write_text(json.dumps(bj))
+    (p,) = problems_of(root)
+    assert p.field == "videos[0].path" and "escapes the folder" in p.message

@@ -78,6 +78,32 @@ def validate(
     typer.echo(f"ok: {len(names)} variant(s), {sum(tasks.values())} tasks ({summary})")
 
 
+_TASK_COLUMNS = [
+    "task_id",
+    "matched",
+    "total_gt",
+    "tool_succ",
+    "result_succ",
+    "joint_succ",
+    "error_class",
+]
+
+
+def _score_settings(set_: list[str], reference: bool):
+    """The scorer's settings: the defaults (or the reference evaluator's) with ``--set`` applied."""
+    from pydantic import ValidationError
+
+    from interactscope.cli.common import parse_sets
+    from interactscope.egobench import ScoreSettings
+
+    try:
+        base = ScoreSettings.reference() if reference else ScoreSettings()
+        return ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+
+
 @ego_app.command("score")
 def score(
     run: Path | None = typer.Argument(
@@ -115,43 +141,22 @@ def score(
         return
     if log is None or variant is None or out is None:
         fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
-    from pydantic import ValidationError
 
-    from interactscope.cli.common import parse_sets
     from interactscope.egobench import (
         EgoBenchError,
-        ScoreSettings,
         load_variant,
         score_log,
         write_score,
     )
 
-    try:
-        base = ScoreSettings.reference() if reference else ScoreSettings()
-        settings = ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+    settings = _score_settings(set_, reference)
     try:
         v = load_variant(_data(data), variant)
         result = score_log(log, v, settings=settings, mode=mode)
     except EgoBenchError as exc:
         fail(str(exc))
     write_score(result, out)
-    frame = result.frame()
-    typer.echo(
-        frame[
-            [
-                "task_id",
-                "matched",
-                "total_gt",
-                "tool_succ",
-                "result_succ",
-                "joint_succ",
-                "error_class",
-            ]
-        ].to_string(index=False)
-    )
+    typer.echo(result.frame()[_TASK_COLUMNS].to_string(index=False))
     s = result.summary
     typer.echo(
         f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "

@@ -33,19 +33,41 @@ def validate(
         ..., help="Benchmark folder (benchmark.json + interactions.jsonl)."
     ),
     no_probe: bool = typer.Option(False, "--no-probe", help="Do not open the media files."),
+    strict_media: bool = typer.Option(
+        False, "--strict-media", help="A missing video file is a problem (exit 1), not a warning."
+    ),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON document (ok, summary, problems, warnings, missing)."
+    ),
 ) -> None:
     """Check a benchmark folder; print every problem (file, line, interaction, field) or a summary.
 
-    Exit code 0 when clean, 1 when there are problems."""
+    Video files that do not exist are listed in one warning (an imported benchmark whose videos
+    are fetched later still validates); `collect` refuses such a benchmark. Exit code 0 when
+    clean, 1 when there are problems."""
     from interactscope.bench import BenchmarkError, load_benchmark
 
+    missing = "raise" if strict_media else "report"
     try:
-        b = load_benchmark(bench, probe_media=not no_probe)
+        b = load_benchmark(bench, probe_media=not no_probe, missing_media=missing)
     except BenchmarkError as exc:
+        if as_json:
+            doc = {"ok": False, "problems": [str(p) for p in exc.problems]}
+            typer.echo(json.dumps(doc | {"warnings": exc.warnings}, ensure_ascii=False))
+            raise typer.Exit(1) from None
         for w in exc.warnings:
             typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
         fail(str(exc))
-    for w in b.warnings:
+    warnings = list(b.warnings)
+    if b.missing_media:
+        shown = ", ".join(f"{vid} ({p})" for vid, p in sorted(b.missing_media.items())[:20])
+        more = ", ..." if len(b.missing_media) > 20 else ""
+        warnings.append(f"{len(b.missing_media)} videos missing: {shown}{more}")
+    if as_json:
+        doc = {"ok": True, "summary": b.summary(), "problems": [], "warnings": warnings}
+        typer.echo(json.dumps(doc | {"missing_media": b.missing_media}, ensure_ascii=False))
+        return
+    for w in warnings:
         typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     typer.echo(b.summary())
 
