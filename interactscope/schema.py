@@ -251,7 +251,8 @@ class Invocation(BaseModel):
 
     ``execution``: the execution settings it ran with (dotted keys, e.g.
     ``adapter.max_concurrency``), which may differ between invocations; ``summary``: its own
-    counts (the manifest's ``summary`` is recomputed from every record)."""
+    counts (the manifest's ``summary`` is recomputed from every record); ``distributed``: for a
+    ``collect --ray`` invocation, the Ray options and per-worker throughput (docs/distributed.md)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -261,6 +262,7 @@ class Invocation(BaseModel):
     execution: dict[str, Any] = Field(default_factory=dict)
     retry_errors: bool = False
     summary: dict[str, Any] | None = None
+    distributed: dict[str, Any] | None = None
 
 
 class RunManifest(BaseModel):
