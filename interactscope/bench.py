@@ -637,6 +637,36 @@ def _load(
     )
 
 
+SCHEMA_FILES = {
+    "benchmark.schema.json": ("benchmark.json", "BenchmarkFile"),
+    "interaction.schema.json": ("one line of interactions.jsonl", "Interaction"),
+}
+"""File name -> (what it describes, model) of the files ``interactscope schema --out`` writes."""
+
+
+def write_json_schemas(out_dir: str | Path) -> list[Path]:
+    """Write ``benchmark.schema.json`` and ``interaction.schema.json`` (JSON Schema draft
+    2020-12, usable with any validator, e.g. ``jsonschema``) into ``out_dir`` (created).
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    models = {"BenchmarkFile": BenchmarkFile, "Interaction": Interaction}
+    paths = []
+    for fname, (what, model) in SCHEMA_FILES.items():
+        schema = {
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            **models[model].model_json_schema(),
+            "description": f"interactscope: {what} (docs/protocol.md, data model)",
+        }
+        p = out / fname
+        p.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        paths.append(p)
+    return paths
+
+
 def benchmark_json_schema() -> dict[str, Any]:
     """JSON Schemas of ``benchmark.json`` and of one ``interactions.jsonl`` line."""
     return {

@@ -8,10 +8,11 @@ is locked while it is written (docs/protocol.md, run folder).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from interactscope.adapters.base import AdapterError
 from interactscope.adapters.registry import build_adapter, load_model_config
@@ -42,12 +43,14 @@ from interactscope.scoring.completeness import (
     run_completeness,
 )
 from interactscope.settings import Settings, apply_overrides, execution_settings
+from interactscope.tasks import TASKS
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Completeness",
     "CollectError",
+    "Subset",
     "expected_grids",
     "incomplete_warnings",
     "resolve_settings",
@@ -59,6 +62,63 @@ __all__ = [
 
 class CollectError(RuntimeError):
     """Collection cannot start (bad benchmark, unknown model, settings mismatch on resume)."""
+
+
+class Subset(BaseModel):
+    """The interactions a run covers when not the whole benchmark (``collect --only / --task``),
+    recorded in ``run.json`` as ``subset``; a resume must ask for the same subset.
+
+    Attributes:
+        only: interaction ids (sorted), or ``None`` for no restriction.
+        tasks: task ids (in the task table's order), or ``None`` for no restriction.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    only: list[str] | None = None
+    tasks: list[str] | None = None
+
+    @classmethod
+    def of(cls, only: Sequence[str] | None, tasks: Sequence[str] | None) -> Subset | None:
+        """The subset asked for, or ``None`` when neither list is given.
+
+        Raises:
+            CollectError: an unknown task id (the message lists the valid ones).
+        """
+        if not only and not tasks:
+            return None
+        bad = [t for t in tasks or [] if t not in TASKS]
+        if bad:
+            raise CollectError(f"--task {','.join(bad)}: unknown task; valid: {', '.join(TASKS)}")
+        keep_tasks = [t for t in TASKS if t in set(tasks or [])] or None
+        return cls(only=sorted(set(only)) if only else None, tasks=keep_tasks)
+
+    def select(self, interactions: list[Any]) -> list[Any]:
+        """The interactions in the subset, in benchmark order.
+
+        Raises:
+            CollectError: an id in ``only`` that is not in the benchmark (or shard), or an empty
+                selection.
+        """
+        if self.only is not None:
+            known = {it.id for it in interactions}
+            unknown = [i for i in self.only if i not in known]
+            if unknown:
+                shown = ", ".join(unknown[:10]) + (", ..." if len(unknown) > 10 else "")
+                raise CollectError(f"--only: no interaction {shown} in the benchmark (or shard)")
+        out = [
+            it
+            for it in interactions
+            if (self.only is None or it.id in self.only)
+            and (self.tasks is None or it.task in self.tasks)
+        ]
+        if not out:
+            raise CollectError(f"no interaction matches {self.describe()}")
+        return out
+
+    def describe(self) -> str:
+        parts = [f"--only {','.join(self.only)}"] if self.only else []
+        return " ".join(parts + ([f"--task {','.join(self.tasks)}"] if self.tasks else []))
 
 
 def resolve_settings(config: dict[str, Any], overrides: dict[str, Any]) -> Settings:
@@ -90,6 +150,8 @@ def _manifest(
     shard: str | None,
     command: list[str] | None,
     retry_errors: bool,
+    *,
+    subset: Subset | None = None,
 ) -> RunManifest:
     facts = host_facts()
     settings_json = settings.model_dump(mode="json")
@@ -129,11 +191,18 @@ def _manifest(
                 retry_errors=retry_errors,
             )
         ],
+        **({"subset": subset.model_dump(exclude_none=True)} if subset is not None else {}),
     )
 
 
 def _prepare(
-    model: str, bench: str | Path, overrides: dict[str, Any], shard: str | None, limit: int | None
+    model: str,
+    bench: str | Path,
+    overrides: dict[str, Any],
+    shard: str | None,
+    limit: int | None,
+    *,
+    subset: Subset | None = None,
 ) -> tuple[Benchmark, str, dict[str, Any], Settings, list[Any]]:
     try:
         b = load_benchmark(bench, media_errors="record")
@@ -143,6 +212,8 @@ def _prepare(
         raise CollectError(str(exc)) from exc
     settings = resolve_settings(config, overrides)
     interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
+    if subset is not None:
+        interactions = subset.select(interactions)
     if limit is not None:
         interactions = interactions[:limit]
     return b, name, config, settings, interactions
@@ -161,11 +232,15 @@ def run_collect(
     retry_errors: bool = False,
     progress: bool = True,
     command: list[str] | None = None,
+    only: Sequence[str] | None = None,
+    tasks: Sequence[str] | None = None,
 ) -> CollectSummary:
     """Create or resume the run folder ``out`` and collect every pending decision point.
 
     The folder is locked for the whole collection; when collection fails before writing any
-    record, a folder this call created is removed again.
+    record, a folder this call created is removed again. ``only`` (interaction ids) and
+    ``tasks`` (task ids) restrict the run to a subset, recorded in ``run.json`` (``subset``);
+    resuming needs the same subset. They apply after ``shard`` and before ``limit``.
 
     Returns:
         This invocation's counts; ``run.json``'s ``summary`` holds the counts of every record.
@@ -178,15 +253,14 @@ def run_collect(
     overrides = dict(overrides or {})
     if protocol is not None:
         overrides["protocol"] = protocol
-    b, name, config, settings, interactions = _prepare(model, bench, overrides, shard, limit)
-    try:
-        adapter = build_adapter(name, config, settings)
-    except AdapterError as exc:
-        raise CollectError(str(exc)) from exc
-    if settings.protocol == "online" and not adapter.supports_online:
-        adapter.close()
-        raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
-    manifest = _manifest(b, name, config, settings, interactions, shard, command, retry_errors)
+    sub = Subset.of(only, tasks)
+    b, name, config, settings, interactions = _prepare(
+        model, bench, overrides, shard, limit, subset=sub
+    )
+    adapter = _build(name, config, settings)
+    manifest = _manifest(
+        b, name, config, settings, interactions, shard, command, retry_errors, subset=sub
+    )
     redo = None
     if settings.protocol == "online":
         redo = {it.id: interaction_grid(b, it, settings) for it in interactions}
@@ -219,6 +293,22 @@ def run_collect(
     finally:
         adapter.close()
     return summary
+
+
+def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:
+    """The adapter of the run.
+
+    Raises:
+        CollectError: it cannot be built, or Online Rolling is asked of a model without it.
+    """
+    try:
+        adapter = build_adapter(name, config, settings)
+    except AdapterError as exc:
+        raise CollectError(str(exc)) from exc
+    if settings.protocol == "online" and not adapter.supports_online:
+        adapter.close()
+        raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
+    return adapter
 
 
 def _remove_new_run(path: Path) -> None:

@@ -425,6 +425,9 @@ def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
         for f in IDENTITY_FIELDS
         if getattr(old, f) != getattr(new, f)
     ]
+    old_sub, new_sub = getattr(old, "subset", None), getattr(new, "subset", None)
+    if old_sub != new_sub:  # collect --only / --task: resume the same subset
+        diffs.append(f"subset (--only/--task): {old_sub!r} != {new_sub!r}")
     if old.benchmark.fingerprint != new.benchmark.fingerprint:
         diffs.append(
             f"benchmark: {old.benchmark.name}@{old.benchmark.fingerprint} != "

@@ -36,7 +36,7 @@ class GridSettings(_Group):
 
 class FrameSettings(_Group):
     max: int = Field(32, ge=1, description="frames per call at most")
-    cap_policy: Literal["uniform", "recent"] = "uniform"
+    cap_policy: Literal["uniform", "recent", "stride"] = "uniform"
     max_side: int | None = Field(None, ge=16, description="downscale so the long side is <= this")
 
 

@@ -60,9 +60,17 @@ TOOLS = [
 
 
 class Stub:
-    """Scripted OpenAI-compatible server. ``responder(body) -> (status, json, headers)``."""
+    """Scripted OpenAI-compatible server. ``responder(body) -> (status, json, headers)``;
+    ``GET /models`` answers ``models_responder()`` (default: the ids in ``models``)."""
 
     def __init__(self) -> None:
+        self.models: list[str] = ["stub-model"]
+        self.models_responder = lambda: (
+            200,
+            {"object": "list", "data": [{"id": m, "object": "model"} for m in self.models]},
+            {},
+        )
+        self.gets: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
@@ -75,6 +83,23 @@ class Stub:
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *args: Any) -> None:  # keep pytest output clean
                 pass
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:  # noqa: N802 - http.server API
+                stub.gets.append(self.path)
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(*stub.models_responder())
+                else:
+                    self._send(404, {"error": {"message": "not found"}}, {})
 
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 n = int(self.headers.get("Content-Length") or 0)
@@ -91,14 +116,7 @@ class Stub:
                 finally:
                     with stub.lock:
                         stub.in_flight -= 1
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                self._send(status, payload, headers)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(
@@ -116,23 +134,29 @@ class Stub:
 
 
 def completion(
-    text: str | None, tool_calls: list[dict] | None = None, prompt_tokens: int = 11
+    text: str | None,
+    tool_calls: list[dict] | None = None,
+    prompt_tokens: int | None = 11,
+    finish_reason: str = "stop",
 ) -> dict:
+    """A chat-completions answer; ``prompt_tokens=None`` leaves ``usage`` out."""
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return {
+    out: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "created": 0,
         "model": "stub",
-        "choices": [{"index": 0, "message": message, "finish_reason": "stop"}],
-        "usage": {
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if prompt_tokens is not None:
+        out["usage"] = {
             "prompt_tokens": prompt_tokens,
             "completion_tokens": 3,
             "total_tokens": prompt_tokens + 3,
-        },
-    }
+        }
+    return out
 
 
 @pytest.fixture
@@ -628,3 +652,133 @@ def test_online_rolling_keeps_the_conversation(stub: Stub, tmp_path, av_clip) ->
     ]
     assert new_audio == [16000, 16000, 16000]
     session.close()
+
+
+# --------------------------------------------------------------------------- no answer, audio check
+
+
+def test_null_content_without_tool_calls_is_an_error(stub: Stub, tmp_path, monkeypatch) -> None:
+    """``content: null`` and no tool calls is an infrastructure error naming the URL, never an
+    empty (silent) reply; a refusal string is an answer."""
+    stub.responder = lambda body: (200, completion(None, finish_reason="length"), {})
+    adapter = make_adapter()
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t))
+    (out,) = adapter.respond_batch([make_request(tmp_path, 2.0)])
+    assert isinstance(out, AdapterError)
+    msg = str(out)
+    assert "content null" in msg and "finish_reason length" in msg
+    assert "t=2s" in msg and "127.0.0.1" in msg
+
+    from interactscope.protocol.driver import to_record
+
+    rec = to_record("it-1", 2.0, out, Settings())
+    assert rec.error and not rec.silent
+
+    refusal = completion(None)
+    refusal["choices"][0]["message"]["refusal"] = "I can't help with that."
+    stub.responder = lambda body: (200, refusal, {})
+    assert adapter.respond(make_request(tmp_path, 3.0)).text == "I can't help with that."
+
+
+def test_audio_check_waits_for_one_second_of_audio(stub: Stub, tmp_path, monkeypatch) -> None:
+    """At t = q = 0 the audio part is empty: no check (it would prove nothing); the first request
+    with >= 1 s of audio is checked, and which one is recorded."""
+    stub.responder = lambda body: (200, completion("x", prompt_tokens=_tokens_by_size(body)), {})
+    adapter = make_adapter(check_audio=True)
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t, audio_s=r.t))
+    for t in (0.0, 0.5):
+        assert adapter.respond(make_request(tmp_path, t)).text == "x"
+    assert len(stub.requests) == 2  # no probes yet
+    assert adapter.describe()["audio_check"]["result"].startswith("not run")
+    assert adapter.respond(make_request(tmp_path, 1.0)).text == "x"
+    assert len(stub.requests) == 5  # two probes, then the request
+    check = adapter.describe()["audio_check"]
+    assert check["result"] == "consumed"
+    assert (check["interaction_id"], check["t"], check["audio_s"]) == ("it-1", 1.0, 1.0)
+
+
+def test_audio_check_without_token_counts_is_inconclusive(
+    stub: Stub, tmp_path, monkeypatch, caplog
+) -> None:
+    stub.responder = lambda body: (200, completion("x", prompt_tokens=None), {})
+    adapter = make_adapter(check_audio=True)
+    monkeypatch.setattr(adapter, "_build", lambda r: fake_messages(r.t, audio_s=2.0))
+    with caplog.at_level("WARNING"):
+        outs = adapter.respond_batch([make_request(tmp_path, t) for t in (2.0, 3.0, 4.0)])
+    assert all(isinstance(o, AdapterOutput) and o.text == "x" for o in outs)
+    assert adapter.describe()["audio_check"]["result"] == "inconclusive"
+    assert sum("inconclusive" in r.getMessage() for r in caplog.records) == 1
+    assert len(stub.requests) == 5  # checked once
+
+
+def _tiny_bench(root: Path, clip: Path, q: float = 0.0) -> Path:
+    """A one-interaction benchmark over ``clip`` (T2, query at ``q``)."""
+    root.mkdir()
+    shutil.copy(clip, root / "clip.mp4")
+    (root / "benchmark.json").write_text(
+        json.dumps({"name": "tiny", "version": "1", "videos": [{"id": "v", "path": "clip.mp4"}]})
+    )
+    interaction = {
+        "id": "it-q0",
+        "video_id": "v",
+        "task": "T2",
+        "query": {"time_s": q, "text": "Tell me when the tone changes."},
+        "targets": [{"id": "k1", "reference": "The tone changed.", "time_s": 3.0}],
+    }
+    (root / "interactions.jsonl").write_text(json.dumps(interaction) + "\n")
+    return root
+
+
+def _stub_config(path: Path, **extra: Any) -> Path:
+    cfg = {
+        "backend": "openai",
+        "model": "stub-model",
+        "base_url_env": URL_ENV,
+        "api_key_env": KEY_ENV,
+        "max_retries": 0,
+        "timeout_s": 10,
+        "max_concurrency": 1,
+        "check_audio": True,
+        "settings": {"audio": {"mode": "native"}, "grid": {"step_s": 1}},
+        **extra,
+    }
+    path.write_text(json.dumps(cfg))  # JSON is YAML
+    return path
+
+
+def test_collect_from_q0_completes_with_audio_checked(stub: Stub, tmp_path, av_clip) -> None:
+    from interactscope.collect import run_collect
+
+    stub.responder = lambda body: (
+        200,
+        completion("<SILENT>", prompt_tokens=_tokens_by_size(body)),
+        {},
+    )
+    bench = _tiny_bench(tmp_path / "bench", av_clip)
+    out = tmp_path / "run"
+    summary = run_collect(
+        model=str(_stub_config(tmp_path / "stub.yaml")), bench=bench, out=out, progress=False
+    )
+    assert summary.errors == 0 and summary.written == summary.decision_points >= 5
+    manifest = json.loads((out / "run.json").read_text())
+    check = manifest["adapter"]["audio_check"]
+    assert check["result"] == "consumed" and check["interaction_id"] == "it-q0"
+    assert check["t"] == 1.0 and check["audio_s"] >= 1.0
+    assert any(p.endswith("/models") for p in stub.gets)  # asked before collecting
+
+
+def test_collect_stops_when_audio_is_dropped(stub: Stub, tmp_path, av_clip) -> None:
+    from interactscope.collect import CollectError, run_collect
+
+    stub.responder = lambda body: (200, completion("<SILENT>", prompt_tokens=50), {})
+    bench = _tiny_bench(tmp_path / "bench", av_clip)
+    cfg = _stub_config(tmp_path / "stub.yaml")
+    for sets in ({}, {"history.n": 1}, {"protocol": "online"}):
+        out = tmp_path / f"run{len(sets)}{sets.get('protocol', '')}"
+        with pytest.raises(CollectError) as err:
+            run_collect(model=str(cfg), bench=bench, out=out, overrides=sets, progress=False)
+        msg = str(err.value)
+        assert "silently dropped the audio" in msg and "\n" not in msg
+        assert "--set audio.mode=asr" in msg and "--set adapter.check_audio=false" in msg
+        records = (out / "responses.jsonl").read_text().splitlines() if out.exists() else []
+        assert not any('"error"' in r and "dropped" in r for r in records)

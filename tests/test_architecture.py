@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "tasks": 0,
     "resources": 0,
     "model_configs": 0,
+    "secrets": 0,
     "media": 1,
     "bench": 2,
     "runlog": 3,

@@ -27,7 +27,7 @@ from interactscope.protocol.prompts import (
     render_text,
 )
 from interactscope.protocol.requests import request_at
-from interactscope.schema import ResponseRecord
+from interactscope.schema import Interaction, ResponseRecord
 from interactscope.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -130,6 +130,179 @@ def test_old_version_renders_exactly_as_before():
         assert sorted(got) == sorted(want)
         diff = [k for k in want if got[k] != want[k]]
         assert diff == [], f"changed renderings ({version}): {diff[:5]}"
+
+
+# ------------------------------------------------------------------------------ new layout
+def _request(t: float, **settings):
+    bench = load_benchmark(REPO / "annotations" / "demo", probe_media=False)
+    it = next(i for i in bench.interactions if i.id == "t1-taxi")
+    s = Settings.model_validate({"prompt_version": "v2", **settings})
+    mode = s.audio.mode
+    return request_at(bench, it, t, s, observation=_obs(t, mode, s.frames.max))
+
+
+def _user(msgs: list[dict]) -> list[str]:
+    """The user turn as one line per part: text verbatim, media as kind@pts."""
+    out = []
+    for p in msgs[1]["content"]:
+        if p["type"] == "text":
+            out.append(p["text"])
+        elif p["type"] == "image":
+            out.append(f"image@{p['pts_s']:g}")
+        elif p["type"] == "video":
+            out.append("video@" + ",".join(f"{x:g}" for x in p["pts_s"]))
+        else:
+            out.append(f"audio:{len(p['audio'])}")
+    return out
+
+
+REQ = "User request (made at 0.0 s): When you see a taxi, look up taxi fares in this city for me."
+HEAD = "The stream so far, in time order (one frame per second):"
+NOW = (
+    "Current stream time: t = {t} s. Respond now if the request calls for it at this moment, "
+    "otherwise answer exactly <SILENT>."
+)
+
+
+def test_prefix_layout_puts_every_changing_part_after_the_last_frame():
+    """v2 at t = 2: request, a header without t, the frames in time order; then the audio
+    [0, 2] and the time. The cap note, when capping, also follows the frames."""
+    assert _user(build_messages(_request(2.0))) == [
+        f"{REQ}\n{HEAD}\n[frame at 0.0 s]",
+        "image@0",
+        "[frame at 1.0 s]",
+        "image@1",
+        "[frame at 2.0 s]",
+        "image@2",
+        "Audio from 0 s to 2.0 s:",
+        "audio:32000",
+        NOW.format(t="2.0"),
+    ]
+    capped = _user(build_messages(_request(3.0, frames={"max": 2})))
+    assert capped[:5] == [f"{REQ}\n{HEAD}\n[frame at 0.0 s]", "image@0", "[frame at 3.0 s]",
+                          "image@3", "(the frames above are 2 of the 4 frames so far, one per "
+                          "second)\nAudio from 0 s to 3.0 s:"]  # fmt: skip
+
+
+def test_prefix_layout_video_label_and_transcript_follow_the_media():
+    video = _user(build_messages(_request(1.0), frames_as="video"))
+    assert video[:2] == [f"{REQ}\n{HEAD}", "video@0,1"]
+    assert video[2].startswith("[the video above: 2 frames, at 0.0 s, 1.0 s]\nAudio from 0 s")
+    asr = _user(build_messages(_request(3.0, audio={"mode": "asr"})))
+    assert asr[-1] == (
+        "Speech heard so far (automatic transcript): hello there\n" + NOW.format(t="3.0")
+    )
+    text = render_text(_request(3.0, audio={"mode": "asr"}))[1]["content"]
+    assert text.splitlines()[:3] == [
+        REQ,
+        HEAD,
+        "(4 video frames omitted: this model cannot see them)",
+    ]
+
+
+@pytest.mark.parametrize("frames_as", ["image", "video"])
+def test_consecutive_prompts_share_everything_up_to_the_older_ones_last_frame(frames_as):
+    """Within the cap, prompt t's parts up to its last frame are the first parts of prompt t+1
+    (same text, same arrays); under the classic layout they part before the first frame."""
+    for version, shared_media in (("v2", True), ("v1", False)):
+        for t in (1.0, 2.0, 5.0):
+            a = build_messages(_request(t, prompt_version=version), frames_as=frames_as)
+            b = build_messages(_request(t + 1, prompt_version=version), frames_as=frames_as)
+            assert a[0] == b[0]
+            ua, ub = a[1]["content"], b[1]["content"]
+            k = max(i for i, p in enumerate(ua) if p["type"] in ("image", "video"))
+            same = [_part_key(x) == _part_key(y) for x, y in zip(ua, ub, strict=False)]
+            n_same = same.index(False) if False in same else len(same)
+            if shared_media and frames_as == "image":
+                assert n_same == k + 1  # everything through frame t, then prompt t's tail
+            elif shared_media:
+                assert n_same == 1  # the header; the video item itself grows
+            else:
+                assert n_same == 0  # the header names t
+
+
+def _part_key(p: dict) -> tuple:
+    if p["type"] == "text":
+        return ("text", p["text"])
+    if p["type"] == "image":
+        return ("image", p["pts_s"], p["image"].tobytes())
+    if p["type"] == "video":
+        return ("video", tuple(p["pts_s"]), b"".join(f.tobytes() for f in p["video"]))
+    return ("audio", p["audio"].tobytes())
+
+
+def test_prefix_layout_online_replay_and_history():
+    first = _user(online_turn(_request(1.0), None))
+    assert first[0] == f"{REQ}\n" + HEAD.replace(":", ", replayed:") + "\n[frame at 0.0 s]"
+    hist = [ResponseRecord(interaction_id="t1-taxi", t=0.0, text="Noted.", silent=False)]
+    req = _request(1.0, history={"n": 1})
+    req.history = hist
+    user = _user(build_messages(req))
+    assert user[4:] == [
+        "Audio from 0 s to 1.0 s:",
+        "audio:16000",
+        "Your previous responses in this stream:\n[0.0 s] Noted.\n" + NOW.format(t="1.0"),
+    ]
+
+
+def test_prefix_layout_defers_an_attachment_transcript():
+    """A spoken request's transcript so far grows with t: in v2 it follows the frames."""
+    from interactscope.protocol.observation import AttachmentView
+
+    req = _request(1.0, audio={"mode": "asr"})
+    req.observation.attachments = [AttachmentView(kind="audio", path="q.wav", transcript="hi")]
+    user = _user(build_messages(req))
+    assert user[-1].startswith("Audio attached to the request (transcript so far): hi\nSpeech")
+    req.settings = Settings(audio={"mode": "asr"})
+    assert "Audio attached to the request (transcript so far): hi" in _user(build_messages(req))[0]
+
+
+def test_layout_of_versions():
+    from interactscope.protocol.prompts import PROMPT_VERSION, layout_of
+
+    assert PROMPT_VERSION == Settings().prompt_version == "v1"
+    assert (layout_of(), layout_of("v1"), layout_of("v2")) == ("classic", "classic", "prefix")
+    with pytest.raises(KeyError, match="known"):
+        layout_of("v9")
+
+
+# ------------------------------------------------------------------------------ stride cap
+def test_stride_cap_hand_worked():
+    from interactscope.media.causal import select_indices
+
+    # n = 5, m = 3: s = 2 fits {0, 2} in m - 1 = 2 slots, plus the newest 4
+    assert select_indices(5, 3, "stride") == [0, 2, 4]
+    # n = 6, m = 3: multiples of 2 in 0..4 are 3 > 2, so s = 4: {0, 4} + 5
+    assert select_indices(6, 3, "stride") == [0, 4, 5]
+    # n = 33, m = 32: 32 picks of stride 1 no longer fit 31 slots, s = 2: 0, 2, .., 30 + 32
+    assert select_indices(33, 32, "stride") == list(range(0, 31, 2)) + [32]
+    assert select_indices(32, 32, "stride") == list(range(32))
+    assert select_indices(9, 1, "stride") == [8]
+
+
+def test_stride_cap_keeps_earlier_picks_until_the_stride_doubles():
+    from interactscope.media.causal import select_indices
+
+    doublings = 0
+    for n in range(33, 400):
+        a, b = select_indices(n, 32, "stride"), select_indices(n + 1, 32, "stride")
+        assert len(b) <= 32 and b[0] == 0 and b[-1] == n
+        if set(a[:-1]) <= set(b):
+            continue  # every pick but the old newest survives
+        doublings += 1
+        assert a[1] * 2 == b[1]
+    assert doublings == 3  # s: 2 -> 4 -> 8 -> 16 at n = 63, 125, 249
+
+
+def test_stride_policy_is_a_setting_used_by_the_observer():
+    from interactscope.protocol.observation import Observer
+    from tests.foundation_fixtures import CITY, interaction
+
+    s = Settings(frames={"max": 3, "cap_policy": "stride"})
+    obs = Observer(CITY, s).observe(7.6, Interaction.model_validate(interaction("i")))
+    # 8 frames (0..7), m = 3: s = 4 -> seconds 0, 4 and the newest 7
+    assert [round(f.pts_s) for f in obs.frames] == [0, 4, 7]
+    assert obs.n_frames_available == 8
 
 
 if __name__ == "__main__":  # pragma: no cover - regenerates the fixture (see the docstring)

@@ -179,3 +179,27 @@ def test_classify_and_pair_by_settings():
     p = pair_runs([main, none, other, foreign])
     assert [(role, m.label, c.label) for role, m, c in p["pairs"]] == [("scene-none", "a", "b")]
     assert p["unpaired"] == ["c", "d"]
+
+
+def test_failure_breakdown_includes_t8(report):
+    _, out, _ = report
+    fails = pd.read_csv(out / "failure_breakdown.csv").set_index(["Model", "task"])
+    assert "infra_error" not in fails.columns  # no run has one: no column
+    # the demo has T8-A (2 targets) and T8-B (1): the silent model misses them all
+    assert fails.loc[("silent", "T8-A"), ["hit", "missed", "targets"]].tolist() == [0, 2, 2]
+    assert fails.loc[("silent", "T8-B"), ["missed", "targets"]].tolist() == [1, 1]
+    assert fails.loc[("oracle", "T8-A"), ["hit", "premature", "wrong", "late"]].tolist() == [
+        2,
+        0,
+        0,
+        0,
+    ]
+
+
+def test_tolerance_figure_title_names_only_present_conditions():
+    from interactscope.analysis.figures import _scene_words
+
+    both = pd.DataFrame({"scene": ["full", "none"]})
+    assert _scene_words(both) == "with and without scene input"
+    assert _scene_words(pd.DataFrame({"scene": ["none"]})) == "request only (no scene input)"
+    assert _scene_words(pd.DataFrame({"scene": ["full"]})) == "with scene input"

@@ -269,7 +269,13 @@ def test_rescore_is_byte_identical(demo_runs, tmp_path):
     first = tmp_path / "a"
     score_run(run, judge="lexical", out_dir=first)
     snap = {p.name: p.read_bytes() for p in first.iterdir() if p.suffix in (".csv", ".json")}
-    assert set(snap) == {"targets.csv", "interactions.csv", "clusters.csv", "summary.json"}
+    assert set(snap) == {
+        "targets.csv",
+        "interactions.csv",
+        "clusters.csv",
+        "responses.csv",
+        "summary.json",
+    }
     res = score_run(run, judge="lexical", out_dir=first)  # RUN/scores/verdicts.sqlite reused
     assert res.judge_report.calls == 0 and res.judge_report.cache_hits > 0
     assert {n: (first / n).read_bytes() for n in snap} == snap

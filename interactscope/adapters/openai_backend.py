@@ -10,15 +10,23 @@ Options (model config keys, or ``--set adapter.KEY=VALUE``): see
 :class:`~interactscope.engines.openai_compat.OpenAIOptions` — ``model``, ``base_url_env`` /
 ``base_url``, ``api_key_env``, ``api_key_optional``, ``generation.*`` (``max_new_tokens`` 256,
 ``temperature`` 0, ``top_p``, ``seed``, ``stop``), ``max_concurrency`` (4), ``max_retries`` (4),
-``timeout_s`` (120), ``native_tools`` (true), ``check_audio`` (true: on the first request that
-carries audio, equal ``prompt_tokens`` with and without the audio parts mean the server dropped
-it, and the run stops), ``jpeg_quality`` (90), ``image_detail``, ``extra_body``,
-``online_max_images`` (Online Rolling: at most this many frames stay in the conversation),
-``max_tokens_field``.
+``timeout_s`` (120), ``native_tools`` (true), ``check_audio`` (true, see below),
+``check_models`` (true: :meth:`OpenAIAdapter.prepare` asks ``GET /models`` and stops before the
+run when the server is unreachable or does not serve ``model``), ``jpeg_quality`` (90),
+``image_detail``, ``extra_body``, ``online_max_images`` (Online Rolling: at most this many frames
+stay in the conversation), ``max_tokens_field``.
+
+Audio check: the first request carrying at least :data:`AUDIO_CHECK_MIN_S` seconds of audio is
+first sent twice with one output token, with and without its audio parts. More prompt tokens
+with the audio: consumed. Equal (or fewer): the server dropped it, and the run stops with
+:class:`FatalAdapterError` saying the fix (``--set audio.mode=asr`` or
+``--set adapter.check_audio=false``). No token counts: inconclusive, one warning, the run goes on.
+Which request was checked (interaction id, ``t``, seconds of audio) and the verdict go into
+``run.json`` (``adapter.audio_check``).
 
 Errors: a failed request raises :class:`AdapterError` naming the interaction and ``t``;
 ``respond_batch`` returns it in that request's slot, so it becomes an infrastructure error on the
-record, never silence.
+record, never silence (an answer with ``content: null`` and no tool calls included).
 """
 
 from __future__ import annotations
@@ -31,7 +39,6 @@ from typing import Any, ClassVar
 
 from interactscope.adapters.base import (
     Adapter,
-    AdapterError,
     AdapterOutput,
     DecisionRequest,
     Session,
@@ -39,7 +46,7 @@ from interactscope.adapters.base import (
     options_of,
     where_of,
 )
-from interactscope.engines.base import ChatResult, as_messages
+from interactscope.engines.base import AudioPart, ChatResult, as_messages
 from interactscope.engines.openai_compat import (
     OpenAIEngine,
     OpenAIOptions,
@@ -48,12 +55,14 @@ from interactscope.engines.openai_compat import (
     to_openai_messages,
     to_openai_tools,
 )
+from interactscope.protocol.types import FatalAdapterError
 from interactscope.schema import Interaction, VideoRecord
 from interactscope.settings import Settings
 
 log = logging.getLogger(__name__)
 
 __all__ = [
+    "AUDIO_CHECK_MIN_S",
     "OpenAIAdapter",
     "encode_audio_wav",
     "encode_image_jpeg",
@@ -62,12 +71,27 @@ __all__ = [
 ]
 
 
+AUDIO_CHECK_MIN_S = 1.0
+"""Seconds of audio a request must carry before the audio check runs on it (less, e.g. at
+``t = q = 0``, cannot show a difference in prompt tokens)."""
+
+
 def _has_audio(messages: list[dict[str, Any]]) -> bool:
     return any(
         isinstance(p, dict) and p.get("type") == "audio"
         for m in messages
         if isinstance(m.get("content"), list)
         for p in m["content"]
+    )
+
+
+def audio_seconds(messages: list[Any]) -> float:
+    """Seconds of audio in ``messages`` (all audio parts, each ``samples / sample_rate``)."""
+    return sum(
+        len(p.audio) / p.sample_rate
+        for m in as_messages(messages)
+        for p in m.parts()
+        if isinstance(p, AudioPart)
     )
 
 
@@ -108,8 +132,7 @@ class OpenAIAdapter(Adapter):
         self.engine = OpenAIEngine(self.options, name)
         self.model = self.engine.model
         self._audio_lock = threading.Lock()
-        self._audio_verified: bool | None = None  # None: not checked yet
-        self._audio_check: dict[str, Any] | None = None
+        self._audio_check: dict[str, Any] | None = None  # None: not checked yet
 
     @property
     def check_audio(self) -> bool:
@@ -117,21 +140,28 @@ class OpenAIAdapter(Adapter):
 
     def prepare(self, bench: Any) -> None:
         """Before collection: fail at once (not on every record) when the ``openai`` package or
-        the API key is missing.
+        the API key is missing, or (``check_models``) the server is unreachable or does not
+        serve the model.
 
         Raises:
-            AdapterError: naming the missing package or environment variable.
+            AdapterError: one line naming the missing package or variable, or the URL.
         """
         with adapter_errors():
             self.engine.client()
+        if self.options.check_models:
+            with adapter_errors(f"model {self.name!r}"):
+                self.engine.check_served_model()
 
     def describe(self) -> dict[str, Any]:
         """Recorded into ``run.json``: no key, only the names of the variables."""
+        check = self._audio_check
+        if check is None and self.options.check_audio:
+            check = {"result": f"not run: no request carried {AUDIO_CHECK_MIN_S:g} s of audio"}
         return {
             **self.engine.describe(),
             "native_tools": self.options.native_tools,
             "check_audio": self.options.check_audio,
-            "audio_check": self._audio_check,
+            "audio_check": check,
         }
 
     def _build(self, request: DecisionRequest) -> list[dict[str, Any]]:
@@ -142,64 +172,70 @@ class OpenAIAdapter(Adapter):
     def _tools(self, request: DecisionRequest) -> list[Any] | None:
         return list(request.tools) if (self.options.native_tools and request.tools) else None
 
-    def _audio_message(self, n_with: Any, n_without: Any, where: str) -> str | None:
+    def _audio_verdict(self, check: dict[str, Any]) -> str:
+        """``consumed``, ``inconclusive`` (a warning is logged) or ``dropped`` (with ``error``)."""
+        n_with, n_without = check["prompt_tokens_with_audio"], check["prompt_tokens_without_audio"]
+        where = f"interaction {check['interaction_id']} t={check['t']:g}s"
         if n_with is None or n_without is None:
-            return (
-                f"model {self.name!r}: cannot verify that the server consumes audio "
-                f"({where}): it reports no usage.prompt_tokens; set check_audio: false to "
-                "run anyway, or use audio.mode=asr"
+            log.warning(
+                "model %r: audio check inconclusive (%s): the server at %s reports no "
+                "usage.prompt_tokens; going on without knowing whether it hears the audio",
+                self.name,
+                where,
+                self.engine.url(),
             )
-        if n_with <= n_without:
-            return (
-                f"model {self.name!r}: the server silently dropped the audio ({where}): "
-                f"prompt_tokens {n_with} with audio vs {n_without} without; use a server "
-                "that accepts input_audio, or audio.mode=asr"
-            )
-        return None
+            return "inconclusive"
+        if n_with > n_without:
+            log.info("model %r: audio consumed (%s vs %s tokens)", self.name, n_with, n_without)
+            return "consumed"
+        check["error"] = (
+            f"model {self.name!r}: the server at {self.engine.url()} silently dropped the audio ({where}, "
+            f"{check['audio_s']:g} s: prompt_tokens {n_with} with it vs {n_without} without); "
+            "use a server that consumes input_audio, or --set audio.mode=asr, or run anyway "
+            "with --set adapter.check_audio=false"
+        )
+        return "dropped"
 
-    def verify_audio(self, built: list[dict[str, Any]], where: str) -> None:
-        """Compare prompt tokens with and without the audio parts (once per adapter).
+    def verify_audio(self, built: list[dict[str, Any]], request: DecisionRequest) -> None:
+        """The audio check (module docstring) on ``built``, once per adapter: skipped while the
+        requests carry less than :data:`AUDIO_CHECK_MIN_S` seconds of audio.
 
         Raises:
-            AdapterError: the server reports no token counts or the same count without audio.
+            AdapterError: a probe request failed (this record only; the next request retries).
+            FatalAdapterError: the server drops the audio (the run stops).
         """
         with self._audio_lock:
-            if self._audio_verified is not None:
-                if not self._audio_verified:
-                    raise AdapterError(self._audio_check["error"])  # type: ignore[index]
-                return
-            messages = as_messages(built)
-            no_audio = [
-                m.model_copy(update={"content": [p for p in m.parts() if p.type != "audio"]})
-                for m in messages
-            ]
-            with adapter_errors(where):
-                n_with = self.engine.chat(messages, max_new_tokens=1).prompt_tokens
-                n_without = self.engine.chat(no_audio, max_new_tokens=1).prompt_tokens
-            self._audio_check = {
-                "at": where,
-                "prompt_tokens_with_audio": n_with,
-                "prompt_tokens_without_audio": n_without,
-            }
-            msg = self._audio_message(n_with, n_without, where)
-            self._audio_verified = msg is None
-            if msg is None:
-                log.info("openai backend: audio consumed (%s vs %s tokens)", n_with, n_without)
-                return
-            self._audio_check["error"] = msg
-            raise AdapterError(msg)
+            check = self._audio_check
+            if check is None:
+                seconds = audio_seconds(built)
+                if seconds < AUDIO_CHECK_MIN_S:
+                    return
+                with adapter_errors(where_of(request)):
+                    n_with = self.engine.prompt_tokens(built)
+                    n_without = self.engine.prompt_tokens(built, drop_audio=True)
+                check = {
+                    "interaction_id": request.interaction.id,
+                    "t": request.t,
+                    "audio_s": round(seconds, 3),
+                    "prompt_tokens_with_audio": n_with,
+                    "prompt_tokens_without_audio": n_without,
+                }
+                check["result"] = self._audio_verdict(check)
+                self._audio_check = check
+            if check["result"] == "dropped":
+                raise FatalAdapterError(check["error"])
 
     def ask(self, messages: list[Any], request: DecisionRequest) -> AdapterOutput:
         """One engine call for ``request`` with prompt ``messages`` (audio checked first).
 
         Raises:
-            AdapterError: transport failure, malformed reply or dropped audio, naming the
-                interaction and ``t``; the API key is never part of the message.
+            AdapterError: transport failure, malformed reply or no answer, naming the
+                interaction, ``t`` and the URL; the API key is never part of the message.
+            FatalAdapterError: the audio check proved the server drops the audio.
         """
-        where = where_of(request)
         if self.options.check_audio and _has_audio(messages):
-            self.verify_audio(messages, where)
-        with adapter_errors(where):
+            self.verify_audio(messages, request)
+        with adapter_errors(where_of(request)):
             return to_output(self.engine.chat(messages, self._tools(request)))
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
@@ -275,8 +311,6 @@ class OpenAISession(Session):
         with adapter_errors(where_of(request)):
             turn = online_turn(request, self.previous)
         self.previous = request.observation
-        if a.options.check_audio and _has_audio(turn):
-            a.verify_audio(turn, where_of(request))
         self.messages.extend(turn)
         _cap_images(self.messages, a.options.online_max_images)
         out = a.ask(self.messages, request)

@@ -6,8 +6,9 @@ parts: the decision-point prompt (:mod:`interactscope.protocol.prompts`, whose p
 own causal arrays: frames with ``pts <= t``, exactly ``round(t * sr)`` audio samples), the
 refusal of native audio for a VL model, and Online Rolling.
 
-Protocols. Offline Probing: ``respond`` / ``respond_batch`` (one independent greedy generation
-per decision point). Online Rolling: :meth:`TransformersAdapter.open_session` keeps one
+Protocols. Offline Probing: ``respond`` (one greedy generation) / ``respond_batch`` (the
+requests of one driver chunk, ``adapter.batch_size``, in one left-padded batched ``generate``;
+greedy answers equal one-at-a-time ones). Online Rolling: :meth:`TransformersAdapter.open_session` keeps one
 conversation per interaction: at the first step the observation 0..q is replayed, then each step
 appends only the new frames, the new audio samples and new transcript words, and the model's own
 answer stays in the conversation as an assistant turn (the whole conversation is re-encoded at
@@ -137,18 +138,38 @@ class TransformersAdapter(Adapter):
         """
         with adapter_errors(where_of(request) if request is not None else None):
             res = self.engine.chat(messages)
-        return AdapterOutput(
-            text=res.text,
-            latency_s=res.latency_s,
-            prompt_tokens=res.prompt_tokens,
-            completion_tokens=res.completion_tokens,
-            extra=dict(res.raw),
-        )
+        return _output(res)
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
         from interactscope.protocol.prompts import build_messages
 
         return self.generate(build_messages(request, frames_as=self.frames_as), request)
+
+    def respond_batch(self, requests: list[DecisionRequest]) -> list[AdapterOutput | Exception]:
+        """Independent requests answered by one batched ``generate`` (the engine's
+        ``chat_batch``: left padding, greedy answers equal to :meth:`respond`'s); a request whose
+        prompt cannot be built or processed gets its :class:`AdapterError` in its slot.
+        ``adapter.batch_size`` (the driver's chunk) bounds the batch; 1 answers one at a time."""
+        from interactscope.protocol.prompts import build_messages
+
+        out: list[AdapterOutput | Exception | None] = [None] * len(requests)
+        convs, slots = [], []
+        for i, r in enumerate(requests):
+            try:
+                convs.append(build_messages(r, frames_as=self.frames_as))
+                slots.append(i)
+            except Exception as exc:  # noqa: BLE001 - recorded on the record, run goes on
+                out[i] = exc
+        if self.engine.generator is None:
+            self.load()
+        for i, res in zip(slots, self.engine.chat_batch(convs), strict=True):
+            if isinstance(res, Exception):
+                err = AdapterError(f"{where_of(requests[i])}: {res}")
+                err.__cause__ = res
+                out[i] = err
+            else:
+                out[i] = _output(res)
+        return [o if o is not None else AdapterError("no result") for o in out]
 
     def open_session(self, interaction: Interaction, video: VideoRecord) -> TransformersSession:
         if self.engine.generator is None:
@@ -157,6 +178,17 @@ class TransformersAdapter(Adapter):
 
     def close(self) -> None:
         self.engine.close()
+
+
+def _output(res: Any) -> AdapterOutput:
+    """An engine ``ChatResult`` as the driver's :class:`AdapterOutput` (raw facts in extra)."""
+    return AdapterOutput(
+        text=res.text,
+        latency_s=res.latency_s,
+        prompt_tokens=res.prompt_tokens,
+        completion_tokens=res.completion_tokens,
+        extra=dict(res.raw),
+    )
 
 
 class TransformersSession(Session):

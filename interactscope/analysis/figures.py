@@ -71,14 +71,20 @@ def tolerance_figure(
     ax.set_ylabel("T1 joint time–tool accuracy (%)")
     ax.set_ylim(-5, 105)
     ax.grid(alpha=0.3)
-    ax.set_title(
-        "Score by tolerance, with and without scene input\n(95% cluster-bootstrap intervals)"
-    )
+    ax.set_title(f"Score by tolerance, {_scene_words(curves)}\n(95% cluster-bootstrap intervals)")
     if len(curves):
         ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
     else:
         ax.text(0.5, 0.5, "no T1 targets in these runs", ha="center", transform=ax.transAxes)
     return _save(fig, out, name)
+
+
+def _scene_words(curves: pd.DataFrame) -> str:
+    """The conditions a tolerance figure shows, named only when present."""
+    scenes = set(curves["scene"]) if len(curves) else set()
+    if scenes >= {"full", "none"}:
+        return "with and without scene input"
+    return "request only (no scene input)" if scenes == {"none"} else "with scene input"
 
 
 def sequence_figure(

@@ -4,6 +4,7 @@ per control registered in :mod:`interactscope.analysis.controls`)."""
 from __future__ import annotations
 
 import inspect
+import json
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ def compare(
     ),
     resamples: int = typer.Option(B_DEFAULT, "--resamples", help=B_HELP),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    as_json: bool = typer.Option(
+        False, "--json", help="Print one JSON document (runs, options, notes, rows) on stdout."
+    ),
 ) -> None:
     """Every metric of two scored runs with paired differences B − A and 95% intervals.
 
@@ -42,14 +46,18 @@ def compare(
         )
     except (AnalysisError, ValueError) as exc:
         fail(str(exc))
-    typer.echo(f"A = {c.runs['a']['label']} ({run_a})\nB = {c.runs['b']['label']} ({run_b})")
-    typer.echo(c.markdown())
+    meta = {"runs": c.runs, "options": c.options, "notes": c.notes}
+    if as_json:
+        rows = json.loads(c.table.to_json(orient="records", double_precision=10))
+        typer.echo(json.dumps(meta | {"rows": rows}, sort_keys=True, default=str))
+    else:
+        typer.echo(f"A = {c.runs['a']['label']} ({run_a})\nB = {c.runs['b']['label']} ({run_b})")
+        typer.echo(c.markdown())
     for note in c.notes:
         typer.secho(f"note: {note}", fg=typer.colors.YELLOW, err=True)
     if out is not None:
-        meta = {"runs": c.runs, "options": c.options, "notes": c.notes}
         write_table(c.table, out, "compare", markdown=c.markdown(), meta=meta)
-        typer.echo(f"wrote {out}")
+        typer.secho(f"wrote {out}", err=as_json)
 
 
 @app.command()

@@ -13,25 +13,37 @@ from typing import Any
 import typer
 import yaml
 
+from interactscope.secrets import install_log_redaction, redact
+
+CHATTY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "faster_whisper")
+"""Libraries whose INFO lines (one per HTTP request, one per transcription) would bury the
+summary: shown only with ``-v``."""
+
 
 def setup_logging(verbose: bool) -> None:
-    """Log to stderr; DEBUG with ``-v``, INFO otherwise."""
+    """Log to stderr; DEBUG with ``-v``, INFO otherwise. Without ``-v`` the per-request lines of
+    the HTTP clients and faster-whisper's progress lines are hidden (warnings still show)."""
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.INFO,
         format="%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for name in CHATTY_LOGGERS:
+        logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
+    install_log_redaction()  # API keys never reach a log line, with -v included
 
 
 def fail(msg: str, code: int = 1) -> None:
     """Print one red line on stderr and exit with ``code`` (no traceback)."""
-    typer.secho(msg, fg=typer.colors.RED, err=True)
+    typer.secho(redact(msg), fg=typer.colors.RED, err=True)
     raise typer.Exit(code)
 
 
 EXIT_RECORD_ERRORS = 3
 """Exit code of ``collect`` when it finished but some records carry an infrastructure error, and
 of ``score --strict`` when the scored records carry one."""
+EXIT_INTERRUPTED = 130
+"""Exit code of ``collect`` stopped by Ctrl-C (what was written is kept; re-run to resume)."""
 EXIT_INCOMPLETE = 4
 """Exit code of ``score --strict`` on a run that never finished or lacks decision points."""
 
@@ -52,6 +64,17 @@ def parse_sets(items: list[str]) -> dict[str, Any]:
             what = str(getattr(exc, "problem", None) or exc).splitlines()[0]
             fail(f"--set {item!r}: not a plain YAML value ({what}); quote it or drop the '!' tag")
     return out
+
+
+def split_list(value: str | None, option: str) -> list[str] | None:
+    """``"a, b,c"`` -> ``["a", "b", "c"]`` (``None`` for no value). An empty list ends the
+    command with one line naming ``option`` (exit 1)."""
+    if value is None:
+        return None
+    items = [x.strip() for x in value.split(",") if x.strip()]
+    if not items:
+        fail(f"{option} expects a comma-separated list, got {value!r}")
+    return items
 
 
 @contextlib.contextmanager

@@ -15,11 +15,13 @@ from interactscope.cli import ray_options
 from interactscope.cli.app import app
 from interactscope.cli.common import (
     EXIT_INCOMPLETE,
+    EXIT_INTERRUPTED,
     EXIT_RECORD_ERRORS,
     disk_errors,
     fail,
     parse_sets,
     setup_logging,
+    split_list,
 )
 
 DEMO_BENCH = Path(__file__).resolve().parents[2] / "annotations" / "demo"
@@ -73,11 +75,28 @@ def validate(
 
 
 @app.command()
-def schema() -> None:
-    """Print the JSON Schema of benchmark.json and of one interactions.jsonl line."""
-    from interactscope.bench import benchmark_json_schema
+def schema(
+    out: Path | None = typer.Option(
+        None,
+        "--out",
+        "-o",
+        help="Write benchmark.schema.json and interaction.schema.json into this folder.",
+    ),
+) -> None:
+    """Print the JSON Schema of benchmark.json and of one interactions.jsonl line (or, with
+    --out, write them as two files any JSON Schema validator can use)."""
+    from interactscope.bench import benchmark_json_schema, write_json_schemas
 
-    typer.echo(json.dumps(benchmark_json_schema(), indent=2))
+    if out is None:
+        typer.echo(json.dumps(benchmark_json_schema(), indent=2))
+        return
+    with disk_errors(out):
+        paths = write_json_schemas(out)
+    typer.echo("wrote " + ", ".join(str(p) for p in paths))
+
+
+ONLY_HELP = "Only these interaction ids (a,b,...); recorded in run.json: resume with the same."
+TASK_HELP = "Only these tasks (e.g. T2,T7); recorded in run.json: resume with the same."
 
 
 @app.command()
@@ -106,6 +125,8 @@ def collect(
     limit: int | None = typer.Option(
         None, help="Only the first N interactions (after sharding); for smoke tests."
     ),
+    only: str | None = typer.Option(None, "--only", help=ONLY_HELP),
+    task: str | None = typer.Option(None, "--task", help=TASK_HELP),
     batch_size: int | None = typer.Option(
         None,
         help="Decision points per adapter batch in Offline Probing (default: the model config's "
@@ -130,8 +151,10 @@ def collect(
     setup_logging(verbose)
     from interactscope.collect import CollectError
 
-    run = ray_options.collector(ray_options.ray_options(ray, ray_address, workers, gpus_per_worker))
+    opts = ray_options.ray_options(ray, ray_address, workers, gpus_per_worker)
+    run = ray_options.collector(opts)
     overrides = parse_sets(set_)
+    subset = _subset(only, task, ray=opts is not None)
     try:
         with disk_errors(out):
             summary = run(
@@ -146,11 +169,33 @@ def collect(
                 retry_errors=retry_errors,
                 progress=not no_progress,
                 command=sys.argv,
+                **subset,
             )
     except CollectError as exc:
         fail(str(exc))
+    except KeyboardInterrupt:
+        _interrupted(out)
     typer.echo(f"{out}: {summary.line()}")
     _exit_on_record_errors(out)
+
+
+def _subset(only: str | None, task: str | None, *, ray: bool) -> dict[str, list[str]]:
+    """``run_collect``'s ``only`` / ``tasks`` keywords from ``--only`` / ``--task`` (empty: none)."""
+    subset = {"only": split_list(only, "--only"), "tasks": split_list(task, "--task")}
+    out = {k: v for k, v in subset.items() if v}
+    if out and ray:
+        fail("--only/--task do not work with --ray yet; use --limit or --shard")
+    return out
+
+
+def _interrupted(out: Path) -> None:
+    """Ctrl-C in ``collect``: say that nothing is lost and how to resume, exit 130."""
+    typer.secho(
+        f"\ninterrupted: the records written to {out} are kept; re-run the same command to resume",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
+    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _exit_on_record_errors(out: Path) -> None:
@@ -431,10 +476,13 @@ def observe(
     asr_strict: bool = typer.Option(
         False, "--asr-strict", help="Transcribe only the causal prefix [0, t]."
     ),
+    save: Path | None = typer.Option(
+        None, "--save", help="Write the frames (PNG) and the audio (WAV) it shows into DIR."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
 ) -> None:
     """Print what a model would receive at time t: frame times, frame size, audio samples,
-    transcript. For checking causality by hand (SPEC §2)."""
+    transcript. For checking causality by hand (docs/protocol.md, causal observation)."""
     from interactscope.media import AsrSettings, MediaError
     from interactscope.media import observe as observe_media
 
@@ -443,13 +491,26 @@ def observe(
     )
     try:
         obs = observe_media(
-            video, at, audio=audio, max_frames=max_frames, policy=policy, max_side=max_side, asr=asr
+            video,
+            at,
+            audio=audio,
+            max_frames=max_frames,
+            policy=policy,
+            max_side=max_side,
+            asr=asr,
+            save=save,
         )
     except (MediaError, ValueError) as exc:
         fail(str(exc))
+    except OSError as exc:
+        fail(f"{save}: cannot write ({exc.strerror or exc}); check the folder")
+    for w in obs["warnings"]:
+        typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
     if as_json:
         typer.echo(json.dumps(obs))
         return
     for key, value in obs.items():
-        if key != "words":
+        if key not in ("words", "warnings", "saved"):
             typer.echo(f"{key}: {value}")
+    if obs["saved"]:
+        typer.echo(f"saved {len(obs['saved'])} file(s) to {save}")

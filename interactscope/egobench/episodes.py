@@ -149,6 +149,9 @@ def run_episode(
             rec.stop_reason = "error"
             rec.errors.append(_one_line(exc))
         rec.final_state_hash = env.state_hash()
+    ledger = getattr(agent, "episode_ledger", None)
+    if callable(ledger):  # a policy that keeps its own record (EgoInteract's ledger)
+        rec.ledger = ledger()
     rec.latency_s = round(rec.latency_s, 6)
     return rec
 

@@ -153,6 +153,8 @@ class EpisodeRecord(BaseModel):
     output_tokens: int = 0
     latency_s: float = 0.0
     errors: list[str] = Field(default_factory=list)
+    ledger: dict[str, Any] | None = None
+    """The agent policy's own record of the episode (EgoInteract: its evidence ledger)."""
 
 
 class AgentLog(BaseModel):

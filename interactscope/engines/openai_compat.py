@@ -8,9 +8,15 @@ WAV. Tools go as native ``tools`` (``type: function``); the reply's ``message.to
 back parsed (name + arguments dict) in :attr:`ChatResult.tool_calls`.
 
 The base URL and the API key come from environment variables named in the options
-(``base_url_env``, ``api_key_env``); keys are never read from files or the command line and never
-logged. The ``openai`` client retries connection errors, 408/409/429/5xx with exponential backoff
-(``max_retries``, ``Retry-After`` honoured) within ``timeout_s`` seconds per request.
+(``base_url_env``, ``api_key_env``); keys are never read from files or the command line, and
+every error text passes through :func:`interactscope.secrets.redact` (the key variable is
+registered there). The ``openai`` client retries connection errors, 408/409/429/5xx with
+exponential backoff (``max_retries``, ``Retry-After`` honoured) within ``timeout_s`` seconds per
+request; a failure names the server's URL.
+
+An answer with ``content: null`` and no tool calls is an :class:`EngineError`, never an empty
+(silent) reply. :meth:`OpenAIEngine.check_served_model` asks ``GET /models`` before a run
+(``check_models``) so that a wrong URL or model name fails once, not on every record.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from interactscope.engines.base import (
 from interactscope.engines.config import BackendOptions
 from interactscope.engines.toolcalls import native_tool_call
 from interactscope.schema import ToolSpec
+from interactscope.secrets import redact, register_key_env
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +83,12 @@ class OpenAIOptions(BackendOptions):
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     # read by the streaming adapter over this engine (interactscope.adapters.openai_backend)
     native_tools: bool = Field(True, description="offer the T1 catalogue as native tools")
-    check_audio: bool = Field(True, description="verify the server consumes input_audio")
+    check_audio: bool = Field(
+        True, description="verify the server consumes input_audio (first request with >= 1 s)"
+    )
+    check_models: bool = Field(
+        True, description="ask GET /models for the model before a run (false: server has none)"
+    )
     online_max_images: int | None = Field(None, ge=1, description="Online Rolling frame cap")
 
 
@@ -222,17 +234,40 @@ def _reply_text(message: Any) -> str:
     return text
 
 
-def to_chat_result(resp: Any, latency_s: float) -> ChatResult:
+def _no_answer(choice: Any) -> EngineError | None:
+    """The error of an answer with ``content: null`` and no tool calls (``None`` otherwise; a
+    refusal string counts as an answer)."""
+    message = choice.message
+    if message.content is not None or getattr(message, "tool_calls", None):
+        return None
+    if isinstance(getattr(message, "refusal", None), str):
+        return None
+    return EngineError(
+        "the server answered with content null and no tool calls (finish_reason "
+        f"{getattr(choice, 'finish_reason', None)}): not a model reply; check the server's "
+        "chat template, reasoning parser and max tokens"
+    )
+
+
+def to_chat_result(resp: Any, latency_s: float, *, require_answer: bool = True) -> ChatResult:
     """A chat-completions response object as a :class:`ChatResult`.
 
+    Args:
+        resp: the response of ``chat.completions.create``.
+        latency_s: wall time of the call, seconds.
+        require_answer: refuse ``content: null`` without tool calls (False: token probes).
+
     Raises:
-        EngineError: the response holds no choices.
+        EngineError: the response holds no choices, or no content and no tool calls.
     """
     choices = getattr(resp, "choices", None)
     if not choices:
         raise EngineError("the server returned no choices")
     choice = choices[0]
     message = choice.message
+    missing = _no_answer(choice) if require_answer else None
+    if missing is not None:
+        raise missing
     calls, errors, ids = [], [], []
     for c in getattr(message, "tool_calls", None) or []:
         fn = getattr(c, "function", None)
@@ -245,8 +280,12 @@ def to_chat_result(resp: Any, latency_s: float) -> ChatResult:
         if err:
             errors.append(err)
     usage = getattr(resp, "usage", None)
+    text = _reply_text(message)
+    refusal = getattr(message, "refusal", None)
+    if message.content is None and isinstance(refusal, str):
+        text = refusal
     return ChatResult(
-        text=_reply_text(message),
+        text=text,
         tool_calls=calls,
         tool_call_errors=errors,
         tool_call_ids=ids,
@@ -281,6 +320,7 @@ class OpenAIEngine:
         self.model = str(options.model or options.checkpoint or name)
         self._client = client
         self._lock = threading.Lock()
+        register_key_env(options.api_key_env)
 
     def base_url(self) -> str | None:
         """``$base_url_env`` if set, else the public ``base_url`` default (never a secret)."""
@@ -364,27 +404,104 @@ class OpenAIEngine:
             drop_audio=drop_audio,
         )
 
+    def url(self) -> str:
+        """The URL requests go to (the client's base URL once it exists), for messages."""
+        client = self._client
+        url = getattr(client, "base_url", None) if client is not None else None
+        return str(url or self.base_url() or "https://api.openai.com/v1")
+
+    def _create(self, body: dict[str, Any], require_answer: bool = True) -> ChatResult:
+        try:
+            t0 = time.perf_counter()
+            resp = self.client().chat.completions.create(**body)
+            latency = time.perf_counter() - t0
+        except EngineError:
+            raise
+        except Exception as exc:  # openai.APIError, httpx errors
+            raise EngineError(f"{type(exc).__name__} from {self.url()}: {self.safe(exc)}") from exc
+        try:
+            return to_chat_result(resp, latency, require_answer=require_answer)
+        except EngineError as exc:
+            raise EngineError(f"{self.url()} (model {self.model}): {exc}") from None
+
     def chat(
         self, messages: Sequence[Any], tools: Sequence[Any] | None = None, **generation: Any
     ) -> ChatResult:
         """One chat completion (``generation``: max_new_tokens, temperature, top_p, seed, stop).
 
         Raises:
-            EngineError: HTTP/connection failure after retries, timeout, a malformed reply; the
-                API key is masked in the message.
+            EngineError: HTTP/connection failure after retries (naming the URL), timeout, a
+                malformed reply or one with no content and no tool calls; keys are masked.
         """
         try:
-            body = self.request_body(
-                self.wire(messages), to_openai_tools(tools) if tools else None, generation
-            )
-            t0 = time.perf_counter()
-            resp = self.client().chat.completions.create(**body)
-            latency = time.perf_counter() - t0
+            wire = self.wire(messages)
         except EngineError:
             raise
-        except Exception as exc:  # openai.APIError, httpx errors, encoding errors
+        except Exception as exc:  # encoding errors
             raise EngineError(f"{type(exc).__name__}: {self.safe(exc)}") from exc
-        return to_chat_result(resp, latency)
+        tools_wire = to_openai_tools(tools) if tools else None
+        return self._create(self.request_body(wire, tools_wire, generation))
+
+    def prompt_tokens(self, messages: Sequence[Any], *, drop_audio: bool = False) -> int | None:
+        """``usage.prompt_tokens`` of ``messages`` (a one-token request; its content, even
+        null, is not read); ``None`` when the server reports no usage.
+
+        Raises:
+            EngineError: as :meth:`chat`.
+        """
+        body = self.request_body(self.wire(messages, drop_audio=drop_audio), None, {})
+        body[self.options.max_tokens_field] = 1
+        return self._create(body, require_answer=False).prompt_tokens
+
+    def check_served_model(self) -> list[str]:
+        """Ask the server ``GET /models`` and check it serves :attr:`model` (an id equal to it,
+        ``models/`` prefixes ignored). One quick attempt (at most 30 s, one retry).
+
+        Returns:
+            The ids the server serves.
+
+        Raises:
+            EngineError: one line naming the URL: unreachable, no ``/models`` (skip the check
+                with ``check_models: false``), key refused, or the model not served.
+        """
+        url = self.url()
+        try:
+            client = self.client().with_options(
+                max_retries=1, timeout=min(30.0, self.options.timeout_s)
+            )
+            ids = [str(m.id) for m in client.models.list()]
+        except EngineError:
+            raise
+        except Exception as exc:  # openai.APIError, httpx errors
+            raise EngineError(self._models_failure(url, exc)) from exc
+        want = self.model.removeprefix("models/")
+        if not any(i.removeprefix("models/") == want for i in ids):
+            served = ", ".join(ids[:12]) + (f", ... ({len(ids)} in all)" if len(ids) > 12 else "")
+            raise EngineError(
+                f"the server at {url} does not serve model {self.model!r} (GET /models lists: "
+                f"{served or 'nothing'}); set the served name with --set adapter.model=NAME, or "
+                "skip this check with --set adapter.check_models=false"
+            )
+        return ids
+
+    def _models_failure(self, url: str, exc: BaseException) -> str:
+        status = getattr(exc, "status_code", None)
+        what = f"{type(exc).__name__}: {self.safe(exc)}"
+        if status in (404, 405, 501):
+            return (
+                f"the server at {url} has no GET /models (HTTP {status}); skip this check with "
+                "--set adapter.check_models=false"
+            )
+        if status in (401, 403):
+            env = self.options.api_key_env or "the api_key_env variable"
+            return f"the server at {url} refused the API key in ${env} (HTTP {status}): {what}"
+        if status is not None:
+            return f"GET /models at {url} failed (HTTP {status}): {what}"
+        return (
+            f"cannot reach the server at {url} ({what}); start it or fix the base URL "
+            f"(${self.options.base_url_env or 'base_url_env'} / base_url), or skip this check with "
+            "--set adapter.check_models=false"
+        )
 
     def chat_batch(
         self,
@@ -408,13 +525,8 @@ class OpenAIEngine:
             return list(pool.map(one, conversations))
 
     def safe(self, exc: BaseException) -> str:
-        """Exception text (500 chars at most) with the API key masked should a server echo it."""
-        text = str(exc)
-        env = self.options.api_key_env
-        key = os.environ.get(env) if env else None
-        if key and len(key) >= 4:
-            text = text.replace(key, "***")
-        return text[:500]
+        """Exception text (500 chars at most) with every key masked should a server echo it."""
+        return redact(exc, [self.options.api_key_env or ""])[:500]
 
     def describe(self) -> dict[str, Any]:
         """Facts for ``run.json``: no key, only the names of the variables."""
@@ -431,6 +543,7 @@ class OpenAIEngine:
             "timeout_s": o.timeout_s,
             "jpeg_quality": o.jpeg_quality,
             "image_detail": o.image_detail,
+            "check_models": o.check_models,
         }
 
     def close(self) -> None:

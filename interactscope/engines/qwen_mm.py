@@ -19,6 +19,7 @@ and, when they happen, ``audio_dropped_s`` and ``audio_padded_samples``.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,7 +41,9 @@ from interactscope.engines.base import (
 from interactscope.engines.qwen_options import QwenOptions
 from interactscope.engines.vllm_engine import fps_of
 
-__all__ = ["MODEL_TYPES", "QwenEngine", "Rendered"]
+__all__ = ["MODEL_TYPES", "QwenEngine", "Rendered", "collate_left"]
+
+log = logging.getLogger(__name__)
 
 MODEL_TYPES: dict[str, tuple[str, str]] = {
     # model_type: (transformers class name, family)
@@ -103,6 +106,62 @@ def _add_video(r: Rendered, frames: list[np.ndarray], pts: list[float], parts: l
     r.n_frames += n
     r.n_frames_sent += len(sent)
     parts.append({"type": "video"})
+
+
+def _raw(r: Rendered, model_s: float) -> dict[str, Any]:
+    """``ChatResult.raw`` of one answer: frame and audio counts, model seconds."""
+    raw: dict[str, Any] = {
+        "n_frames": r.n_frames,
+        "n_frames_sent": r.n_frames_sent,
+        "audio_samples": sum(r.audio_samples),
+        "model_s": round(model_s, 4),
+    }
+    if r.audio_dropped_s:
+        raw["audio_dropped_s"] = round(r.audio_dropped_s, 3)
+    if r.audio_padded_samples:
+        raw["audio_padded_samples"] = r.audio_padded_samples
+    return raw
+
+
+def collate_left(rows: Sequence[Any], pad_id: int) -> dict[str, Any]:
+    """Processor outputs of single prompts joined into one batch.
+
+    Args:
+        rows: mappings from the processor, each holding ``input_ids`` and ``attention_mask`` of
+            shape (1, L_i) and any media tensors (first axis = items or patches, e.g.
+            ``pixel_values_videos`` (P_i, D), ``video_grid_thw`` (V_i, 3), ``input_features``
+            (A_i, mel, frames)) or lists (one entry per item).
+        pad_id: token id put in front of shorter prompts.
+
+    Returns:
+        ``input_ids`` / ``attention_mask`` of shape (B, max L_i), left-padded (mask 0 on pads);
+        every other key concatenated along its first axis in row order (rows without it add
+        nothing).
+
+    Raises:
+        ValueError: a media key whose tensors differ beyond the first axis (torch's message).
+    """
+    import torch
+
+    width = max(int(r["input_ids"].shape[1]) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=rows[0]["input_ids"].dtype)
+    mask = torch.zeros((len(rows), width), dtype=rows[0]["attention_mask"].dtype)
+    for b, r in enumerate(rows):
+        n = int(r["input_ids"].shape[1])
+        ids[b, width - n :] = r["input_ids"][0]
+        mask[b, width - n :] = r["attention_mask"][0]
+    out: dict[str, Any] = {"input_ids": ids, "attention_mask": mask}
+    keys = [k for r in rows for k in r.keys() if k not in out]
+    for key in dict.fromkeys(keys):
+        vals = [r[key] for r in rows if key in r]
+        if all(isinstance(v, torch.Tensor) for v in vals):
+            try:
+                out[key] = torch.cat(vals, dim=0)
+            except RuntimeError as exc:
+                raise ValueError(f"cannot batch {key!r}: {exc}") from exc
+        else:
+            out[key] = [x for v in vals for x in v]
+    return out
 
 
 class QwenEngine:
@@ -341,9 +400,12 @@ class QwenEngine:
 
     # ------------------------------------------------------------------ generation
     def _inputs(self, r: Rendered) -> Any:
+        return self._on_device(self.processor(**self.processor_inputs(r)))
+
+    def _on_device(self, inputs: Any) -> Any:
+        """Processor outputs on the model's device, float inputs in the model's dtype."""
         import torch
 
-        inputs = self.processor(**self.processor_inputs(r))
         inputs = inputs.to(self.device) if hasattr(inputs, "to") else inputs
         fdt = getattr(self.generator, "dtype", None)
         if fdt is not None and fdt != torch.float32:
@@ -402,16 +464,7 @@ class QwenEngine:
         model_s = time.perf_counter() - t_model
         seq = out.sequences if hasattr(out, "sequences") else out
         text, n_out = self._decode(seq[0, n_in:])
-        raw: dict[str, Any] = {
-            "n_frames": r.n_frames,
-            "n_frames_sent": r.n_frames_sent,
-            "audio_samples": sum(r.audio_samples),
-            "model_s": round(model_s, 4),
-        }
-        if r.audio_dropped_s:
-            raw["audio_dropped_s"] = round(r.audio_dropped_s, 3)
-        if r.audio_padded_samples:
-            raw["audio_padded_samples"] = r.audio_padded_samples
+        raw = _raw(r, model_s)
         return ChatResult(
             text=text,
             prompt_tokens=n_in,
@@ -426,8 +479,83 @@ class QwenEngine:
         tools: Sequence[Any] | None = None,
         **generation: Any,
     ) -> list[ChatResult | EngineError]:
-        """One :meth:`chat` per conversation (no padding batch: prompts differ in media)."""
-        return chat_each(self, conversations, tools, **generation)
+        """Answers in order from one left-padded ``generate`` over all conversations.
+
+        Each conversation is rendered and processed alone (the same tensors as :meth:`chat`),
+        then the rows are joined: ``input_ids`` / ``attention_mask`` left-padded to the longest
+        (pad id of the tokenizer), media tensors concatenated in conversation order. Greedy
+        answers equal :meth:`chat`'s. A conversation that cannot be rendered or processed gets
+        its :class:`EngineError` and the others are batched; when the batched ``generate`` fails
+        (e.g. out of memory) every conversation is answered alone. ``latency_s`` and
+        ``raw["model_s"]`` are the batch's times divided by its size; ``raw`` also has
+        ``batch_size``, ``batch_wall_s`` and ``batch_model_s`` (s).
+        """
+        if len(conversations) < 2:
+            return chat_each(self, conversations, tools, **generation)
+        if self.generator is None:
+            self.load()
+        start = time.perf_counter()
+        try:
+            gen_kw = self._generate_kwargs(generation)
+        except EngineError as exc:
+            return [exc] * len(conversations)
+        results: list[ChatResult | EngineError | None] = [None] * len(conversations)
+        rows: list[tuple[int, Rendered, Any]] = []
+        for i, conv in enumerate(conversations):
+            try:
+                r = self.render(conv)
+                rows.append((i, r, self.processor(**self.processor_inputs(r))))
+            except EngineError as exc:
+                results[i] = exc
+            except Exception as exc:  # noqa: BLE001 - one bad conversation fails its slot only
+                results[i] = EngineError(f"{type(exc).__name__}: {exc}")
+                results[i].__cause__ = exc
+        try:
+            if rows:
+                self._answer_rows(rows, results, gen_kw, start)
+        except Exception as exc:  # noqa: BLE001 - fall back to one conversation at a time
+            log.warning("batched generate of %d failed (%s); one at a time", len(rows), exc)
+            for i, _, _ in rows:
+                results[i] = chat_each(self, [conversations[i]], tools, **generation)[0]
+        return [r if r is not None else EngineError("no result") for r in results]
+
+    def _pad_id(self) -> int:
+        tok = getattr(self.processor, "tokenizer", self.processor)
+        pad = getattr(tok, "pad_token_id", None)
+        return int(pad if pad is not None else tok.eos_token_id)
+
+    def _answer_rows(
+        self,
+        rows: list[tuple[int, Rendered, Any]],
+        results: list[ChatResult | EngineError | None],
+        gen_kw: dict[str, Any],
+        start: float,
+    ) -> None:
+        """One batched ``generate`` over processed ``rows`` (index, rendering, processor output);
+        fills ``results`` at each row's index."""
+        import torch
+
+        pad = self._pad_id()
+        inputs = self._on_device(collate_left([row[2] for row in rows], pad))
+        width = int(inputs["input_ids"].shape[1])
+        t_model = time.perf_counter()
+        with torch.inference_mode():
+            out = self.generator.generate(**inputs, **gen_kw, pad_token_id=pad)
+        model_s = time.perf_counter() - t_model
+        wall = time.perf_counter() - start
+        seq = out.sequences if hasattr(out, "sequences") else out
+        n = len(rows)
+        for b, (i, r, _) in enumerate(rows):
+            text, n_out = self._decode(seq[b, width:])
+            raw = _raw(r, model_s / n)
+            raw.update(batch_size=n, batch_wall_s=round(wall, 4), batch_model_s=round(model_s, 4))
+            results[i] = ChatResult(
+                text=text,
+                prompt_tokens=int(inputs["attention_mask"][b].sum()),
+                completion_tokens=n_out,
+                latency_s=round(wall / n, 4),
+                raw=raw,
+            )
 
     def describe(self) -> dict[str, Any]:
         """Facts for ``run.json``."""

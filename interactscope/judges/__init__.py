@@ -10,6 +10,9 @@
 ``embedding[:THRESH]``    all-MiniLM-L6-v2 cosine ≥ 0.6 (approximation).
 ``lexical[:THRESH]``      token F1 ≥ 0.5 (approximation; the default ``--judge``).
 ``file:PATH``             verdicts from a JSONL file keyed by (interaction, target, time).
+``openai:MODEL+frames``   the OpenAI judge also sees K = 3 frames of each visual target's window
+                          (``+frames+audio``: auditory targets get the window's audio).
+``local:PATH+frames``     a local Qwen VL / Omni checkpoint, the same (Omni: audio too).
 ========================  =====================================================================
 """
 
@@ -80,12 +83,49 @@ def _threshold(arg: str, default: float) -> float:
         raise JudgeError(f"bad judge threshold {arg!r}") from exc
 
 
+_LOOKS = ("frames", "audio")
+
+
+def _looking_suffixes(arg: str) -> tuple[str, set[str]]:
+    """``MODEL+frames+audio`` -> (``MODEL``, {frames, audio}); only known suffixes are taken."""
+    looks: set[str] = set()
+    while "+" in arg and arg.rsplit("+", 1)[1].strip().casefold() in _LOOKS:
+        arg, suffix = arg.rsplit("+", 1)
+        looks.add(suffix.strip().casefold())
+    return arg, looks
+
+
+def _looking_judge(name: str, backend: str, arg: str, looks: set[str], options: dict) -> Judge:
+    """``openai:MODEL+frames[+audio]`` or ``local:PATH+frames``."""
+    if "frames" not in looks:
+        raise JudgeError(
+            f"judge {name!r}: +audio goes with +frames, e.g. openai:MODEL+frames+audio"
+        )
+    if backend == "openai":
+        from interactscope.judges.llm import openai_frames_judge
+
+        return openai_frames_judge(arg or "gpt-4o", audio="audio" in looks, **options)
+    if backend == "local":
+        from interactscope.judges.llm import local_frames_judge
+
+        if not arg:
+            raise JudgeError("local frames judge needs a path: --judge local:PATH+frames")
+        if "audio" in looks:
+            raise JudgeError("local:PATH+frames sends audio by itself when the model takes it")
+        return local_frames_judge(arg, **options)
+    raise JudgeError(f"judge {name!r}: +frames works with openai:MODEL and local:PATH only")
+
+
 def make_judge(name: str, **options: object) -> Judge:
     """Build a judge from its ``--judge`` string (see the module docstring).
 
     Raises:
         JudgeError: unknown name, or a backend whose packages are missing.
     """
+    base, looks = _looking_suffixes(name)
+    if looks:
+        backend, _, arg = base.partition(":")
+        return _looking_judge(name, backend.strip().casefold(), arg, looks, options)
     backend, _, arg = name.partition(":")
     backend = backend.strip().casefold()
     if backend == "toolset":
@@ -115,6 +155,6 @@ def make_judge(name: str, **options: object) -> Judge:
             raise JudgeError("file judge needs a path: --judge file:PATH")
         return FileJudge(arg)
     raise JudgeError(
-        f"unknown judge {name!r}: use toolset, openai[:MODEL], local:PATH, embedding, lexical "
-        "or file:PATH"
+        f"unknown judge {name!r}: use toolset, openai[:MODEL][+frames], local:PATH[+frames], "
+        "embedding, lexical or file:PATH"
     )

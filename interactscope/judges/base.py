@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -49,7 +51,15 @@ class JudgeError(RuntimeError):
 
 @dataclass(frozen=True)
 class JudgeItem:
-    """One (target, response) pair to judge. ``t`` is the response time (s)."""
+    """One (target, response) pair to judge. ``t`` is the response time (s).
+
+    The last three fields are for judges that look at the media (``+frames``); text judges
+    ignore them, so they are not part of a text judge's cache key:
+
+    * ``video_id``: the interaction's media file (resolved by :meth:`Judge.bind_media`);
+    * ``window_s``: the target's closed window [lo, hi] in s (τ ± δ, or the annotated interval);
+    * ``evidence``: the target's ``visual`` / ``auditory`` / ``other``.
+    """
 
     interaction_id: str
     target_id: str
@@ -57,6 +67,9 @@ class JudgeItem:
     request: str
     reference: str
     candidate: str
+    video_id: str | None = None
+    window_s: tuple[float, float] | None = None
+    evidence: str | None = None
 
     @property
     def triple(self) -> tuple[str, str, str]:
@@ -115,6 +128,25 @@ class Judge:
     def judge(self, triples: list[tuple[str, str, str]]) -> list[Verdict]:
         """Verdicts for (request, reference, candidate) triples, in order."""
         raise NotImplementedError
+
+    def unit(self, item: JudgeItem) -> tuple[str, str, str]:
+        """What this judge is asked about ``item``: the unit of deduplication and caching. The
+        text triple here; a judge that looks at the media returns the triple with what it will
+        see attached (a tuple subclass, see :mod:`interactscope.judges.frames`)."""
+        return item.triple
+
+    def unit_key(self, unit: tuple[str, str, str]) -> str:
+        """Cache key of a unit: :func:`~interactscope.judges.cache.cache_key` of (backend,
+        model, prompt version, request, reference, candidate), plus the content hash of the media
+        a looking judge attaches (``unit.media_sha256``)."""
+        from interactscope.judges.cache import cache_key
+
+        media = getattr(unit, "media_sha256", None)
+        return cache_key(self.backend, self.model, self.prompt_version, *unit[:3], media=media)
+
+    def bind_media(self, paths: Mapping[str, Path]) -> None:
+        """Tell a judge that looks at the media where each video id's file is (no-op for text
+        judges). Scoring calls it with the benchmark's ``video id -> file`` map."""
 
     def judge_items(self, items: list[JudgeItem]) -> list[Verdict]:
         """Verdicts for items; per-triple judges delegate to :meth:`judge`."""

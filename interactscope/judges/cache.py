@@ -1,6 +1,7 @@
 """On-disk verdict cache (SPEC §4): SQLite through the standard library.
 
-Key: SHA-256 of the JSON list [backend, model, prompt version, request, reference, candidate].
+Key: SHA-256 of the JSON list [backend, model, prompt version, request, reference, candidate],
+with the media content hash appended for a judge that looks at frames or audio.
 Unparseable verdicts are cached too (re-scoring must give identical numbers); transport errors
 are not. The texts are stored beside the verdict so a cache can be audited by hand.
 """
@@ -33,12 +34,25 @@ CREATE TABLE IF NOT EXISTS verdicts (
 
 
 def cache_key(
-    backend: str, model: str, prompt_version: str, request: str, reference: str, candidate: str
+    backend: str,
+    model: str,
+    prompt_version: str,
+    request: str,
+    reference: str,
+    candidate: str,
+    *,
+    media: str | None = None,
 ) -> str:
-    """Hex SHA-256 of the six fields (SPEC §4)."""
-    blob = json.dumps(
-        [backend, model, prompt_version, request, reference, candidate], ensure_ascii=False
-    )
+    """Hex SHA-256 of the JSON list of the six fields (docs/protocol.md, judges and caching).
+
+    ``media``: hex SHA-256 of what a looking judge attaches (frames' pixel bytes, audio samples);
+    when given it is a seventh list element. Without it the key is the six-field one, so caches
+    written before looking judges existed still hit for text judges.
+    """
+    fields = [backend, model, prompt_version, request, reference, candidate]
+    if media is not None:
+        fields.append(media)
+    blob = json.dumps(fields, ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

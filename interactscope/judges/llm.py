@@ -1,5 +1,6 @@
 """Model judges: ``openai:MODEL`` (any OpenAI-compatible endpoint) and ``local:PATH`` (a
-transformers causal LM), both through :mod:`interactscope.engines`.
+transformers causal LM), both through :mod:`interactscope.engines`; and their looking variants
+``openai:MODEL+frames`` and ``local:PATH+frames`` (:mod:`interactscope.judges.frames`).
 
 Both send the versioned prompt :func:`~interactscope.judges.base.judge_messages` at temperature 0
 (greedy decoding locally) and parse the answer with the strict
@@ -23,8 +24,9 @@ from interactscope.judges.base import (
     judge_messages,
     parse_verdict,
 )
+from interactscope.secrets import redact
 
-__all__ = ["LocalJudge", "OpenAIJudge"]
+__all__ = ["LocalJudge", "OpenAIJudge", "local_frames_judge", "openai_frames_judge"]
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +105,7 @@ class OpenAIJudge(Judge):
             return []
         answers = self.engine.chat_batch([judge_messages(*t) for t in triples])
         return [
-            Verdict(None, "", error=str(a))
+            Verdict(None, "", error=redact(a))
             if isinstance(a, EngineError)
             else Verdict(parse_verdict(a.text), a.text)
             for a in answers
@@ -165,3 +167,84 @@ class LocalJudge(Judge):
             text = self.engine.complete(self._prompt(triple)).text
             out.append(Verdict(parse_verdict(text), text))
         return out
+
+
+def openai_frames_judge(model: str, *, audio: bool = False, **options: Any) -> Judge:
+    """``openai:MODEL+frames`` (``+audio``: the model takes ``input_audio``, e.g.
+    ``gpt-4o-audio-preview``; without it auditory targets are judged on text and that is
+    recorded). ``options`` are those of :class:`OpenAIJudge` plus ``max_frames``, ``max_side``.
+
+    Raises:
+        JudgeError: as :class:`OpenAIJudge`; a bad frames option.
+    """
+    from interactscope.judges.frames import FramesJudge
+
+    settings = _frames_settings(options)
+    text = OpenAIJudge(model, **options)
+    return FramesJudge(
+        text.engine,
+        name=text.name + "+frames" + ("+audio" if audio else ""),
+        backend="openai+frames",
+        model=text.model,
+        settings=settings,
+        takes_audio=audio,
+        extra_settings=text.settings,
+        concurrency=text.concurrency,
+    )
+
+
+def local_frames_judge(
+    path: str, *, device: str = "cpu", max_new_tokens: int = 8, **options: Any
+) -> Judge:
+    """``local:PATH+frames``: a local Qwen VL / Qwen Omni checkpoint through the
+    ``transformers`` engine, greedy decoding; Omni models also get the audio of auditory
+    targets. ``options``: ``max_frames``, ``max_side``, ``audio``.
+
+    Raises:
+        JudgeError: the packages are missing, or PATH is not a model that takes images.
+    """
+    from interactscope.engines.qwen_mm import QwenEngine
+    from interactscope.engines.qwen_options import QwenOptions
+    from interactscope.judges.frames import FramesJudge
+
+    settings = _frames_settings(options)
+    if options:
+        raise JudgeError(f"local frames judge: unknown option(s) {sorted(options)}")
+    qopts = QwenOptions(
+        checkpoint=str(path),
+        device=device,
+        frames_as="image",
+        generation={"temperature": 0.0, "max_new_tokens": int(max_new_tokens)},
+    )
+    engine = QwenEngine(qopts, f"local:{path}")
+    try:
+        engine.load()
+    except EngineError as exc:
+        raise JudgeError(
+            f"local:{path}+frames needs a model that takes images (Qwen2/2.5/3-VL, Qwen Omni): "
+            f"{exc}; use local:{path} for a text-only model"
+        ) from exc
+    return FramesJudge(
+        engine,
+        name=f"local:{path}+frames",
+        backend="local+frames",
+        model=str(path),
+        settings=settings,
+        takes_audio=engine.family == "omni",
+        extra_settings={"max_new_tokens": int(max_new_tokens), "decoding": "greedy"},
+    )
+
+
+def _frames_settings(options: dict[str, Any]) -> Any:
+    """Pop the frames options (``max_frames``, ``max_side``, ``audio``) into FramesSettings."""
+    from pydantic import ValidationError
+
+    from interactscope.judges.frames import FramesSettings
+
+    keys = ("max_frames", "max_side", "audio", "max_audio_s")
+    picked = {k: options.pop(k) for k in keys if k in options}
+    try:
+        return FramesSettings(**picked)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise JudgeError(f"frames judge: {e['loc'][0]}: {e['msg']}") from None

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from interactscope.judges.base import Judge, JudgeError, JudgeItem, Verdict
-from interactscope.judges.cache import VerdictCache, cache_key
+from interactscope.judges.cache import VerdictCache
 
 __all__ = ["JudgeReport", "run_judge"]
 
@@ -47,7 +47,7 @@ class JudgeReport:
 
 
 def _key(judge: Judge, triple: tuple[str, str, str]) -> str:
-    return cache_key(judge.backend, judge.model, judge.prompt_version, *triple)
+    return judge.unit_key(triple)
 
 
 def run_judge(
@@ -81,9 +81,11 @@ def run_judge(
         _raise_errors(verdicts, judge)
         return report
 
+    units = [judge.unit(it) for it in items]  # the triple (+ the media a looking judge sees)
+    keys = [_key(judge, u) for u in units]
     unique: dict[str, tuple[str, str, str]] = {}
-    for it in items:
-        unique.setdefault(_key(judge, it.triple), it.triple)
+    for k, u in zip(keys, units, strict=True):
+        unique.setdefault(k, u)
     report.unique = len(unique)
     cached = cache.get_many(unique) if cache is not None else {}
     report.cache_hits = len(cached)
@@ -92,7 +94,7 @@ def run_judge(
     report.calls = len(fresh)
     _raise_errors(list(fresh.values()), judge)
     by_key = {**cached, **fresh}
-    report.verdicts = {it.pair_key: by_key[_key(judge, it.triple)] for it in items}
+    report.verdicts = {it.pair_key: by_key[k] for it, k in zip(items, keys, strict=True)}
 
     if rejudge > 0:
         sample = sorted(k for k in unique if k in by_key)[:rejudge]

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-POLICIES = ("uniform", "recent")
+POLICIES = ("uniform", "recent", "stride")
 DEFAULT_SAMPLE_RATE = 16_000
 
 
@@ -106,7 +106,9 @@ def select_indices(n: int, max_frames: int, policy: str = "uniform") -> list[int
     """Indices (0..n-1, ascending) of the samples kept under the frame cap (SPEC §2).
 
     ``uniform``: ``floor(i*(n-1)/(m-1) + 0.5)`` for i = 0..m-1 (evenly spaced over the prefix,
-    always the oldest and the newest); ``recent``: the newest m. m = min(n, max_frames).
+    always the oldest and the newest); ``recent``: the newest m; ``stride``: the multiples of
+    s among 0..n-2 plus the newest, s the smallest power of two that fits them in m (so a pick
+    stays picked until s doubles: prompt prefixes survive). m = min(n, max_frames).
 
     Raises:
         ValueError: unknown policy or max_frames < 1.
@@ -121,6 +123,11 @@ def select_indices(n: int, max_frames: int, policy: str = "uniform") -> list[int
         return list(range(n - max_frames, n))
     if max_frames == 1:
         return [n - 1]
+    if policy == "stride":
+        s = 1
+        while (n - 2) // s + 1 > max_frames - 1:
+            s *= 2
+        return list(range(0, n - 1, s)) + [n - 1]
     m = max_frames
     return [int(math.floor(i * (n - 1) / (m - 1) + 0.5)) for i in range(m)]
 

@@ -25,6 +25,7 @@ def observe(
     sample_rate: int = 16000,
     asr: AsrSettings | None = None,
     media: CausalMedia | None = None,
+    save: str | Path | None = None,
 ) -> dict[str, Any]:
     """Summarise the causal observation of ``path`` at ``t`` (SPEC §2 "Causal observation").
 
@@ -36,13 +37,17 @@ def observe(
         sample_rate: audio rate (Hz) for ``native``.
         asr: ASR settings for ``asr`` (default :class:`AsrSettings`).
         media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode).
+        save: a folder (created) to write what the model would get: each frame as
+            ``frame_SSSS.png`` (SSSS: its grid second) and, in ``native`` mode, the waveform
+            [0, t] as ``audio.wav`` (mono float32 at ``sample_rate``).
 
     Returns:
         ``{"path", "t", "duration_s", "has_audio", "frames_pts_s" (list of s),
         "frames_second" (grid seconds), "frame_size" ([w, h] of the returned frames, or None),
         "audio_mode", "sample_rate", "audio_samples" (int; 0 unless native),
         "audio_rms" (float or None), "transcript" (str or None unless asr),
-        "words" ([{text, start_s, end_s, probability}] or None)}``.
+        "words" ([{text, start_s, end_s, probability}] or None), "warnings" (list of str: t past
+        the clip end), "saved" (paths written with ``save``, else [])}``.
 
     Raises:
         MediaError: unreadable file. AsrError: ``asr`` without a usable ASR model.
@@ -70,7 +75,10 @@ def observe(
         "audio_rms": None,
         "transcript": None,
         "words": None,
+        "warnings": _past_end(t, cm.duration_s),
+        "saved": [],
     }
+    wav = None
     if audio == "native":
         wav = cm.audio_until(t, sample_rate=sample_rate)
         out["audio_samples"] = int(wav.shape[0])
@@ -79,4 +87,37 @@ def observe(
         tr = cm.transcript_until(t)
         out["transcript"] = tr.text
         out["words"] = tr.to_dict()["words"]
+    if save is not None:
+        out["saved"] = _save(Path(save), frames, wav, sample_rate)
     return out
+
+
+def _past_end(t: float, duration_s: float | None) -> list[str]:
+    if duration_s is None or t <= duration_s:
+        return []
+    return [
+        f"t = {t:g} s is past the clip end ({duration_s:g} s): the observation is the whole "
+        "clip, and no decision point of an interaction is ever after the end"
+    ]
+
+
+def _save(folder: Path, frames: list[Any], wav: Any, sample_rate: int) -> list[str]:
+    """Write the frames (PNG) and the waveform (WAV) into ``folder``; returns the paths.
+
+    Raises:
+        OSError: the folder cannot be written.
+    """
+    import soundfile
+    from PIL import Image
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = []
+    for f in frames:
+        p = folder / f"frame_{f.second:04d}.png"
+        Image.fromarray(f.image).save(p)
+        paths.append(str(p))
+    if wav is not None:
+        p = folder / "audio.wav"
+        soundfile.write(p, wav, sample_rate, subtype="FLOAT")
+        paths.append(str(p))
+    return paths

@@ -25,8 +25,15 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from interactscope.protocol.requests import interaction_grid, request_at
-from interactscope.protocol.types import Adapter, AdapterOutput, DecisionRequest, RecordSink
+from interactscope.protocol.types import (
+    Adapter,
+    AdapterOutput,
+    DecisionRequest,
+    FatalAdapterError,
+    RecordSink,
+)
 from interactscope.schema import Interaction, ResponseRecord, ToolCall
+from interactscope.secrets import redact
 from interactscope.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -63,7 +70,7 @@ class CollectSummary:
 
 
 def _error_text(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
+    return redact(f"{type(exc).__name__}: {exc}")
 
 
 def to_record(
@@ -230,8 +237,10 @@ def _timed(fn: Any, request: DecisionRequest) -> AdapterOutput | BaseException:
     start = time.perf_counter()
     try:
         out = fn(request)
+    except FatalAdapterError:
+        raise
     except Exception as exc:  # noqa: BLE001 - recorded on the record
-        log.debug("interaction %s: %s", request.interaction.id, traceback.format_exc())
+        log.debug("interaction %s: %s", request.interaction.id, redact(traceback.format_exc()))
         return exc
     if out.latency_s is None:
         out.latency_s = round(time.perf_counter() - start, 4)
@@ -285,8 +294,13 @@ def _offline_batch(
     start = time.perf_counter()
     try:
         outs = ctx.adapter.respond_batch(reqs) if reqs else []
+    except FatalAdapterError:
+        raise
     except Exception as exc:  # noqa: BLE001 - a failed batch fails its points
         outs = [exc] * len(reqs)
+    for o in outs:
+        if isinstance(o, FatalAdapterError):
+            raise o
     if len(outs) != len(reqs):
         bad = RuntimeError(f"adapter returned {len(outs)} answers for {len(reqs)} requests")
         outs = [bad] * len(reqs)
@@ -350,6 +364,8 @@ def _online(
                 continue
             try:
                 out: AdapterOutput | BaseException = _timed(session.step, requests(t))
+            except FatalAdapterError:
+                raise
             except Exception as exc:  # noqa: BLE001 - building the request failed
                 out = exc
             if isinstance(out, BaseException):

@@ -13,12 +13,19 @@ Parts are backend-neutral dicts that carry our own causal arrays (never file pat
 - with ``frames_as="video"`` the stream frames are one part instead:
   ``{"type": "video", "video": [(H, W, 3) uint8, ...], "pts_s": [float, ...]}``.
 
-The wording lives in :data:`TEMPLATES`, keyed by version (``settings.prompt_version``). A
-version's wording is never edited once runs were made with it: add ``"v2"`` instead, so old
-runs can be reproduced. Layout of one Offline Probing request (stable parts first, so engines
-with prefix caching reuse them): system (role, silence token, tool catalogue and call format) →
-user: request (+ attachments) → stream (frames with their times, audio or transcript) → the
-model's own last ``history.n`` non-silent responses → the current stream time and the ask.
+The wording lives in :data:`TEMPLATES` and the layout in :data:`LAYOUTS`, both keyed by version
+(``settings.prompt_version``). A version is never edited once runs were made with it: add a new
+one instead, so old runs can be reproduced. Layouts of one Offline Probing request:
+
+- ``v1`` (``classic``, the default): system (role, silence token, tool catalogue and call
+  format) → user: request (+ attachments) → "the stream so far (0 s to t)" → cap note → frames
+  with their times → audio or transcript → the model's own last ``history.n`` non-silent
+  responses → the current stream time and the ask. Consecutive prompts part at the header.
+- ``v2`` (``prefix``): system → request (+ image attachments) → a header without t → frames in
+  time order → everything that changes with t: cap note, video label, audio [0, t],
+  transcripts, history, time and ask. Within the frame cap, prompt t is prompt t + 1 up to its
+  last frame, so prefix caching (vLLM, servers) reuses every earlier frame; beyond the cap use
+  ``frames.cap_policy=stride`` to keep earlier picks.
 
 :func:`build_messages` with ``text_only=True`` (or :func:`render_text`) renders for text-only
 models: frames are omitted (their count is stated), audio is omitted, the transcript is included.
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,12 +47,14 @@ if TYPE_CHECKING:  # pragma: no cover
     from interactscope.schema import ResponseRecord, ToolSpec
 
 __all__ = [
+    "LAYOUTS",
     "PROMPT_VERSION",
     "TEMPLATES",
     "PromptTemplate",
     "build_messages",
     "fmt_time",
     "get_template",
+    "layout_of",
     "messages_to_text",
     "online_turn",
     "render_text",
@@ -150,6 +159,31 @@ TEMPLATES: dict[str, PromptTemplate] = {
 }
 
 
+TEMPLATES["v2"] = replace(
+    TEMPLATES["v1"],
+    stream_header="The stream so far, in time order (one frame per second):",
+    stream_replay_header="The stream so far, in time order (one frame per second), replayed:",
+    video="[the video above: {n} frames, at {times}]",
+    frames_capped="(the frames above are {n} of the {total} frames so far, one per second)",
+)
+
+LAYOUTS: dict[str, str] = {"v1": "classic", "v2": "prefix"}
+"""Version -> layout. ``classic``: the stream header names t and precedes the media, the cap
+note precedes the frames, audio and transcript follow them. ``prefix``: everything that changes
+between decision points (cap note, video label, audio, transcripts, history, time) comes after
+the last frame, so consecutive prompts share system, request and every earlier frame."""
+
+
+def layout_of(version: str | None = None) -> str:
+    """The layout (``classic`` | ``prefix``) of ``version`` (default :data:`PROMPT_VERSION`).
+
+    Raises:
+        KeyError: unknown version.
+    """
+    get_template(version)
+    return LAYOUTS.get(version or PROMPT_VERSION, "classic")
+
+
 def get_template(version: str | None = None) -> PromptTemplate:
     """The template of ``version`` (default :data:`PROMPT_VERSION`).
 
@@ -206,8 +240,14 @@ def system_text(
 
 
 def _request_parts(
-    request: DecisionRequest, obs: Observation | None, tp: PromptTemplate, text_only: bool
+    request: DecisionRequest,
+    obs: Observation | None,
+    tp: PromptTemplate,
+    text_only: bool,
+    tail: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
+    """The request and its attachments; with ``tail`` (prefix layout) what changes with t (an
+    attachment's transcript so far) is appended there instead."""
     q = request.interaction.query
     qs = fmt_time(q.time_s)
     text = (q.text or "").strip()
@@ -231,29 +271,38 @@ def _request_parts(
                               "attachment": True})  # fmt: skip
         elif att.kind == "audio":
             if att.transcript is not None:
-                parts.append(_text(tp.attachment_audio_asr.format(text=att.transcript or "(none)")))
+                text = tp.attachment_audio_asr.format(text=att.transcript or "(none)")
+                (parts if tail is None else tail).append(_text(text))
             elif obs.audio is not None and not text_only:
                 parts.append(_text(tp.attachment_audio_native.format(q=qs)))
     return parts
 
 
 def _frame_parts(
-    frames: Sequence[Any], tp: PromptTemplate, text_only: bool, frames_as: str = "image"
+    frames: Sequence[Any],
+    tp: PromptTemplate,
+    text_only: bool,
+    frames_as: str = "image",
+    tail: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
+    """Frame parts in time order; with ``tail`` (prefix layout) the labels that change with the
+    frame count (omitted-frames note, video label) go there, after the media."""
+    late: list[dict[str, Any]] = [] if tail is None else tail
     if text_only:
-        return [_text(tp.frames_omitted.format(n=len(frames)))] if frames else []
+        if frames:
+            late.append(_text(tp.frames_omitted.format(n=len(frames))))
+        return late if tail is None else []
     if frames_as == "video":
         if not frames:
             return []
         times = ", ".join(fmt_time(f.pts_s) for f in frames)
-        return [
-            _text(tp.video.format(n=len(frames), times=times)),
-            {
-                "type": "video",
-                "video": [f.image for f in frames],
-                "pts_s": [float(f.pts_s) for f in frames],
-            },
-        ]
+        late.append(_text(tp.video.format(n=len(frames), times=times)))
+        video = {
+            "type": "video",
+            "video": [f.image for f in frames],
+            "pts_s": [float(f.pts_s) for f in frames],
+        }
+        return late + [video] if tail is None else [video]
     parts: list[dict[str, Any]] = []
     for f in frames:
         parts.append(_text(tp.frame.format(pts=fmt_time(f.pts_s))))
@@ -262,30 +311,38 @@ def _frame_parts(
 
 
 def _stream_parts(
-    obs: Observation, tp: PromptTemplate, text_only: bool, header: str, frames_as: str = "image"
+    obs: Observation,
+    tp: PromptTemplate,
+    text_only: bool,
+    header: str,
+    frames_as: str = "image",
+    tail: list[dict[str, Any]] | None = None,
 ) -> list[dict[str, Any]]:
+    """The stream header and frames, then (classic layout) the audio and transcript; with
+    ``tail`` (prefix layout) everything that changes with t is appended to ``tail`` instead."""
     ts = fmt_time(obs.t)
     parts = [_text(header.format(t=ts))]
+    late = parts if tail is None else tail
     if obs.frames:
         if len(obs.frames) < obs.n_frames_available and not text_only:
-            parts.append(
+            late.append(
                 _text(tp.frames_capped.format(n=len(obs.frames), total=obs.n_frames_available))
             )
-        parts.extend(_frame_parts(obs.frames, tp, text_only, frames_as))
+        parts.extend(_frame_parts(obs.frames, tp, text_only, frames_as, tail))
     elif not text_only:
-        parts.append(_text(tp.frames_none))
+        late.append(_text(tp.frames_none))
     if obs.audio is not None and not text_only:
         if obs.has_audio or obs.attachments:
-            parts.append(_text(tp.audio.format(t=ts)))
-            parts.append({"type": "audio", "audio": obs.audio,
-                          "sampling_rate": int(obs.sample_rate), "role": "stream"})  # fmt: skip
+            late.append(_text(tp.audio.format(t=ts)))
+            late.append({"type": "audio", "audio": obs.audio,
+                         "sampling_rate": int(obs.sample_rate), "role": "stream"})  # fmt: skip
         else:
-            parts.append(_text(tp.audio_missing))
+            late.append(_text(tp.audio_missing))
     if obs.transcript is not None:
         if obs.transcript.strip():
-            parts.append(_text(tp.transcript.format(text=obs.transcript.strip())))
+            late.append(_text(tp.transcript.format(text=obs.transcript.strip())))
         else:
-            parts.append(_text(tp.transcript_empty))
+            late.append(_text(tp.transcript_empty))
     return parts
 
 
@@ -307,6 +364,25 @@ def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         else:
             out.append(p)
     return out
+
+
+def _body_parts(
+    request: DecisionRequest,
+    obs: Observation | None,
+    tp: PromptTemplate,
+    text_only: bool,
+    header: str,
+    frames_as: str,
+) -> list[dict[str, Any]]:
+    """Request and stream parts in the version's layout (see :data:`LAYOUTS`)."""
+    tail: list[dict[str, Any]] | None = (
+        [] if layout_of(request.settings.prompt_version) == "prefix" else None
+    )
+    parts = _request_parts(request, obs, tp, text_only, tail)
+    scene = "none" if (request.settings.scene == "none" or obs is None) else "full"
+    if obs is not None and scene == "full":
+        parts.extend(_stream_parts(obs, tp, text_only, header, frames_as, tail))
+    return parts + (tail or [])
 
 
 def build_messages(
@@ -337,9 +413,7 @@ def build_messages(
     sys_msg = system_text(
         request.tools, s.silence_token, s.prompt_version, scene=scene, text_only=text_only
     )
-    parts = _request_parts(request, obs, tp, text_only)
-    if obs is not None and scene == "full":
-        parts.extend(_stream_parts(obs, tp, text_only, tp.stream_header, frames_as))
+    parts = _body_parts(request, obs, tp, text_only, tp.stream_header, frames_as)
     parts.extend(_history_parts(request.history, tp))
     parts.append(_text(tp.now.format(t=fmt_time(request.t), token=s.silence_token)))
     return [
@@ -419,9 +493,7 @@ def online_turn(
         first = previous is None
     if first:
         msgs = build_messages(request, text_only=text_only, frames_as=frames_as)
-        body = _request_parts(request, obs, tp, text_only)
-        if scene == "full":
-            body += _stream_parts(obs, tp, text_only, tp.stream_replay_header, frames_as)  # type: ignore[arg-type]
+        body = _body_parts(request, obs, tp, text_only, tp.stream_replay_header, frames_as)
         msgs[1]["content"] = _merge_text(body + [now])
         return msgs
     parts: list[dict[str, Any]] = []

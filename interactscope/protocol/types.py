@@ -23,6 +23,7 @@ __all__ = [
     "AdapterError",
     "AdapterOutput",
     "DecisionRequest",
+    "FatalAdapterError",
     "RecordSink",
     "Session",
 ]
@@ -30,6 +31,11 @@ __all__ = [
 
 class AdapterError(EngineError):
     """A backend failed in a way that is not the model's answer (bad config, engine error)."""
+
+
+class FatalAdapterError(AdapterError):
+    """A failure that would spoil every further record (e.g. the server drops the audio): the
+    driver stops the run with it instead of writing it on each record."""
 
 
 @dataclass

@@ -25,6 +25,7 @@ from interactscope.judges.toolset import tool_names, toolset_match
 from interactscope.schema import Interaction, ResponseRecord
 from interactscope.scoring.allocation import allocate_first_response, candidate_responses, ms
 from interactscope.scoring.matching import match_with_unjudged
+from interactscope.scoring.responses import Owner, ResponseRow, response_rows
 from interactscope.scoring.results import DEFAULT_MERGE_S, DEFAULT_TOLERANCE_S
 from interactscope.tasks import UNSCORED_OUTCOMES, task_spec
 
@@ -107,17 +108,23 @@ def pairs_that_matter(
 
 @dataclass
 class InteractionScore:
-    """Rows for ``targets.csv`` and one row for ``interactions.csv``."""
+    """Rows for ``targets.csv``, one row for ``interactions.csv``, and the rows of
+    ``responses.csv`` (one per record)."""
 
     targets: list[dict[str, Any]] = field(default_factory=list)
     interaction: dict[str, Any] = field(default_factory=dict)
+    responses: list[ResponseRow] = field(default_factory=list)
+
+
+Judged = dict[tuple[int, int], tuple[Verdict, str]]
 
 
 def _content_check(
     interaction: Interaction, records: Sequence[ResponseRecord], text_verdict: TextVerdicts
-) -> Callable[[int, int], tuple[Verdict, str]]:
+) -> tuple[Callable[[int, int], tuple[Verdict, str]], Judged]:
     """(target index, record index) -> (verdict, label): the tool-set check for targets with
-    ``tools``, else the text judge's verdict; each pair evaluated once."""
+    ``tools``, else the text judge's verdict; each pair evaluated once. Also returns the dict
+    of every pair evaluated so far (filled as the function is called)."""
     targets = interaction.targets
     cache: dict[tuple[int, int], tuple[Verdict, str]] = {}
 
@@ -131,7 +138,7 @@ def _content_check(
                 cache[(k, j)] = text_verdict(tgt.id, ms(rec.t))
         return cache[(k, j)]
 
-    return content
+    return content, cache
 
 
 def _matched_rows(
@@ -140,8 +147,9 @@ def _matched_rows(
     content: Callable[[int, int], tuple[Verdict, str]],
     base: dict[str, Any],
     tolerance_s: float,
-) -> tuple[list[dict[str, Any]], int | None]:
-    """Order-preserving matching: target rows, and ``complete`` (1/0) for sequence tasks."""
+) -> tuple[list[dict[str, Any]], int | None, dict[int, Owner]]:
+    """Order-preserving matching: target rows, ``complete`` (1/0) for sequence tasks, and the
+    owner of each matched record."""
     targets = interaction.targets
     order = candidate_responses(records, interaction.q)
     matrix: list[list[Verdict]] = [
@@ -164,7 +172,8 @@ def _matched_rows(
     infra = any(r["outcome"] == "infra_error" for r in rows)
     if task_spec(interaction.task).has_sequences and not excluded and not infra:
         complete = int(result.count == len(targets))
-    return rows, complete
+    owners = {j: (k, "hit", True) for k, j in matched.items()}
+    return rows, complete, owners
 
 
 def _allocated_rows(
@@ -174,8 +183,9 @@ def _allocated_rows(
     base: dict[str, Any],
     tolerance_s: float,
     merge_s: float,
-) -> list[dict[str, Any]]:
-    """First-response allocation: one row per target."""
+) -> tuple[list[dict[str, Any]], dict[int, Owner]]:
+    """First-response allocation: one row per target, and the owner of each member of a
+    consumed group."""
     targets = interaction.targets
     allocs = allocate_first_response(
         targets,
@@ -186,7 +196,10 @@ def _allocated_rows(
         merge_s=merge_s,
     )
     rows = []
+    owners: dict[int, Owner] = {}
     for a in allocs:
+        for m in a.group.members if a.group is not None else ():
+            owners[m] = (a.target_index, a.outcome, m == a.matched)
         j: int | None = a.matched
         if j is None and a.group is not None:
             inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
@@ -206,7 +219,7 @@ def _allocated_rows(
                 content,
             )
         )
-    return rows
+    return rows, owners
 
 
 def _interaction_row(
@@ -253,7 +266,7 @@ def score_interaction(
         text_verdict: lookup of text-judge verdicts for the pairs of :func:`pairs_that_matter`.
         cluster: the video's bootstrap cluster.
     """
-    content = _content_check(interaction, records, text_verdict)
+    content, judged = _content_check(interaction, records, text_verdict)
     base = {
         "interaction_id": interaction.id,
         "task": interaction.task,
@@ -263,11 +276,12 @@ def score_interaction(
     }
     complete: int | None = None
     if uses_matching(interaction.task):
-        rows, complete = _matched_rows(interaction, records, content, base, tolerance_s)
+        rows, complete, owners = _matched_rows(interaction, records, content, base, tolerance_s)
     else:
-        rows = _allocated_rows(interaction, records, content, base, tolerance_s, merge_s)
+        rows, owners = _allocated_rows(interaction, records, content, base, tolerance_s, merge_s)
     summary = _interaction_row(interaction, records, rows, base, complete)
-    return InteractionScore(targets=rows, interaction=summary)
+    responses = response_rows(interaction, records, owners, judged, merge_s=merge_s)
+    return InteractionScore(targets=rows, interaction=summary, responses=responses)
 
 
 def _row(

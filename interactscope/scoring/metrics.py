@@ -371,7 +371,8 @@ def _count(value: float, column: str) -> int | float:
 
 
 def _task_breakdown(by_task: pd.DataFrame, task: str) -> dict[str, Any]:
-    """Counts of one task that are not ratios: targets, interactions, failure breakdown."""
+    """Counts of one task that are not ratios: targets (those in the score: ``infra_error`` ones
+    are only counted in the breakdown), interactions, failure breakdown."""
     r = by_task.loc[task]
     failures = {o: int(r["hits" if o == "hit" else o]) for o in OUTCOMES}
     if not failures["infra_error"]:  # written only when present: clean runs keep their bytes
@@ -480,7 +481,8 @@ def format_tables(metrics: dict[str, Any], *, model: str = "run", judge: str = "
     fail = pd.DataFrame(
         [
             {"task": t, **{o: tasks[t]["failures"].get(o, 0) for o in present}}
-            | {"targets": tasks[t]["targets"]}
+            # every target of the task, infra_error ones included (they leave the scores only)
+            | {"targets": tasks[t]["targets"] + tasks[t]["failures"].get("infra_error", 0)}
             for t in tasks
         ]
     )

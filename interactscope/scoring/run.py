@@ -6,6 +6,8 @@ fixed float formatting, no timestamps, no cache statistics):
 * ``scores/targets.csv`` — one row per target (see :mod:`interactscope.scoring.frames`);
 * ``scores/interactions.csv`` — one row per interaction;
 * ``scores/clusters.csv`` — per (cluster, task) numerators and denominators for the bootstrap;
+* ``scores/responses.csv`` — one row per record: its group, the target that consumed or matched
+  it, its class and verdicts (see :mod:`interactscope.scoring.responses`);
 * ``scores/summary.json`` — :class:`~interactscope.scoring.results.ScoreSummary`: every metric,
   the scoring settings, the judge (with its approximation label), judge and record health;
 * ``scores/rejudge.json`` — only with ``--rejudge N``: the flip rate (not reproducible by nature).
@@ -21,7 +23,7 @@ import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ from interactscope.scoring.completeness import Completeness, run_completeness
 from interactscope.scoring.core import pairs_that_matter, score_interaction
 from interactscope.scoring.frames import cluster_table, interactions_frame, targets_frame
 from interactscope.scoring.metrics import compute_metrics, format_tables
+from interactscope.scoring.responses import ResponseRow, responses_frame
 from interactscope.scoring.results import (
     JudgeHealth,
     RunInfo,
@@ -104,6 +107,7 @@ class RunInputs:
     interactions: list[Interaction]
     records: list[ResponseRecord]
     clusters: dict[str, str]
+    media: dict[str, Path] = field(default_factory=dict)  # video id -> file (looking judges)
 
     def cluster_of(self, interaction: Interaction) -> str:
         """Bootstrap cluster of one interaction (its video's cluster, else the video id)."""
@@ -127,7 +131,8 @@ def load_run_inputs(run_dir: str | Path, *, tasks: Sequence[str] | None = None) 
         if (wanted is None or i.id in wanted) and (tasks is None or i.task in tasks)
     ]
     clusters = {vid: str(v.cluster or vid) for vid, v in bench.videos.items()}
-    return RunInputs(folder, manifest, interactions, folder.responses(), clusters)
+    media = {vid: bench.media_path(v) for vid, v in bench.videos.items()}
+    return RunInputs(folder, manifest, interactions, folder.responses(), clusters, media)
 
 
 def run_info(manifest: RunManifest, n_interactions: int) -> RunInfo:
@@ -158,6 +163,7 @@ class ScoreResult:
     judge_report: JudgeReport
     table: str
     completeness: Completeness | None = None
+    responses: pd.DataFrame | None = None
 
 
 def _records_by_interaction(
@@ -194,8 +200,16 @@ def _judge_items(
             if tgt.tools is None:
                 items.append(
                     JudgeItem(
-                        inter.id, tgt.id, recs[j].t, inter.query.text, tgt.reference, recs[j].text
-                    )
+                        inter.id,
+                        tgt.id,
+                        recs[j].t,
+                        inter.query.text,
+                        tgt.reference,
+                        recs[j].text,
+                        inter.video_id,
+                        tgt.window(options.tolerance_s),
+                        tgt.evidence,
+                    )  # fmt: skip
                 )
     return items
 
@@ -206,10 +220,12 @@ def _score_rows(
     clusters: Mapping[str, str],
     report: JudgeReport,
     options: ScoringOptions,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(target rows, interaction rows) of every interaction, verdicts from ``report``."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[ResponseRow]]:
+    """(target rows, interaction rows, response rows) of every interaction, verdicts from
+    ``report``."""
     target_rows: list[dict[str, Any]] = []
     inter_rows: list[dict[str, Any]] = []
+    response_rows: list[ResponseRow] = []
     for inter in interactions:
 
         def lookup(target_id: str, t_ms: int, _iid: str = inter.id) -> tuple[bool | None, str]:
@@ -226,7 +242,8 @@ def _score_rows(
         )
         target_rows.extend(s.targets)
         inter_rows.append(s.interaction)
-    return target_rows, inter_rows
+        response_rows.extend(s.responses)
+    return target_rows, inter_rows, response_rows
 
 
 def _problem_counts(
@@ -305,7 +322,7 @@ def score_collection(
     opts = ScoringOptions.of(options, **overrides)
     by_id, unknown = _records_by_interaction(interactions, records)
     report = run_judge(judge, _judge_items(interactions, by_id, opts), cache, rejudge=rejudge)
-    target_rows, inter_rows = _score_rows(interactions, by_id, clusters, report, opts)
+    target_rows, inter_rows, resp_rows = _score_rows(interactions, by_id, clusters, report, opts)
     tdf = targets_frame(target_rows)
     idf = interactions_frame(inter_rows)
     cdf = cluster_table(tdf, idf)
@@ -327,7 +344,9 @@ def score_collection(
     table = format_tables(metrics, model=str(info.model or "run"), judge=judge.name)
     if judge.approximation:
         table += f"\nNOTE: judge '{judge.name}' is an approximation: {judge.approximation}"
-    return ScoreResult(tdf, idf, cdf, metrics, summary, report, table)
+    return ScoreResult(
+        tdf, idf, cdf, metrics, summary, report, table, responses=responses_frame(resp_rows)
+    )
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
@@ -351,6 +370,9 @@ def write_scores(result: ScoreResult, out_dir: str | Path) -> dict[str, Path]:
     _write_csv(result.targets, paths["targets"])
     _write_csv(result.interactions, paths["interactions"])
     _write_csv(result.clusters, paths["clusters"])
+    if result.responses is not None:
+        paths["responses"] = out / "responses.csv"
+        _write_csv(result.responses, paths["responses"])
     paths["summary"].write_text(result.summary.to_json(), encoding="utf-8")
     rep = result.judge_report
     if rep.rejudged:
@@ -396,6 +418,7 @@ def score_run(
     if completeness is None:
         completeness = _completeness_or_none(run_dir)
     judge_obj = make_judge(judge) if isinstance(judge, str) else judge
+    judge_obj.bind_media(inputs.media)
     default_cache = run_dir / "scores" / "verdicts.sqlite"
     cache = None if judge_obj.per_item else VerdictCache(cache_path or default_cache)
     try:

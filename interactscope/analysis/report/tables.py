@@ -16,7 +16,7 @@ from interactscope.analysis.runs import ScoredRun
 from interactscope.analysis.stats import BootstrapOptions, permutation_reference
 from interactscope.scoring.metrics import Metric, table_columns
 from interactscope.scoring.results import format_interval
-from interactscope.tasks import ALLOCATION_TASKS, OUTCOMES, SEQUENCE_TASKS
+from interactscope.tasks import OUTCOMES, SEQUENCE_TASKS, TASKS
 
 __all__ = [
     "assistance_table",
@@ -58,22 +58,26 @@ def explicit_table(metrics: pd.DataFrame, runs: Sequence[str]) -> Tables:
 
 
 def failure_table(runs: Sequence[ScoredRun]) -> pd.DataFrame:
-    """Failure breakdown per run and allocation task (T1–T7): count of each outcome
-    (hit / premature / wrong / late / missed / unjudged) and the number of targets."""
+    """Failure breakdown per run and task, T1–T7 and T8 (docs/protocol.md, metrics): count of
+    each outcome (hit / premature / wrong / late / missed / unjudged; ``infra_error`` as a column
+    only when some run has one) and the number of targets. T8 targets are only hit / missed /
+    unjudged, so their premature / wrong / late counts are 0."""
+    present = {o for r in runs for o in r.targets["outcome"].astype(str)}
+    outcomes = [o for o in OUTCOMES if o != "infra_error" or o in present]
     rows = []
     for r in runs:
-        t = r.targets[r.targets["task"].isin(ALLOCATION_TASKS)]
-        for task, sub in t.groupby("task", sort=True):
-            counts = sub["outcome"].value_counts()
+        t = r.targets[r.targets["task"].isin(TASKS)]
+        for task in [x for x in TASKS if x in set(t["task"])]:
+            counts = t.loc[t["task"] == task, "outcome"].value_counts()
             rows.append(
                 {
                     "Model": r.label,
                     "task": task,
-                    **{o: int(counts.get(o, 0)) for o in OUTCOMES},
-                    "targets": len(sub),
+                    **{o: int(counts.get(o, 0)) for o in outcomes},
+                    "targets": int(counts.sum()),
                 }
             )
-    return pd.DataFrame(rows, columns=["Model", "task", *OUTCOMES, "targets"])
+    return pd.DataFrame(rows, columns=["Model", "task", *outcomes, "targets"])
 
 
 def sequence_outcomes(run: ScoredRun, task: str) -> dict[int, np.ndarray]:

@@ -39,9 +39,16 @@ __all__ = [
 AgentFactory = Callable[[str], Agent]
 """``factory(spec) -> Agent``; ``spec`` is what followed the name (``egointeract:MODEL``)."""
 
+def _egointeract(spec: str) -> Agent:
+    from interactscope.egobench.egointeract.factory import build_egointeract
+
+    return build_egointeract(spec)
+
+
 AGENTS: dict[str, AgentFactory] = {
     "oracle": lambda spec: OracleAgent(),
     "none": lambda spec: NoneAgent(),
+    "egointeract": _egointeract,
 }
 
 

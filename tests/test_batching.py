@@ -1,0 +1,135 @@
+"""Batched generation in the transformers engine: one left-padded ``generate`` per Offline
+Probing batch, with the same greedy answers as one request at a time (tiny random models)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+pytest.importorskip("transformers")
+
+import torch  # noqa: E402
+
+from interactscope.engines.base import EngineError  # noqa: E402
+from interactscope.engines.qwen_mm import QwenEngine, collate_left  # noqa: E402
+from interactscope.engines.qwen_options import QwenOptions  # noqa: E402
+from interactscope.protocol.observation import Observer  # noqa: E402
+from interactscope.settings import Settings  # noqa: E402
+from tests.test_adapters_transformers import CITY, IT, _adapter, _request  # noqa: E402
+from tests.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+
+GRID = [0.0, 1.0, 2.0, 3.5, 5.0, 7.6]  # t = 0: no audio yet; 7.6: the clip end
+EIGHT = {"generation": {"max_new_tokens": 8, "temperature": 0}}
+
+
+@pytest.fixture(scope="module")
+def observer():
+    return Observer(CITY, Settings())
+
+
+def _answers(outs):
+    return [(o.text, o.prompt_tokens, o.completion_tokens) for o in outs]
+
+
+@pytest.mark.parametrize("frames_as", ["video", "image"])
+def test_batched_greedy_answers_equal_one_at_a_time(observer, frames_as):
+    """Prompts of 357..689 tokens (left padding up to 332 tokens) give the same 8 greedy tokens,
+    prompt and completion counts batched as alone; the batch was one generate call."""
+    ad, _ = _adapter(tiny_omni(), Settings(), frames_as=frames_as, **EIGHT)
+    reqs = [_request(t, observer.observe(t, IT)) for t in GRID]
+    single = [ad.respond(r) for r in reqs]
+    calls = []
+    gen = ad.engine.generator
+    real = gen.generate
+
+    def spy(**kw):
+        calls.append(kw["input_ids"].shape)
+        return real(**kw)
+
+    gen.generate = spy
+    try:
+        batch = ad.respond_batch(reqs)
+    finally:
+        del gen.generate
+    assert calls == [(len(GRID), max(o.prompt_tokens for o in single))]
+    assert _answers(batch) == _answers(single)
+    assert len({o.prompt_tokens for o in single}) == len(GRID)  # the padding was exercised
+    for b, s in zip(batch, single, strict=True):
+        assert b.extra["batch_size"] == len(GRID)
+        assert b.extra["n_frames"] == s.extra["n_frames"]
+        assert b.latency_s == pytest.approx(b.extra["batch_wall_s"] / len(GRID), abs=1e-3)
+
+
+def test_batched_vl_answers_equal_one_at_a_time(observer):
+    """Qwen2.5-VL (3-D rotary positions from the attention mask) under left padding."""
+    asr = Settings(audio={"mode": "none"})
+    ad, _ = _adapter(tiny_vl(), asr, **EIGHT)
+    ob = Observer(CITY, asr)
+    reqs = [_request(t, ob.observe(t, IT), asr) for t in GRID]
+    assert _answers(ad.respond_batch(reqs)) == _answers([ad.respond(r) for r in reqs])
+
+
+def test_collate_left_pads_in_front_and_concatenates_media():
+    rows = [
+        {"input_ids": torch.tensor([[1, 2, 3]]), "attention_mask": torch.ones(1, 3, dtype=int),
+         "grid": torch.tensor([[1, 2, 2]]), "sec": [0.5]},
+        {"input_ids": torch.tensor([[4, 5]]), "attention_mask": torch.ones(1, 2, dtype=int)},
+        {"input_ids": torch.tensor([[6]]), "attention_mask": torch.ones(1, 1, dtype=int),
+         "grid": torch.tensor([[1, 4, 4], [1, 2, 4]]), "sec": [1.0, 2.0]},
+    ]  # fmt: skip
+    out = collate_left(rows, pad_id=0)
+    assert out["input_ids"].tolist() == [[1, 2, 3], [0, 4, 5], [0, 0, 6]]
+    assert out["attention_mask"].tolist() == [[1, 1, 1], [0, 1, 1], [0, 0, 1]]
+    assert out["grid"].tolist() == [[1, 2, 2], [1, 4, 4], [1, 2, 4]]
+    assert out["sec"] == [0.5, 1.0, 2.0]
+    bad = [{**rows[0], "x": torch.zeros(1, 2)}, {**rows[1], "x": torch.zeros(1, 3)}]
+    with pytest.raises(ValueError, match="cannot batch 'x'"):
+        collate_left(bad, pad_id=0)
+
+
+def _engine():
+    model, proc = tiny_omni()
+    eng = QwenEngine(QwenOptions.model_validate(EIGHT), "tiny", model=model, processor=proc)
+    eng.load()
+    return eng
+
+
+def _conv(text: str, frames: int = 0):
+    parts = [{"type": "text", "text": text}]
+    if frames:
+        img = [np.full((56, 56, 3), 40 * k, np.uint8) for k in range(frames)]
+        parts.append({"type": "video", "video": img, "pts_s": [float(k) for k in range(frames)]})
+    return [{"role": "user", "content": parts}]
+
+
+def test_a_bad_conversation_fails_its_slot_and_the_rest_is_batched():
+    eng = _engine()
+    convs = [_conv("Take a photo.", 2), [{"role": "user", "content": [{"type": "bogus"}]}],
+             _conv("request a")]  # fmt: skip
+    out = eng.chat_batch(convs)
+    assert isinstance(out[1], EngineError) and "bogus" in str(out[1])
+    assert [o.raw["batch_size"] for o in (out[0], out[2])] == [2, 2]
+    alone = [eng.chat(convs[0]), eng.chat(convs[2])]
+    assert [o.text for o in (out[0], out[2])] == [o.text for o in alone]
+    assert eng.chat_batch(convs[:1])[0].raw.get("batch_size") is None  # one: plain chat
+    assert all(isinstance(o, EngineError) for o in eng.chat_batch(convs, bogus_option=1))
+
+
+def test_a_failed_batched_generate_answers_one_at_a_time(caplog):
+    eng = _engine()
+    convs = [_conv("Take a photo.", 2), _conv("request a")]
+    want = [eng.chat(c).text for c in convs]
+
+    def boom(*a, **kw):
+        raise RuntimeError("CUDA out of memory")
+
+    eng._answer_rows = boom
+    with caplog.at_level(logging.WARNING):
+        out = eng.chat_batch(convs)
+    assert [o.text for o in out] == want
+    assert all("batch_size" not in o.raw for o in out)
+    assert "out of memory" in caplog.text
