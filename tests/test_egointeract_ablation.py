@@ -16,7 +16,7 @@ from interactscope.egobench.egointeract.ablation import (
     markdown,
     write_ablation,
 )
-from interactscope.egobench.records import EpisodeRecord
+from interactscope.egobench.records import CallRecord, EpisodeRecord, ToolResult
 from interactscope.egobench.run_folder import fingerprint, new_manifest, open_episodes
 
 TASKS = list(range(1, 9))
@@ -41,7 +41,7 @@ def make_run(path, label: str, solved: int, tasks=TASKS):
         rec = EpisodeRecord(variant="retail1", task_id=tid, stop_reason="user_stop")
         if tid <= solved:
             rec.calls = [
-                {"turn": 1, "call": c, "result": {"ok": True, "name": c.name}}
+                CallRecord(turn=1, call=c, result=ToolResult(ok=True, name=c.name))
                 for c in v.task(tid).ground_truth
             ]
         writer.append(rec)

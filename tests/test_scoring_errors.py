@@ -87,6 +87,13 @@ def test_all_records_failed_every_target_infra_error_and_no_probed_minutes():
     assert s.interaction["scored"] == 0 and s.interaction["probed_s"] == 0.0
 
 
+def test_unreadable_video_single_error_record_at_q_fails_every_target():
+    """An unreadable video's interaction has one error record at t = q (its grid is unknown):
+    b's region [6, ∞) holds no record at all, yet it is not the model's miss."""
+    s = score_interaction(_two_targets(), [_rec(0.0, error=True)], _yes_if_ok, cluster="c")
+    assert _outcomes(s) == ["infra_error", "infra_error"]
+
+
 # ------------------------------------------------------------------- order-preserving matching
 
 

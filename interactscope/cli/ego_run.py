@@ -57,6 +57,18 @@ def _run(
         fail(str(exc).splitlines()[0])
 
 
+def _policy_spec(agent: str, agent_model: str | None, auditor_model: str | None) -> str:
+    """``--agent egointeract[:key=value...] --agent-model M [--auditor-model A]`` ->
+    ``egointeract:M[,A][,key=value...]`` (the spec the agent registry reads)."""
+    if agent_model is None and auditor_model is None:
+        return agent
+    head, _, rest = agent.partition(":")
+    if head != "egointeract" or agent_model is None:
+        fail("--agent-model / --auditor-model: use them with --agent egointeract and name --agent-model")
+    models = ",".join([agent_model, *([auditor_model] if auditor_model else [])])
+    return f"egointeract:{models}" + (f",{rest}" if rest else "")
+
+
 def _progress(rec: object) -> None:
     typer.echo(f"{rec.variant}:{rec.task_id} {rec.stop_reason} ({len(rec.calls)} calls)", err=True)
 
@@ -94,12 +106,19 @@ def run(
         "--set",
         help="Episode setting, e.g. --set limits.max_user_turns=5 --set frames.every_turn=true.",
     ),
+    agent_model: str | None = typer.Option(
+        None, "--agent-model", help="With --agent egointeract: the service agent's model."
+    ),
+    auditor_model: str | None = typer.Option(
+        None, "--auditor-model", help="With --agent egointeract: the auditor's model (default: --agent-model)."
+    ),
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
     """Play one episode per task: the agent talks to the simulated user and calls tools on a
     fresh environment until the user says STOP, 10 user turns or 200 tool calls. Every episode
     is appended to OUT/episodes.jsonl; a killed run resumes with the same command."""
     setup_logging(verbose)
+    agent = _policy_spec(agent, agent_model, auditor_model)
     result = _run(agent, user, data, variant, mode, out, video_dir, tasks, shard, parse_sets(set_))
     typer.echo(
         f"{out}: {result.written} episode(s) played, {result.skipped} already done, "

@@ -7,6 +7,8 @@ Record handling (setting ``records``, recorded in ``summary.json``):
   that no response reached and whose every decision point that could have served it (its region
   under first-response allocation, its window under matching; at least one) is such a record
   gets the outcome ``infra_error``: excluded from numerator and denominator like ``unjudged``;
+  so does every target of an interaction whose records are all errors (an unreadable video
+  leaves one error record at q);
 * a ``suppressed`` record (cooldown control) is silent;
 * a non-silent record before q cannot exist on the decision grid; if one does it is ignored.
 
@@ -57,9 +59,13 @@ def _infra_outcome(
     outcome: str, records: Sequence[ResponseRecord], span_s: tuple[float, float], closed: bool
 ) -> str:
     """``infra_error`` for a ``missed`` target whose span (region [lo, hi) or closed window
-    [lo, hi], seconds) holds only error records; ``outcome`` otherwise."""
+    [lo, hi], seconds) holds only error records, or of an interaction whose every record is an
+    error (an unreadable video has a single error record at q, so its later spans are empty);
+    ``outcome`` otherwise."""
     if outcome != "missed":
         return outcome
+    if records and all(r.error for r in records):
+        return "infra_error"
     lo2 = int(round(span_s[0] * 2000))
     hi = span_s[1]
     hi2 = None if hi == float("inf") else int(round(hi * 2000)) + (1 if closed else 0)
