@@ -64,7 +64,10 @@ def _policy_spec(agent: str, agent_model: str | None, auditor_model: str | None)
         return agent
     head, _, rest = agent.partition(":")
     if head != "egointeract" or agent_model is None:
-        fail("--agent-model / --auditor-model: use them with --agent egointeract and name --agent-model")
+        fail(
+            "--agent-model / --auditor-model: use them with --agent egointeract "
+            "and name --agent-model"
+        )
     models = ",".join([agent_model, *([auditor_model] if auditor_model else [])])
     return f"egointeract:{models}" + (f",{rest}" if rest else "")
 
@@ -76,7 +79,11 @@ def _progress(rec: object) -> None:
 @ego_app.command("run")
 def run(
     agent: str = typer.Option(
-        ..., "--agent", "-a", help="Agent: a model name (configs/models), oracle or none."
+        ...,
+        "--agent",
+        "-a",
+        help="Agent: a model name (configs/models), oracle, none, or egointeract (with "
+        "--agent-model; egointeract:MODEL[,AUDITOR][,key=value], docs/egointeract.md).",
     ),
     user: str = typer.Option(
         "scripted",
@@ -110,7 +117,9 @@ def run(
         None, "--agent-model", help="With --agent egointeract: the service agent's model."
     ),
     auditor_model: str | None = typer.Option(
-        None, "--auditor-model", help="With --agent egointeract: the auditor's model (default: --agent-model)."
+        None,
+        "--auditor-model",
+        help="With --agent egointeract: the auditor's model (default: --agent-model).",
     ),
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
