@@ -418,8 +418,9 @@ def write_manifest(path: Path, manifest: RunManifest) -> None:
 
 
 def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
-    """Differences that forbid resuming (or merging): identity fields, the settings that define
-    what the run measures (execution settings may change), benchmark."""
+    """Differences that forbid resuming (or merging): identity fields, the subset collected
+    (``collect --only/--task``), the settings that define what the run measures (execution
+    settings may change), benchmark."""
     diffs = [
         f"{f}: {getattr(old, f)!r} != {getattr(new, f)!r}"
         for f in IDENTITY_FIELDS

@@ -142,3 +142,22 @@ def test_observe_warns_past_the_end_and_saves_frames_and_audio(tmp_path):
     assert rate == 16000 and len(wav) == 9 * 16000  # round(t · 16000) samples, zero-filled
     ok = invoke("observe", CITY, "--at", "3", "--audio", "none")
     assert ok.exit_code == 0 and "warning" not in ok.output
+
+
+def test_validate_reports_missing_videos_but_collect_refuses(tmp_path):
+    from tests.foundation_fixtures import interaction, write_bench
+
+    root = write_bench(
+        tmp_path / "b",
+        [interaction("a"), {**interaction("b"), "video_id": "gone"}],
+        videos=[
+            {"id": "city", "path": "media/city.mp4"},
+            {"id": "gone", "path": "media/gone.mp4", "duration_s": 7.6},
+        ],
+    )
+    ok = invoke("validate", root)
+    assert ok.exit_code == 0 and "warning: 1 videos missing: gone (media/gone.mp4)" in ok.output
+    run = tmp_path / "run"
+    res = invoke("collect", "-m", "silent", "-b", root, "-o", run)
+    assert res.exit_code == 1 and "media/gone.mp4: file not found" in res.output
+    assert not run.exists()  # nothing half-made
