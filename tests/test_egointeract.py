@@ -144,6 +144,12 @@ def test_without_auditor_the_same_service_agent_executes_the_ungrounded_write():
     assert Ledger.model_validate(rec.ledger).verdicts == []
 
 
+def test_without_auditor_a_mixed_batch_runs_whole():
+    rec, _, a_eng, *_ = play([calls(READ, GUESS), DONE], [], spec="fake,auditor=false")
+    assert [c.call.name for c in rec.calls] == ["get_price", "add_to_cart"]
+    assert Ledger.model_validate(rec.ledger).of("deferred") == []
+
+
 def test_five_rejections_then_stop_executes_nothing():
     rec, s_eng, a_eng, v, task = play([calls(GUESS)] * 5, [REJECT] * 5)
     assert len(s_eng.requests) == 5 and len(a_eng.requests) == 5
@@ -264,3 +270,26 @@ def test_spec_grammar():
     assert "egointeract" in AGENTS
     with pytest.raises(ValueError, match="name one or two models"):
         build_agent("egointeract")
+
+
+def test_cli_options_compose_the_spec():
+    import typer
+
+    from interactscope.cli.ego_run import _policy_spec
+
+    assert _policy_spec("egointeract", "m", None) == "egointeract:m"
+    assert _policy_spec("egointeract:auditor=false", "m", "a") == "egointeract:m,a,auditor=false"
+    assert _policy_spec("gpt-4o", None, None) == "gpt-4o"
+    with pytest.raises(typer.Exit):
+        _policy_spec("gpt-4o", "m", None)
+    with pytest.raises(typer.Exit):
+        _policy_spec("egointeract", None, "a")
+
+
+def test_describe_records_both_models_and_the_ablation():
+    agent = EgoInteractAgent(
+        parse_spec("svc,aud,scene_rules=false"), Scripted([]), Scripted([]), info={"sha256": "x"}
+    )
+    d = agent.describe()
+    assert (d["kind"], d["label"], d["sha256"]) == ("egointeract", "no_rules", "x")
+    assert (d["egointeract"]["service_model"], d["egointeract"]["auditor_model"]) == ("svc", "aud")

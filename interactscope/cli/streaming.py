@@ -23,8 +23,9 @@ from interactscope.cli.common import (
     setup_logging,
     split_list,
 )
+from interactscope.resources import demo_benchmark_dir
 
-DEMO_BENCH = Path(__file__).resolve().parents[2] / "annotations" / "demo"
+DEMO_BENCH = demo_benchmark_dir()  # package data: works from any directory after `pip install .`
 DEFAULT_DEMO_MODEL = "cascade"
 DEFAULT_DEMO_JUDGE = "embedding"
 

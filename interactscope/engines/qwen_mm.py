@@ -38,6 +38,7 @@ from interactscope.engines.base import (
     as_messages,
     chat_each,
 )
+from interactscope.engines.qwen_frames import FrameCache
 from interactscope.engines.qwen_options import QwenOptions
 from interactscope.engines.vllm_engine import fps_of
 
@@ -76,6 +77,7 @@ class Rendered:
         n_frames: stream frames before padding; n_frames_sent: after padding.
         audio_samples: samples per audio part before any window cut; audio_dropped_s: seconds cut.
         audio_padded_samples: zeros put in front of parts shorter than ``min_audio_samples``.
+        frames_reused: frames whose processed pixels came from the frame cache (None: no cache).
     """
 
     text: str
@@ -89,6 +91,7 @@ class Rendered:
     audio_samples: list[int] = field(default_factory=list)
     audio_dropped_s: float = 0.0
     audio_padded_samples: int = 0
+    frames_reused: int | None = None
 
 
 def _add_video(r: Rendered, frames: list[np.ndarray], pts: list[float], parts: list) -> None:
@@ -120,6 +123,8 @@ def _raw(r: Rendered, model_s: float) -> dict[str, Any]:
         raw["audio_dropped_s"] = round(r.audio_dropped_s, 3)
     if r.audio_padded_samples:
         raw["audio_padded_samples"] = r.audio_padded_samples
+    if r.frames_reused is not None:
+        raw["frames_reused"] = r.frames_reused
     return raw
 
 
@@ -193,6 +198,8 @@ class QwenEngine:
         self.frames_as: str = options.frames_as or "video"
         self.generator: Any = None
         self.device: str | None = None
+        mb = int(options.frame_cache_mb)
+        self.frame_cache: FrameCache | None = FrameCache(mb << 20) if mb > 0 else None
         pk = options.processor_options()
         self.video_size: dict[str, int] | None = None
         if "max_pixels" in pk:
@@ -400,7 +407,20 @@ class QwenEngine:
 
     # ------------------------------------------------------------------ generation
     def _inputs(self, r: Rendered) -> Any:
-        return self._on_device(self.processor(**self.processor_inputs(r)))
+        return self._on_device(self.process(r))
+
+    def process(self, r: Rendered) -> Any:
+        """The processor's outputs for one rendering (on the CPU), with each frame's pixels
+        processed at most once across calls while ``frame_cache_mb > 0`` (same tensors as
+        without: :mod:`interactscope.engines.qwen_frames`); sets ``r.frames_reused``."""
+        kw = self.processor_inputs(r)
+        if self.frame_cache is None:
+            return self.processor(**kw)
+        before = self.frame_cache.hits
+        with self.frame_cache.installed(self.processor):
+            out = self.processor(**kw)
+        r.frames_reused = self.frame_cache.hits - before
+        return out
 
     def _on_device(self, inputs: Any) -> Any:
         """Processor outputs on the model's device, float inputs in the model's dtype."""
@@ -504,7 +524,7 @@ class QwenEngine:
         for i, conv in enumerate(conversations):
             try:
                 r = self.render(conv)
-                rows.append((i, r, self.processor(**self.processor_inputs(r))))
+                rows.append((i, r, self.process(r)))
             except EngineError as exc:
                 results[i] = exc
             except Exception as exc:  # noqa: BLE001 - one bad conversation fails its slot only

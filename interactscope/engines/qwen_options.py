@@ -66,6 +66,7 @@ class QwenOptions(BackendOptions):
     attn_implementation: str | None = None
     min_audio_samples: int = Field(1600, ge=0)
     session_max_frames: int | None = Field(None, ge=1)
+    frame_cache_mb: int = Field(256, ge=0, description="processed frames kept (MiB); 0 = off")
 
     def processor_options(self) -> dict[str, Any]:
         """``mm_processor_kwargs`` or its alias ``processor_kwargs`` (a copy; empty if unset)."""

@@ -198,12 +198,14 @@ class EgoInteractAgent:
             if isinstance(p, AgentStep):
                 return totals.finish(p)
             step = p.step
+            if not self.s.auditor:  # the ablation: every proposal as the service agent made it
+                return totals.finish(self._shown(step))
             if step.calls:
                 step, audit = self._split(step)
                 proposal = Proposal(kind="calls", calls=step.calls, text=step.text)
             else:
                 audit, proposal = True, Proposal(kind="reply", text=step.text)
-            if not audit or not self.s.auditor:
+            if not audit:
                 return totals.finish(self._shown(step))
             try:
                 d = self._review(proposal, rejections + 1, totals)

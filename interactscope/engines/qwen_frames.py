@@ -1,0 +1,198 @@
+"""Process each frame once: a cache of the Qwen vision processors' outputs per frame.
+
+Consecutive decision points share all but their newest frames, yet the Hugging Face processor
+resizes and normalises every frame again at each call. :class:`FrameCache` sits in front of the
+processor's ``image_processor`` and ``video_processor`` for the duration of one processor call
+(:meth:`FrameCache.installed`) and answers them piece by piece:
+
+- an image (``Qwen2VLImageProcessor``): its ``pixel_values`` rows and ``image_grid_thw`` row;
+- a video (``Qwen2VLVideoProcessor``): each temporal patch (``temporal_patch_size`` consecutive
+  frames, 2 for Qwen) is processed as a video of its own; the video's ``pixel_values_videos``
+  are those pieces concatenated in time order and its ``video_grid_thw`` is ``[sum of the
+  pieces' t, h, w]``. This equals processing the whole video because resizing, rescaling and
+  normalising act on each frame alone and the patch layout is time-major.
+
+A piece is keyed by the call's keyword arguments (``fps`` left out: frames are never sampled)
+and a digest of its frames' bytes, shape and dtype (an array seen before is recognised by
+identity without hashing again). Calls the cache cannot reproduce exactly go to the processor
+unchanged: another processor class, ``return_metadata`` (Qwen2.5-VL / Qwen3-VL video metadata),
+``cap_pixels_per_frame`` (the pixel budget then depends on the frame count), frame sampling, a
+frame count not a multiple of the temporal patch, frames of different sizes, or outputs with
+other keys. Entries are evicted least recently used beyond ``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FrameCache"]
+
+_IMAGE_KEYS = {"pixel_values", "image_grid_thw"}
+_VIDEO_KEYS = {"pixel_values_videos", "video_grid_thw"}
+
+
+class FrameCache:
+    """Processed frames keyed by content (see the module docstring).
+
+    Args:
+        max_bytes: bound on the cached tensors' bytes (least recently used evicted first);
+            0 keeps nothing.
+
+    Attributes:
+        hits, misses: frames answered from the cache / processed, since creation.
+    """
+
+    def __init__(self, max_bytes: int = 256 << 20):
+        self.max_bytes = int(max_bytes)
+        self.hits = 0
+        self.misses = 0
+        self._store: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+        self._bytes = 0
+        self._ids: dict[int, tuple[weakref.ref, str]] = {}
+
+    # -------------------------------------------------------------------- installing
+    @contextmanager
+    def installed(self, processor: Any) -> Iterator[None]:
+        """Route ``processor``'s image and video processors through the cache while inside."""
+        saved = {}
+        for attr, kind in (("image_processor", "image"), ("video_processor", "video")):
+            inner = getattr(processor, attr, None)
+            if inner is not None and not isinstance(inner, _Proxy):
+                saved[attr] = inner
+                setattr(processor, attr, _Proxy(self, inner, kind))
+        try:
+            yield
+        finally:
+            for attr, inner in saved.items():
+                setattr(processor, attr, inner)
+
+    # -------------------------------------------------------------------- keys
+    def _digest(self, a: np.ndarray) -> str:
+        ent = self._ids.get(id(a))
+        if ent is not None and ent[0]() is a:
+            return ent[1]
+        c = np.ascontiguousarray(a)
+        h = hashlib.blake2b(c.data, digest_size=16)
+        h.update(f"{c.shape}{c.dtype}".encode())
+        d = h.hexdigest()
+        try:
+            ref = weakref.ref(a, lambda _r, k=id(a): self._ids.pop(k, None))
+        except TypeError:  # not weak-referenceable: hash again next time
+            return d
+        self._ids[id(a)] = (ref, d)
+        return d
+
+    # -------------------------------------------------------------------- store
+    def _get(self, key: tuple) -> tuple[Any, Any] | None:
+        hit = self._store.get(key)
+        if hit is not None:
+            self._store.move_to_end(key)
+        return hit
+
+    def _put(self, key: tuple, value: tuple[Any, Any]) -> None:
+        size = int(value[0].element_size() * value[0].nelement())
+        if size > self.max_bytes:
+            return
+        self._store[key] = value
+        self._bytes += size
+        while self._bytes > self.max_bytes:
+            _, (old, _) = self._store.popitem(last=False)
+            self._bytes -= int(old.element_size() * old.nelement())
+
+    def piece(self, inner: Any, kind: str, frames: Sequence[np.ndarray], kw: dict) -> tuple:
+        """(pixel rows, grid row (1, 3)) of one image or temporal patch, processed at most once.
+
+        Raises:
+            _Uncacheable: the processor's output has keys the cache cannot assemble.
+        """
+        sig = repr(sorted((k, repr(v)) for k, v in kw.items() if k != "fps"))
+        key = (kind, sig, *(self._digest(f) for f in frames))
+        hit = self._get(key)
+        if hit is not None:
+            self.hits += len(frames)
+            return hit
+        out = inner([list(frames)] if kind == "video" else [frames[0]], **kw)
+        keys = _VIDEO_KEYS if kind == "video" else _IMAGE_KEYS
+        if set(out.keys()) != keys:
+            raise _Uncacheable(sorted(out.keys()))
+        pix, grid = (out[k] for k in sorted(keys, key=lambda k: "grid" in k))
+        self.misses += len(frames)
+        self._put(key, (pix, grid))
+        return pix, grid
+
+
+class _Uncacheable(Exception):
+    """The processor's output cannot be assembled from pieces."""
+
+
+class _Proxy:
+    """Stands in for an image or video processor during one call; anything but ``__call__`` is
+    the real processor's."""
+
+    def __init__(self, cache: FrameCache, inner: Any, kind: str):
+        self._cache, self._inner, self._kind = cache, inner, kind
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __call__(self, items: Any = None, **kw: Any) -> Any:
+        pieces = self._pieces(items, kw)
+        if pieces is None:
+            return self._inner(items, **kw)
+        try:
+            return self._assemble(pieces, kw)
+        except _Uncacheable:
+            return self._inner(items, **kw)
+
+    def _pieces(self, items: Any, kw: dict) -> list[list[list[np.ndarray]]] | None:
+        """Per item (image or video), its pieces' frames; None when the call is not cacheable."""
+        inner = self._inner
+        if not isinstance(items, list) or not items or self._cache.max_bytes <= 0:
+            return None
+        if self._kind == "image":
+            if not type(inner).__name__.startswith("Qwen2VLImageProcessor"):
+                return None
+            ok = all(isinstance(a, np.ndarray) and a.ndim == 3 for a in items)
+            return [[[a]] for a in items] if ok else None
+        if type(inner).__name__ != "Qwen2VLVideoProcessor" or kw.get("return_metadata"):
+            return None
+        if kw.get("do_sample_frames", True) or kw.get("cap_pixels_per_frame"):
+            return None
+        if getattr(inner, "cap_pixels_per_frame", None):
+            return None
+        tps = int(kw.get("temporal_patch_size") or inner.temporal_patch_size)
+        out = []
+        for v in items:
+            if not isinstance(v, list) or not v or len(v) % tps:
+                return None
+            if any(not isinstance(f, np.ndarray) or f.shape != v[0].shape for f in v):
+                return None
+            out.append([v[i : i + tps] for i in range(0, len(v), tps)])
+        return out
+
+    def _assemble(self, pieces: list[list[list[np.ndarray]]], kw: dict) -> Any:
+        import torch
+        from transformers.feature_extraction_utils import BatchFeature
+
+        pix, grids = [], []
+        for item in pieces:
+            parts = [self._cache.piece(self._inner, self._kind, p, kw) for p in item]
+            hw = {tuple(g[0, 1:].tolist()) for _, g in parts}
+            if len(hw) != 1:
+                raise _Uncacheable("pieces of different sizes")
+            pix.extend(p for p, _ in parts)
+            grid = parts[0][1].clone()
+            grid[0, 0] = sum(int(g[0, 0]) for _, g in parts)
+            grids.append(grid)
+        names = ("pixel_values_videos", "video_grid_thw")
+        if self._kind == "image":
+            names = ("pixel_values", "image_grid_thw")
+        data = {names[0]: torch.cat(pix, dim=0), names[1]: torch.cat(grids, dim=0)}
+        return BatchFeature(data=data, tensor_type=kw.get("return_tensors"))
