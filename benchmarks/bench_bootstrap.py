@@ -1,10 +1,10 @@
-"""Bootstrap every metric of a paper-scale synthetic scored run and time it (issue 6 item 6).
+"""Bootstrap every metric of a paper-scale synthetic scored run and time it.
 
 Run by hand (prints figures, asserts nothing about time):
 
     . .venv/bin/activate && python benchmarks/bench_bootstrap.py [--resamples 10000] [--seed 0]
 
-The synthetic run mirrors the paper's scale (seed 004): 1,112 video-record clusters (905
+The synthetic run mirrors the paper's scale (Omni-InteractScope, Yan et al., 2026): 1,112 video-record clusters (905
 online videos for the explicit-request panel T1–T7, 207 self-recorded videos for the
 assistance panel T8) and 1,790 targets: T1 200, T2 207, T3 208, T4 206, T5 115, T6 37,
 T7 457 (207 interactions), T8 360 (T8-A 122, T8-B 151, T8-C 87 steps in 26 sequences).

@@ -1,4 +1,4 @@
-"""Decode once: causal observations for every decision point of a clip vs one plain decode (issue 3).
+"""Decode once: causal observations for every decision point of a clip vs one plain decode.
 
 Run by hand (prints figures, asserts nothing):
 

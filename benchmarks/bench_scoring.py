@@ -23,7 +23,7 @@ from interactscope.judges.file import FileJudge
 from interactscope.schema import Interaction, ResponseRecord, ToolCall
 from interactscope.scoring.run import score_collection, write_scores
 
-# Task counts of Omni-InteractScope (paper §3): interactions, targets.
+# Task counts of Omni-InteractScope (docs/protocol.md#task-groups): interactions, targets.
 PAPER = {
     "T1": (200, 200),
     "T2": (207, 207),

@@ -1,6 +1,6 @@
 """Run folder I/O: ``run.json`` + append-only ``responses.jsonl``, resume, shards and merge.
 
-A run folder is self-describing and re-scorable (SPEC §1). Records are appended one per decision
+A run folder is self-describing and re-scorable (docs/protocol.md#run-folder-contract). Records are appended one per decision
 point, flushed and fsynced, so a killed run loses at most the line being written; reopening the
 folder drops such a torn last line with a warning and resumes without duplicates or gaps.
 

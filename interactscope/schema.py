@@ -1,4 +1,4 @@
-"""Typed records at the module boundaries (SPEC §1).
+"""Typed records at the module boundaries (docs/protocol.md#data-model).
 
 Every time is in seconds (float) on the media file's clock, measured from the file's start.
 Models are pydantic v2; ``model_dump(mode="json")`` gives the on-disk form.
@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 TASKS: tuple[str, ...] = ("T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8-A", "T8-B", "T8-C")
-"""Task groups of Omni-InteractScope (paper §3): T1 tool calls, T2 event notification, T3 risk or
+"""Task groups of Omni-InteractScope (docs/protocol.md#task-groups): T1 tool calls, T2 event notification, T3 risk or
 error interjection, T4 cumulative state, T5 time condition, T6 non-verbal/workflow cues, T7
 continuous response, T8 assistance panel (A query-free reminders, B questions, C guidance steps)."""
 
@@ -25,7 +25,7 @@ Evidence = Literal["visual", "auditory", "other"]
 
 
 def panel_of(task: str) -> str:
-    """``explicit`` for T1–T7, ``assistance`` for T8-* (SPEC §1)."""
+    """``explicit`` for T1–T7, ``assistance`` for T8-* (docs/protocol.md#data-model)."""
     return "assistance" if task.startswith("T8") else "explicit"
 
 
@@ -93,7 +93,7 @@ class VideoRecord(_Strict):
     """One media file. ``path`` is relative to the benchmark folder and may not escape it.
 
     ``duration_s`` and ``has_audio`` may be annotated; the loader measures them from the decoded
-    streams and the measured values win. ``cluster`` is the bootstrap resampling unit (SPEC §3.4);
+    streams and the measured values win. ``cluster`` is the bootstrap resampling unit (docs/protocol.md#cluster-bootstrap);
     it defaults to ``id``."""
 
     id: str = Field(min_length=1)
@@ -146,21 +146,21 @@ class Target(_Strict):
 
     @property
     def anchor_s(self) -> float:
-        """τ, or the midpoint of the interval (SPEC §3.1 step 3)."""
+        """τ, or the midpoint of the interval (docs/protocol.md#first-response-allocation step 3)."""
         if self.time_s is not None:
             return self.time_s
         a, b = self.interval_s  # type: ignore[misc]
         return (a + b) / 2.0
 
     def window(self, tolerance_s: float) -> tuple[float, float]:
-        """Closed window [τ − δ, τ + δ], or the annotated interval unwidened (SPEC §3)."""
+        """Closed window [τ − δ, τ + δ], or the annotated interval unwidened (docs/protocol.md#time-resolution-and-windows)."""
         if self.interval_s is not None:
             return (float(self.interval_s[0]), float(self.interval_s[1]))
         return (self.time_s - tolerance_s, self.time_s + tolerance_s)  # type: ignore[operator]
 
 
 class Interaction(_Strict):
-    """One request over one video with its time-ordered targets (SPEC §1)."""
+    """One request over one video with its time-ordered targets (docs/protocol.md#data-model)."""
 
     id: str = Field(min_length=1)
     video_id: str = Field(min_length=1)
@@ -187,11 +187,11 @@ class ToolCall(BaseModel):
 
 
 class ResponseRecord(BaseModel):
-    """One decision point of one interaction in one run (SPEC §1).
+    """One decision point of one interaction in one run (docs/protocol.md#data-model).
 
     ``error`` is an infrastructure error (unreadable media, adapter exception, HTTP failure); such a
     record is never counted as silence. ``suppressed`` marks decision points skipped by the
-    cooldown control (SPEC §2). ``parse_error`` records a tool-call parsing failure.
+    cooldown control (docs/protocol.md#decision-grid). ``parse_error`` records a tool-call parsing failure.
     ``text_replaced`` is True when the model's text (or a tool call, error) held code points that
     cannot be stored as UTF-8 (lone surrogates); they were replaced by U+FFFD."""
 
@@ -266,7 +266,7 @@ class Invocation(BaseModel):
 
 
 class RunManifest(BaseModel):
-    """``run.json``: everything needed to re-score and reproduce a run (SPEC §1).
+    """``run.json``: everything needed to re-score and reproduce a run (docs/protocol.md#data-model).
 
     ``settings`` holds the latest invocation's full settings; only those that define what the run
     measures must match on resume. ``invocations`` (absent in older run folders) lists each

@@ -1,6 +1,6 @@
-"""Collection settings of a run (SPEC §2). Every knob is a named, recorded setting in ``run.json``.
+"""Collection settings of a run (docs/protocol.md#decision-grid). Every knob is a named, recorded setting in ``run.json``.
 
-Nested groups mirror the SPEC's dotted names (``grid.step_s``, ``frames.max``, ...). Model configs
+Nested groups mirror the dotted setting names of docs/protocol.md (``grid.step_s``, ``frames.max``, ...). Model configs
 (``configs/models/*.yaml``) and CLI options override the defaults; the merged result is recorded in
 ``run.json``. Settings fall in two kinds: those that define what a run measures (a resumed run must
 match them exactly) and execution settings (:data:`EXECUTION_SETTINGS`: concurrency, retries,
@@ -31,7 +31,7 @@ class _Group(BaseModel):
 
 
 class GridSettings(_Group):
-    step_s: float = Field(1.0, gt=0, description="decision grid step; 1 = per second (SPEC §2)")
+    step_s: float = Field(1.0, gt=0, description="decision grid step; 1 = per second (docs/protocol.md#decision-grid)")
 
 
 class FrameSettings(_Group):

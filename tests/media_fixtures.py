@@ -1,4 +1,4 @@
-"""Media synthesized with PyAV for the media-layer tests (issue 3). Not a conftest: plain helpers.
+"""Media synthesized with PyAV for the media-layer tests. Not a conftest: plain helpers.
 
 Every clip is tiny (<= 192x64 pixels) so the whole set encodes in well under a second.
 """

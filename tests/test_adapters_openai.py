@@ -1,4 +1,4 @@
-"""Backend ``openai`` (issue 5): OpenAI content parts, native tools, retries, concurrency, the
+"""Backend ``openai``: OpenAI content parts, native tools, retries, concurrency, the
 audio-consumption check, keys from the environment only.
 
 Two kinds of server, both on 127.0.0.1 only:

@@ -363,3 +363,131 @@ def test_missing_weights_fail_with_a_clear_message_and_no_download(tmp_path, mon
     with pytest.raises(AdapterError, match="huggingface-cli download Qwen/Qwen2.5-Omni-3B"):
         ad.prepare(None)
     assert not any((tmp_path / "hf").rglob("*.safetensors"))
+
+
+# ------------------------------------------------------------------------------ frame cache
+def _processed(engine, reqs, frames_as):
+    from interactscope.protocol.prompts import build_messages
+
+    out = []
+    for r in reqs:
+        rendered = engine.render(build_messages(r, frames_as=frames_as))
+        out.append((engine.process(rendered), rendered.frames_reused))
+    return out
+
+
+def _engine(model_proc, **opts):
+    from interactscope.engines.qwen_mm import QwenEngine
+    from interactscope.engines.qwen_options import QwenOptions
+
+    model, proc = model_proc
+    eng = QwenEngine(QwenOptions.model_validate({**GEN, **opts}), "t", model=model, processor=proc)
+    eng.load()
+    return eng
+
+
+@pytest.mark.parametrize(
+    "frames_as,hits,misses",
+    [
+        # video: frames 0..k padded to pairs; each point processes only its newest pair (2
+        # frames), the last point (7.6 s, same frames as 7 s) none: 8 pairs missed, 48 - 16 hit
+        ("video", 32, 16),
+        # image: each of the 8 distinct frames once; 1+2+..+8+8 = 44 frames sent, 36 reused
+        ("image", 36, 8),
+    ],
+)
+def test_frame_cache_gives_the_same_processor_outputs_processing_each_frame_once(
+    omni, media, frames_as, hits, misses
+):
+    ob = Observer(CITY, Settings(), media=media)
+    reqs = [_request(t, ob.observe(t, IT)) for t in decision_grid(0.0, D)]
+    plain = _processed(_engine(omni, frame_cache_mb=0), reqs, frames_as)
+    cached_engine = _engine(omni)
+    cached = _processed(cached_engine, reqs, frames_as)
+    for (a, none), (b, reused) in zip(plain, cached, strict=True):
+        assert none is None and reused is not None
+        assert sorted(a.keys()) == sorted(b.keys())
+        for k in a.keys():
+            va, vb = a[k], b[k]
+            assert torch_equal(va, vb), k
+    fc = cached_engine.frame_cache
+    assert (fc.hits, fc.misses) == (hits, misses)
+    assert sum(r for _, r in cached) == hits
+    res = cached_engine.chat(_request_messages(reqs[-1], frames_as))
+    assert res.raw["frames_reused"] == (8 if frames_as == "video" else 8)
+
+
+def _request_messages(req, frames_as):
+    from interactscope.protocol.prompts import build_messages
+
+    return build_messages(req, frames_as=frames_as)
+
+
+def torch_equal(a, b) -> bool:
+    import torch
+
+    if isinstance(a, torch.Tensor):
+        return a.dtype == b.dtype and a.shape == b.shape and bool(torch.equal(a, b))
+    return a == b
+
+
+def test_frame_cache_leaves_calls_it_cannot_reproduce_to_the_processor(media):
+    """Qwen2.5-VL's video processor returns metadata the processor reads: not cached (the
+    images still are); outputs equal the plain processor's."""
+    asr = Settings(audio={"mode": "none"})
+    ob = Observer(CITY, asr, media=media)
+    reqs = [_request(t, ob.observe(t, IT), asr) for t in (1.0, 2.0)]
+    plain = _processed(_engine(tiny_vl(), frame_cache_mb=0), reqs, "video")
+    eng = _engine(tiny_vl())
+    cached = _processed(eng, reqs, "video")
+    for (a, _), (b, reused) in zip(plain, cached, strict=True):
+        assert reused == 0 and all(torch_equal(a[k], b[k]) for k in a.keys())
+    assert (eng.frame_cache.hits, eng.frame_cache.misses) == (0, 0)
+
+
+class Qwen2VLVideoProcessor:
+    """A stand-in with the real class name: each frame k (filled with k) gives one pixel row
+    [k, k, k, k] (float32, 16 bytes) and grid (t, 1, 1)."""
+
+    temporal_patch_size = 2
+
+    def __init__(self):
+        self.frames = 0
+
+    def __call__(self, videos, **kw):
+        import torch
+        from transformers.feature_extraction_utils import BatchFeature
+
+        (video,) = videos
+        self.frames += len(video)
+        rows = torch.tensor([[float(f[0, 0, 0])] * 4 for f in video])
+        grid = torch.tensor([[len(video) // 2, 1, 1]])
+        return BatchFeature({"pixel_values_videos": rows, "video_grid_thw": grid})
+
+
+def test_frame_cache_assembles_pieces_in_time_order_and_evicts_least_recently_used():
+    from types import SimpleNamespace
+
+    from interactscope.engines.qwen_frames import FrameCache
+
+    inner = Qwen2VLVideoProcessor()
+    proc = SimpleNamespace(video_processor=inner)
+    video = [np.full((2, 2, 3), k, np.uint8) for k in range(6)]  # 3 pieces of 32 bytes
+    kw = {"do_sample_frames": False, "return_tensors": "pt"}
+    for max_bytes, second_call_frames in ((96, 0), (64, 6)):
+        cache, inner.frames = FrameCache(max_bytes), 0
+        with cache.installed(proc):
+            out = proc.video_processor([video], **kw)
+            assert isinstance(proc.video_processor, type(proc.video_processor))
+        assert proc.video_processor is inner  # restored
+        assert out["pixel_values_videos"][:, 0].tolist() == [0, 1, 2, 3, 4, 5]
+        assert out["video_grid_thw"].tolist() == [[3, 1, 1]]
+        with cache.installed(proc):
+            again = proc.video_processor([video], **kw)
+        assert inner.frames == 6 + second_call_frames  # 96 B keeps all 3; 64 B thrashes (LRU)
+        assert again["pixel_values_videos"].tolist() == out["pixel_values_videos"].tolist()
+    with FrameCache().installed(proc):  # sampling frames: not cacheable, straight through
+        inner.frames = 0
+        proc.video_processor([video[:4]], do_sample_frames=True)
+        proc.video_processor([video[:3]], do_sample_frames=False)  # odd count: straight through
+    assert inner.frames == 7

@@ -1,4 +1,4 @@
-"""Backend ``vllm`` (issue 5), tested up to the engine call with a recording fake ``vllm`` module.
+"""Backend ``vllm``, tested up to the engine call with a recording fake ``vllm`` module.
 
 vLLM needs a CUDA GPU and cannot run here; the fake records the ``LLM(...)`` arguments and every
 ``generate`` call, so these tests check what the real engine would be given: the chat-template

@@ -1,4 +1,4 @@
-"""Benchmark loading and validation (issue 2, SPEC §1)."""
+"""Benchmark loading and validation (docs/protocol.md#data-model)."""
 
 from __future__ import annotations
 
@@ -149,7 +149,7 @@ def test_video_path_escaping_or_missing(tmp_path):
 
 
 def test_all_problems_reported_at_once_via_cli(tmp_path):
-    """Issue 2 acceptance: (a) τ > duration, (b) T1 target without tools, (c) path ../x.mp4."""
+    """Validation catches: (a) τ > duration, (b) T1 target without tools, (c) path ../x.mp4."""
     root = tmp_path / "demo"
     shutil.copytree(DEMO, root, ignore=shutil.ignore_patterns("_packaged"))
     lines = (root / "interactions.jsonl").read_text().splitlines()

@@ -1,4 +1,4 @@
-"""Backend ``cascade``: ASR transcript + the real SmolLM2-135M-Instruct GGUF, end to end (issue 5)."""
+"""Backend ``cascade``: ASR transcript + the real SmolLM2-135M-Instruct GGUF, end to end."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Collection loop: kill + resume, failures recorded, controls, baselines, protocols (issue 2)."""
+"""Collection loop: kill + resume, failures recorded, controls, baselines, protocols."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def talkative(tmp_path, monkeypatch):
 
 
 def test_sigkill_midway_then_rerun_gives_exactly_the_grid(tmp_path):
-    """Issue 2 acceptance: kill -9 during collect, re-run the same command."""
+    """Resume: kill -9 during collect, re-run the same command."""
     cfg = tmp_path / "slow-oracle.yaml"
     cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.05\n")
     run = tmp_path / "run"

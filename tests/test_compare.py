@@ -1,4 +1,4 @@
-"""interactscope compare: paired differences over matched clusters, refusals (issue 6 item 2)."""
+"""interactscope compare: paired differences over matched clusters, refusals."""
 
 from __future__ import annotations
 

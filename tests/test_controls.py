@@ -1,4 +1,4 @@
-"""Evidence controls and beyond-the-paper variants (issue 6 items 3 and 4), hand-worked."""
+"""Evidence controls and beyond-the-paper variants, hand-worked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Decision grid (SPEC §2): {q, D} ∪ {k ∈ ℤ : q ≤ k ≤ D}."""
+"""Decision grid (docs/protocol.md#decision-grid): {q, D} ∪ {k ∈ ℤ : q ≤ k ≤ D}."""
 
 import pytest
 

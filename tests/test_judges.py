@@ -1,4 +1,4 @@
-"""Judges (SPEC §4): strict verdict parser, cache, dedup, rejudge flip rate, offline judges,
+"""Judges (docs/protocol.md#judges-and-caching): strict verdict parser, cache, dedup, rejudge flip rate, offline judges,
 the OpenAI-compatible judge against a loopback server."""
 
 from __future__ import annotations

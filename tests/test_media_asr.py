@@ -1,4 +1,4 @@
-"""Causal ASR transcript (SPEC §2 ``audio.mode = asr``; issue 3).
+"""Causal ASR transcript (docs/protocol.md#transcript-and-the-asr-caveat).
 
 The model tests need faster-whisper and the PyPI-shipped Whisper base model (the ``[asr]``
 extra); they are skipped with a reason otherwise. Everything else runs without a model.

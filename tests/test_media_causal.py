@@ -1,4 +1,4 @@
-"""Causal frames and audio (SPEC §2; issue 3). Media synthesized with PyAV at test time."""
+"""Causal frames and audio (docs/protocol.md#frames, docs/protocol.md#audio). Media synthesized with PyAV at test time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""CI executes analysis/paper_tables.ipynb top to bottom on the demo runs (issue 6 item 5)."""
+"""CI executes analysis/paper_tables.ipynb top to bottom on the demo runs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Causal observation at t (SPEC §2): frames, audio modes, the query and its attachments."""
+"""Causal observation at t (docs/protocol.md#decision-grid): frames, audio modes, the query and its attachments."""
 
 from __future__ import annotations
 

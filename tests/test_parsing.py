@@ -1,4 +1,4 @@
-"""Response parsing (SPEC §2 "Silence", "Tool calls"; issue 4 small inputs)."""
+"""Response parsing (docs/protocol.md#silence, docs/protocol.md#tool-calls; small inputs)."""
 
 from __future__ import annotations
 

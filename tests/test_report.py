@@ -1,4 +1,4 @@
-"""interactscope report: every table and figure from the demo runs (issue 6 item 5)."""
+"""interactscope report: every table and figure from the demo runs."""
 
 from __future__ import annotations
 
@@ -153,7 +153,7 @@ def _t8c_run(outcomes):
 
 
 def test_complete_t8c_with_permutation_reference():
-    # issue 6: step-1 outcomes 1,1,1,0,0 and step-2 1,0,1,1,0 -> observed 2, expected 1.8
+    # hand-worked: step-1 outcomes 1,1,1,0,0 and step-2 1,0,1,1,0 -> observed 2, expected 1.8
     run = _t8c_run([[1, 1], [1, 0], [1, 1], [0, 1], [0, 0]])
     seqs = sequence_outcomes(run, "T8-C")
     assert list(seqs) == [2] and seqs[2].sum(axis=0).tolist() == [3, 3]

@@ -1,4 +1,4 @@
-"""Run folder: resume, torn last line, settings mismatch, shard/merge (issue 2)."""
+"""Run folder: resume, torn last line, settings mismatch, shard/merge."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""First-response allocation (SPEC §3.1) and order-preserving matching (SPEC §3.2), by hand."""
+"""First-response allocation (docs/protocol.md#first-response-allocation) and order-preserving matching (docs/protocol.md#order-preserving-matching), by hand."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def outcomes(allocs):
     return [a.outcome for a in allocs]
 
 
-# --------------------------------------------------------------------------- SPEC §3.1
+# --------------------------------------------------------------------------- docs/protocol.md#first-response-allocation
 
 
 def test_spec_worked_example():
@@ -174,7 +174,7 @@ def test_targets_given_out_of_order_are_allocated_by_time():
     assert [a.matched for a in allocs] == [1, 0]
 
 
-# --------------------------------------------------------------------------- SPEC §3.2
+# --------------------------------------------------------------------------- docs/protocol.md#order-preserving-matching
 
 
 def _greedy_nearest(targets_tau, times, e):

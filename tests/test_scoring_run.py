@@ -1,4 +1,4 @@
-"""Metrics (SPEC §3.3) on a hand-worked collection, and `interactscope score` on the demo."""
+"""Metrics (docs/protocol.md#metrics) on a hand-worked collection, and `interactscope score` on the demo."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def test_metrics_hand_worked(hand_collection):
         ("s2", "k3"): "hit",
         ("r", "k1"): "missed",
     }
-    # T1: on-time 2/4, joint 1/4, conditional 1/2 (SPEC §3.3).
+    # T1: on-time 2/4, joint 1/4, conditional 1/2 (docs/protocol.md#metrics).
     assert m["T1"] == {
         "targets": 4,
         "on_time_count": 2,

@@ -1,6 +1,6 @@
-"""Tests for interactscope.stats (SPEC §3.4, issue 6 item 1).
+"""Tests for interactscope.stats (docs/protocol.md#uncertainty-and-controls).
 
-Reference numbers come from the paper summary (seed 004): the T8-C permutation reference
+Reference numbers come from the Omni-InteractScope paper: the T8-C permutation reference
 (20 three-step sequences, step coverage 8/20, 10/20, 12/20 → expected 2.40, interval [0, 5])
 and the cooldown control on T8-A (22/122 → 10/122 recalled, −9.84 points, [−17.24, −2.46]).
 """
@@ -32,7 +32,7 @@ from interactscope.analysis.stats import (
 B = 10_000
 
 
-# ---------------------------------------------------------------- issue 6: small inputs
+# ---------------------------------------------------------------- degenerate and small inputs
 
 
 def test_all_equal_twenty_clusters_gives_zero_width_interval():
@@ -94,7 +94,7 @@ def test_no_clusters_is_a_value_error():
 
 
 def test_issue_cooldown_difference_minus_9_84_points():
-    # 122 single-episode clusters; plain run recalls 22, cooldown run 10 (SPEC §3.4 example).
+    # 122 single-episode clusters; plain run recalls 22, cooldown run 10 (the paper's cooldown control, docs/protocol.md#controls).
     n = 122
     plain = np.zeros(n)
     plain[:22] = 1

@@ -457,7 +457,7 @@ def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
     )
 
 
-# ----------------------------------------------------------- compare, controls, report (issue 6)
+# ----------------------------------------------------------- compare, controls, report
 
 
 @app.command()
@@ -465,7 +465,7 @@ def observe(
     video: Path = typer.Argument(..., help="Media file (any container FFmpeg reads)."),
     at: float = typer.Option(..., "--at", help="Decision time t in seconds (file clock)."),
     audio: str = typer.Option("native", "--audio", help="Audio mode: native, asr or none."),
-    max_frames: int = typer.Option(32, "--max-frames", help="Frame cap (SPEC frames.max)."),
+    max_frames: int = typer.Option(32, "--max-frames", help="Frame cap (frames.max; docs/protocol.md#frames)."),
     policy: str = typer.Option("uniform", "--policy", help="Cap policy: uniform or recent."),
     max_side: int | None = typer.Option(None, "--max-side", help="Downscale long side to <= N px."),
     asr_model: Path | None = typer.Option(

@@ -1,4 +1,4 @@
-"""Content judges and the on-disk verdict cache (SPEC §3 "Content check", §4).
+"""Content judges and the on-disk verdict cache (docs/protocol.md#content-check, docs/protocol.md#judges-and-caching).
 
 ``make_judge(name)`` builds a judge from its ``--judge`` string:
 

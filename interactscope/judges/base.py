@@ -1,4 +1,4 @@
-"""Judge interface, the versioned judge prompt and the strict verdict parser (SPEC §4).
+"""Judge interface, the versioned judge prompt and the strict verdict parser (docs/protocol.md#judges-and-caching).
 
 A judge answers, for (request, reference, candidate) triples, whether the candidate conveys the
 reference. Model judges (``openai:``, ``local:``) send :func:`judge_messages` and parse the answer
@@ -196,7 +196,7 @@ def _field_value(v: Any) -> bool | None:
 
 
 def parse_verdict(text: str | None) -> bool | None:
-    """Strict yes/no parser (SPEC §4).
+    """Strict yes/no parser (docs/protocol.md#judges-and-caching).
 
     1. A structured field: the answer is a JSON object (optionally in a code fence) with one of
        ``verdict``/``answer``/``correct``/``judgement``/``label`` equal to yes/no/true/false.

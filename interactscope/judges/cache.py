@@ -1,4 +1,4 @@
-"""On-disk verdict cache (SPEC §4): SQLite through the standard library.
+"""On-disk verdict cache (docs/protocol.md#judges-and-caching): SQLite through the standard library.
 
 Key: SHA-256 of the JSON list [backend, model, prompt version, request, reference, candidate],
 with the media content hash appended for a judge that looks at frames or audio.

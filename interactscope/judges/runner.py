@@ -1,5 +1,5 @@
 """Judge a batch of items through the cache: each identical triple once, cached verdicts reused,
-and an optional re-ask of N cached verdicts to measure the flip rate (SPEC §4, issue 4)."""
+and an optional re-ask of N cached verdicts to measure the flip rate (docs/protocol.md#judges-and-caching)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """T1's content check: the set of called tool names equals the target's set exactly
-(case-insensitive; SPEC §3 "Content check"). No judge model is involved."""
+(case-insensitive; docs/protocol.md#content-check). No judge model is involved."""
 
 from __future__ import annotations
 

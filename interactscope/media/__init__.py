@@ -1,4 +1,4 @@
-"""Causal media layer (SPEC §2): probe, causal frames, causal audio, causal ASR transcript.
+"""Causal media layer (docs/protocol.md#decision-grid): probe, causal frames, causal audio, causal ASR transcript.
 
 Every time is in seconds on the file clock (measured from the file start); audio is float32 mono
 (16 kHz by default); frames are (H, W, 3) uint8 RGB, upright.

@@ -1,4 +1,4 @@
-"""Causal ASR transcript (SPEC §2 "Audio", mode ``asr``).
+"""Causal ASR transcript (docs/protocol.md#transcript-and-the-asr-caveat).
 
 Backends:
 
@@ -71,7 +71,7 @@ class Transcript:
         return "".join(w.text for w in self.words).strip()
 
     def until(self, t: float) -> Transcript:
-        """Words whose (clipped) end time is <= t, both rounded to milliseconds (SPEC §2)."""
+        """Words whose (clipped) end time is <= t, both rounded to milliseconds (docs/protocol.md#decision-grid)."""
         tm = int(round(float(t) * 1000))
         return Transcript(
             tuple(w for w in self.words if int(round(w.end_s * 1000)) <= tm), self.duration_s
@@ -97,7 +97,7 @@ class Transcript:
 
 @dataclass(frozen=True)
 class AsrSettings:
-    """ASR run settings (recorded in run.json; SPEC §2 ``audio.mode = asr``).
+    """ASR run settings (recorded in run.json; docs/protocol.md#transcript-and-the-asr-caveat).
 
     Attributes:
         backend: ``"faster-whisper"`` or ``"openai-whisper"``.
@@ -398,7 +398,7 @@ def transcribe(
     sample_rate: int = 16000,
     duration_s: float | None = None,
 ) -> Transcript:
-    """Transcribe a waveform into a :class:`Transcript` (SPEC §2 ``asr``).
+    """Transcribe a waveform into a :class:`Transcript` (docs/protocol.md#transcript-and-the-asr-caveat).
 
     Args:
         audio: (n,) float32 mono at ``sample_rate`` (16000 Hz), sample 0 = file time 0.

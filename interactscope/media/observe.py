@@ -1,4 +1,4 @@
-"""What a model would receive at decision time t (SPEC §2), as a JSON-ready dict.
+"""What a model would receive at decision time t (docs/protocol.md#decision-grid), as a JSON-ready dict.
 
 Backs ``interactscope observe VIDEO --at T --json``: a tool for checking causality by hand.
 """
@@ -27,7 +27,7 @@ def observe(
     media: CausalMedia | None = None,
     save: str | Path | None = None,
 ) -> dict[str, Any]:
-    """Summarise the causal observation of ``path`` at ``t`` (SPEC §2 "Causal observation").
+    """Summarise the causal observation of ``path`` at ``t`` (docs/protocol.md#causal-observation).
 
     Args:
         path: media file.

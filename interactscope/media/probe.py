@@ -1,4 +1,4 @@
-"""Media probing (SPEC §1 "Video record", §2 "Causal observation").
+"""Media probing (docs/protocol.md#data-model, docs/protocol.md#causal-observation).
 
 ``probe(path)`` measures a file from its streams rather than trusting header fields: the
 duration is the latest presentation end over every demuxed video/audio packet, and the first
@@ -139,7 +139,7 @@ def rotation_of(frame: av.VideoFrame) -> int:
 
 
 def probe(path: str | Path, *, require_video: bool = True) -> MediaInfo:
-    """Measure a media file (SPEC §1: duration from the streams, not from the header).
+    """Measure a media file (docs/protocol.md#data-model: duration from the streams, not from the header).
 
     Demuxes every packet of the first video and audio stream (no decode, so it is fast) and
     decodes only the first video frame (to prove the video decodes and to read its rotation).
