@@ -21,6 +21,7 @@ EXECUTION_SETTINGS: tuple[str, ...] = (
     "adapter.check_audio",
     "adapter.batch_size",
     "adapter.threads",
+    "adapter.frame_cache_mb",
 )
 """Dotted settings that change how a run is executed, not what it measures: they may differ
 between a run and its resume (each invocation's values are recorded in ``run.json``)."""

@@ -293,3 +293,44 @@ def test_describe_records_both_models_and_the_ablation():
     d = agent.describe()
     assert (d["kind"], d["label"], d["sha256"]) == ("egointeract", "no_rules", "x")
     assert (d["egointeract"]["service_model"], d["egointeract"]["auditor_model"]) == ("svc", "aud")
+
+
+class Native(Scripted):
+    """A scripted engine with native tool calling: a reply is a ChatResult."""
+
+    native_tools = True
+
+    def chat(self, messages, tools=None, **gen):
+        self.requests.append((list(messages), gen))
+        return self.replies.pop(0)
+
+
+def test_native_history_stays_valid_after_deferral_and_rejection():
+    from interactscope.schema import ToolCall as EngineCall
+
+    ids = iter(range(100))
+
+    def native(*items):
+        return ChatResult(
+            tool_calls=[EngineCall(name=i["name"], arguments=i["arguments"]) for i in items],
+            tool_call_ids=[f"id{next(ids)}" for _ in items],
+        )
+
+    v = load_variant(package_data_dir(), "retail1")
+    task = v.task(1)
+    service = Native([native(READ, GUESS), native(GUESS), native(GROUNDED), ChatResult(text=DONE)])
+    agent = EgoInteractAgent(
+        parse_spec("fake"), service, Scripted([REJECT, APPROVE, APPROVE]), sees_pixels=False
+    )
+    rec = run_episode(
+        v, task, agent, ScriptedUser(["Add it."]), build_settings("easy"),
+        Visual(sees_pixels=False, description="shelf"),
+    )  # fmt: skip
+    assert [c.call.arguments.get("product_name") for c in rec.calls] == [
+        "CRYSTAL VISTEUX Bordeaux", "CRYSTAL VISTEUX Bordeaux",
+    ]  # fmt: skip
+    for messages, _ in service.requests:
+        answered = [m.tool_call_id for m in messages if m.role == "tool"]
+        asked = [i for m in messages if m.role == "assistant" for i in m.tool_call_ids]
+        assert asked == answered  # every native call in the history has its tool message
+    assert [len(m.tool_calls) for m in service.requests[1][0] if m.role == "assistant"] == [1]

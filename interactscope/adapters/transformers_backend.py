@@ -20,7 +20,8 @@ overrides any of them; unknown keys are refused): :class:`interactscope.engines.
 ``frames_as`` (``video`` | ``image``), ``processor_kwargs`` (``{max_pixels, min_pixels}``: the
 per-frame pixel budget, also given as the video ``size`` on every call), ``videos_kwargs``,
 ``trust_remote_code``, ``min_audio_samples`` (1600), ``session_max_frames`` (Online Rolling;
-default ``frames.max``), ``generation: {max_new_tokens: 128, temperature: 0}``.
+default ``frames.max``), ``frame_cache_mb`` (256: processed frames kept across decision points;
+0 = off), ``generation: {max_new_tokens: 128, temperature: 0}``.
 """
 
 from __future__ import annotations

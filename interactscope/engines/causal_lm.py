@@ -39,6 +39,7 @@ class CausalLMOptions(BackendOptions):
     gguf_file: str | None = Field(None, description="GGUF file name inside a folder")
     threads: int | None = Field(None, ge=1, description="torch CPU threads")
     prefix_cache: bool = Field(True, description="reuse the KV cache of a shared prompt prefix")
+    batch_generate: bool = Field(False, description="chat_batch: one left-padded generate")
     device: str = "cpu"
 
 
@@ -261,8 +262,60 @@ class CausalLMEngine:
         tools: Sequence[Any] | None = None,
         **generation: Any,
     ) -> list[ChatResult | EngineError]:
-        """One :meth:`chat` per conversation (in order, so the prefix cache helps)."""
-        return chat_each(self, conversations, tools, **generation)
+        """One :meth:`chat` per conversation (in order, so the prefix cache helps), or with
+        ``batch_generate`` one left-padded ``generate`` over all of them (no prefix cache; greedy
+        answers equal :meth:`chat`'s; ``raw`` adds ``batch_size``; ``latency_s`` is the batch's
+        wall time divided by its size). A conversation with media parts gets its
+        :class:`EngineError`; a failed batch is answered one conversation at a time."""
+        if not self.options.batch_generate or len(conversations) < 2:
+            return chat_each(self, conversations, tools, **generation)
+        results: list[ChatResult | EngineError | None] = [None] * len(conversations)
+        rows = []
+        for i, conv in enumerate(conversations):
+            try:
+                rows.append((i, self._template_messages(conv)))
+            except EngineError as exc:
+                results[i] = exc
+        try:
+            self._batch_rows(rows, results, generation)
+        except Exception as exc:  # noqa: BLE001 - fall back to one conversation at a time
+            for i, _ in rows:
+                results[i] = chat_each(self, [conversations[i]], tools, **generation)[0]
+            if not isinstance(exc, EngineError):
+                import logging
+
+                logging.getLogger(__name__).warning("batched generate failed (%s)", exc)
+        return [r if r is not None else EngineError("no result") for r in results]
+
+    def _batch_rows(self, rows: list, results: list, generation: dict[str, Any]) -> None:
+        """One left-padded ``generate`` over ``rows`` (index, template messages)."""
+        import torch
+
+        from interactscope.engines.qwen_mm import collate_left
+
+        if not rows:
+            return
+        self.load()
+        start = time.perf_counter()
+        kw = self._generate_kwargs(generation)
+        encs = [
+            self.tokenizer.apply_chat_template(
+                t, add_generation_prompt=True, return_tensors="pt", return_dict=True
+            )
+            for _, t in rows
+        ]
+        inputs = collate_left(encs, int(kw["pad_token_id"]))
+        inputs = {k: inputs[k].to(self.model.device) for k in ("input_ids", "attention_mask")}
+        t_model = time.perf_counter()
+        with torch.inference_mode():
+            out = self.model.generate(**inputs, **kw)
+        model_s = time.perf_counter() - t_model
+        width, n = int(inputs["input_ids"].shape[1]), len(rows)
+        for b, (i, _) in enumerate(rows):
+            res = self._result(out[b : b + 1], width, start, model_s / n, {"batch_size": n})
+            res.prompt_tokens = int(inputs["attention_mask"][b].sum())
+            res.latency_s = round((time.perf_counter() - start) / n, 4)
+            results[i] = res
 
     # -- prefix KV cache ---------------------------------------------------------------------
     def _take_cache(self, ids: Any) -> tuple[Any, int]:

@@ -15,6 +15,12 @@ longer than the feature extractor's window (``n_samples``) keeps its most recent
 shorter than ``min_audio_samples`` (fewer than 480 give no audio token) gets zeros in front.
 :attr:`ChatResult.raw` records ``n_frames``, ``n_frames_sent``, ``audio_samples``, ``model_s``
 and, when they happen, ``audio_dropped_s`` and ``audio_padded_samples``.
+
+Speed: :meth:`QwenEngine.chat_batch` answers a batch with one left-padded ``generate`` (greedy
+answers equal one-at-a-time ones; ``raw`` adds ``batch_size``, ``batch_wall_s``,
+``batch_model_s``). The processed pixels of each frame are kept across calls
+(``frame_cache_mb``, default 256; :mod:`interactscope.engines.qwen_frames`), so a decision point
+processes only its new frames (``raw["frames_reused"]`` counts the others).
 """
 
 from __future__ import annotations
