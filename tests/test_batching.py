@@ -133,3 +133,51 @@ def test_a_failed_batched_generate_answers_one_at_a_time(caplog):
     assert [o.text for o in out] == want
     assert all("batch_size" not in o.raw for o in out)
     assert "out of memory" in caplog.text
+
+
+# ------------------------------------------------------------------------------ text causal LM
+@pytest.fixture(scope="module")
+def tiny_llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    from tests.tiny_qwen import OMNI_SPECIAL, OMNI_TEMPLATE, _tokenizer
+
+    tok = _tokenizer(OMNI_SPECIAL, OMNI_TEMPLATE)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      max_position_embeddings=2048)  # fmt: skip
+    torch.manual_seed(0)
+    model = LlamaForCausalLM(cfg).eval()
+    model.generation_config.eos_token_id = tok.convert_tokens_to_ids(OMNI_SPECIAL["im_end"])
+    model.generation_config.pad_token_id = tok.pad_token_id
+    return model, tok
+
+
+def test_causal_lm_batched_greedy_answers_equal_one_at_a_time(tiny_llama):
+    from interactscope.engines.causal_lm import CausalLMEngine, CausalLMOptions
+
+    model, tok = tiny_llama
+    opts = {"batch_generate": True, "generation": {"max_new_tokens": 8, "temperature": 0}}
+    eng = CausalLMEngine(CausalLMOptions.model_validate(opts), model=model, tokenizer=tok)
+    convs = [
+        [{"role": "system", "content": "You can call these tools:"}, {"role": "user", "content": t}]
+        for t in ("Take a photo.", "request a", "Start a voice memo as soon as someone starts "
+                  "talking. Current stream time: t = 12.0 s.")
+    ]  # fmt: skip
+    convs.insert(1, [{"role": "user", "content": [{"type": "audio", "audio": np.zeros(8)}]}])
+    calls = []
+    real = model.generate
+    model.generate = lambda **kw: calls.append(kw["input_ids"].shape) or real(**kw)
+    try:
+        batch = eng.chat_batch(convs)
+    finally:
+        del model.generate
+    assert len(calls) == 1 and calls[0][0] == 3
+    assert isinstance(batch[1], EngineError) and "text only" in str(batch[1])
+    single = [eng.chat(c) for c in (convs[0], convs[2], convs[3])]
+    got = [batch[0], batch[2], batch[3]]
+    assert _answers(got) == _answers(single)
+    assert len({s.prompt_tokens for s in single}) == 3  # different lengths: padding exercised
+    assert all(o.raw["batch_size"] == 3 for o in got)
+    plain = CausalLMEngine(CausalLMOptions(), model=model, tokenizer=tok)
+    assert all("batch_size" not in o.raw for o in plain.chat_batch(convs[2:]))  # off by default

@@ -16,11 +16,6 @@ from interactscope.egobench.canonical import canonical_json, normalise
 DATA = package_data_dir()
 
 
-@pytest.fixture(scope="module")
-def retail6():
-    return load_variant(DATA, "retail6")
-
-
 def _add(env, name, qty, price=10.0):
     return env.call(
         "add_to_cart",

@@ -25,11 +25,6 @@ from interactscope.egobench.scorer import gt_log
 DATA = package_data_dir()
 
 
-@pytest.fixture(scope="module")
-def retail6():
-    return load_variant(DATA, "retail6")
-
-
 @pytest.mark.parametrize("name", list_variants(DATA))
 def test_gt_replay_scores_one_on_every_shipped_task(name):
     v = load_variant(DATA, name)
