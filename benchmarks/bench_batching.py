@@ -93,8 +93,10 @@ def main() -> None:
     b_wall = statistics.median(r[2] for r in rows)
     print(f"{n} decision points, batch size {args.batch_size}, device {args.device}, "
           f"frames_as {args.frames_as}, {args.repeats} repeats (medians)")  # fmt: skip
-    print(f"one at a time: {n / s_wall:7.2f} points/s  (generate {rows[0][1] / rows[0][0]:.0%})")
-    print(f"batched:       {n / b_wall:7.2f} points/s  (generate {rows[0][3] / rows[0][2]:.0%})")
+    s_share = statistics.median(r[1] / r[0] for r in rows)
+    b_share = statistics.median(r[3] / r[2] for r in rows)
+    print(f"one at a time: {n / s_wall:7.2f} points/s  (generate {s_share:.0%} of the time)")
+    print(f"batched:       {n / b_wall:7.2f} points/s  (generate {b_share:.0%} of the time)")
     print(f"ratio batched / one at a time: {s_wall / b_wall:.2f}x points/s")
     print(
         "ratio of generate time alone: "

@@ -119,20 +119,26 @@ def test_a_bad_conversation_fails_its_slot_and_the_rest_is_batched():
     assert all(isinstance(o, EngineError) for o in eng.chat_batch(convs, bogus_option=1))
 
 
-def test_a_failed_batched_generate_answers_one_at_a_time(caplog):
+def test_a_failed_batched_generate_is_halved_down_to_one_at_a_time(caplog):
+    """Out of memory above 2 rows: 5 -> 2 + 3 -> 2 + (1 + 2); above 0 rows: one chat each."""
     eng = _engine()
-    convs = [_conv("Take a photo.", 2), _conv("request a")]
+    convs = [_conv("Take a photo.", 2), _conv("request a"), _conv("request b", 4),
+             _conv("Take a photo."), _conv("request a", 2)]  # fmt: skip
     want = [eng.chat(c).text for c in convs]
+    real = eng._answer_rows
+    for limit, sizes in ((2, [2, 2, 1, 2, 2]), (0, [None] * 5)):
 
-    def boom(*a, **kw):
-        raise RuntimeError("CUDA out of memory")
+        def boom(rows, *a, limit=limit):
+            if len(rows) > limit:
+                raise RuntimeError("CUDA out of memory")
+            real(rows, *a)
 
-    eng._answer_rows = boom
-    with caplog.at_level(logging.WARNING):
-        out = eng.chat_batch(convs)
-    assert [o.text for o in out] == want
-    assert all("batch_size" not in o.raw for o in out)
-    assert "out of memory" in caplog.text
+        eng._answer_rows = boom
+        with caplog.at_level(logging.WARNING):
+            out = eng.chat_batch(convs)
+        assert [o.text for o in out] == want
+        assert [o.raw.get("batch_size") for o in out] == sizes
+        assert "out of memory" in caplog.text
 
 
 # ------------------------------------------------------------------------------ text causal LM
@@ -178,6 +184,7 @@ def test_causal_lm_batched_greedy_answers_equal_one_at_a_time(tiny_llama):
     got = [batch[0], batch[2], batch[3]]
     assert _answers(got) == _answers(single)
     assert len({s.prompt_tokens for s in single}) == 3  # different lengths: padding exercised
+    assert all(s.completion_tokens == 8 and s.text for s in single)  # 8 real tokens each
     assert all(o.raw["batch_size"] == 3 for o in got)
     plain = CausalLMEngine(CausalLMOptions(), model=model, tokenizer=tok)
     assert all("batch_size" not in o.raw for o in plain.chat_batch(convs[2:]))  # off by default

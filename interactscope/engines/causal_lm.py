@@ -9,7 +9,9 @@ image, video or audio part is refused.
 greedily (temperature 0) or by sampling. The KV cache of the longest prefix shared with the
 previous prompt is reused (``prefix_cache``), so consecutive prompts that share a system prompt
 and a request prefill only their new tail (``raw["cached_tokens"]``). :meth:`complete` takes a
-plain prompt string instead (no template, no cache).
+plain prompt string instead (no template, no cache). With ``batch_generate: true``,
+:meth:`CausalLMEngine.chat_batch` runs one left-padded ``generate`` (off by default: one chat
+at a time keeps the prefix cache and every earlier result as it was).
 """
 
 from __future__ import annotations

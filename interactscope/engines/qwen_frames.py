@@ -13,9 +13,10 @@ processor's ``image_processor`` and ``video_processor`` for the duration of one 
   normalising act on each frame alone and the patch layout is time-major.
 
 A piece is keyed by the call's keyword arguments (``fps`` left out: frames are never sampled)
-and a digest of its frames' bytes, shape and dtype (an array seen before is recognised by
-identity without hashing again). Calls the cache cannot reproduce exactly go to the processor
-unchanged: another processor class, ``return_metadata`` (Qwen2.5-VL / Qwen3-VL video metadata),
+and a digest of its frames' bytes, shape and dtype. An array seen before is recognised by
+identity without hashing again, so frames must not be modified in place (the media layer's are
+read-only). The store is locked: threads may share one cache. Calls the cache cannot reproduce
+exactly go to the processor unchanged: another processor class, ``return_metadata`` (Qwen2.5-VL / Qwen3-VL video metadata),
 ``cap_pixels_per_frame`` (the pixel budget then depends on the frame count), frame sampling, a
 frame count not a multiple of the temporal patch, frames of different sizes, or outputs with
 other keys. Entries are evicted least recently used beyond ``max_bytes``.
@@ -24,6 +25,7 @@ other keys. Entries are evicted least recently used beyond ``max_bytes``.
 from __future__ import annotations
 
 import hashlib
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -56,6 +58,7 @@ class FrameCache:
         self._store: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
         self._bytes = 0
         self._ids: dict[int, tuple[weakref.ref, str]] = {}
+        self._lock = threading.Lock()
 
     # -------------------------------------------------------------------- installing
     @contextmanager
@@ -91,20 +94,22 @@ class FrameCache:
 
     # -------------------------------------------------------------------- store
     def _get(self, key: tuple) -> tuple[Any, Any] | None:
-        hit = self._store.get(key)
-        if hit is not None:
-            self._store.move_to_end(key)
-        return hit
+        with self._lock:
+            hit = self._store.get(key)
+            if hit is not None:
+                self._store.move_to_end(key)
+            return hit
 
     def _put(self, key: tuple, value: tuple[Any, Any]) -> None:
         size = int(value[0].element_size() * value[0].nelement())
-        if size > self.max_bytes:
-            return
-        self._store[key] = value
-        self._bytes += size
-        while self._bytes > self.max_bytes:
-            _, (old, _) = self._store.popitem(last=False)
-            self._bytes -= int(old.element_size() * old.nelement())
+        with self._lock:
+            if size > self.max_bytes or key in self._store:
+                return
+            self._store[key] = value
+            self._bytes += size
+            while self._bytes > self.max_bytes:
+                _, (old, _) = self._store.popitem(last=False)
+                self._bytes -= int(old.element_size() * old.nelement())
 
     def piece(self, inner: Any, kind: str, frames: Sequence[np.ndarray], kw: dict) -> tuple:
         """(pixel rows, grid row (1, 3)) of one image or temporal patch, processed at most once.

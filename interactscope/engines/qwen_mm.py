@@ -512,7 +512,7 @@ class QwenEngine:
         (pad id of the tokenizer), media tensors concatenated in conversation order. Greedy
         answers equal :meth:`chat`'s. A conversation that cannot be rendered or processed gets
         its :class:`EngineError` and the others are batched; when the batched ``generate`` fails
-        (e.g. out of memory) every conversation is answered alone. ``latency_s`` and
+        (e.g. out of memory) the batch is halved and retried, down to one :meth:`chat` each. ``latency_s`` and
         ``raw["model_s"]`` are the batch's times divided by its size; ``raw`` also has
         ``batch_size``, ``batch_wall_s`` and ``batch_model_s`` (s).
         """
@@ -536,13 +536,18 @@ class QwenEngine:
             except Exception as exc:  # noqa: BLE001 - one bad conversation fails its slot only
                 results[i] = EngineError(f"{type(exc).__name__}: {exc}")
                 results[i].__cause__ = exc
-        try:
-            if rows:
-                self._answer_rows(rows, results, gen_kw, start)
-        except Exception as exc:  # noqa: BLE001 - fall back to one conversation at a time
-            log.warning("batched generate of %d failed (%s); one at a time", len(rows), exc)
-            for i, _, _ in rows:
-                results[i] = chat_each(self, [conversations[i]], tools, **generation)[0]
+        pending = [rows] if rows else []
+        while pending:
+            part = pending.pop(0)
+            try:
+                self._answer_rows(part, results, gen_kw, start)
+            except Exception as exc:  # noqa: BLE001 - halve the batch, then one at a time
+                log.warning("batched generate of %d failed (%s); splitting", len(part), exc)
+                if len(part) > 1:
+                    pending[:0] = [part[: len(part) // 2], part[len(part) // 2 :]]
+                else:
+                    i = part[0][0]
+                    results[i] = chat_each(self, [conversations[i]], tools, **generation)[0]
         return [r if r is not None else EngineError("no result") for r in results]
 
     def _pad_id(self) -> int:

@@ -602,7 +602,7 @@ class CausalMedia:
         Args:
             t: decision time (s, file clock).
             max_frames: cap (SPEC ``frames.max``, default 32).
-            policy: ``"uniform"`` or ``"recent"`` (SPEC ``frames.cap_policy``).
+            policy: ``"uniform"``, ``"recent"`` or ``"stride"`` (``frames.cap_policy``).
             max_side: if set, downscale so the longer side is at most this many pixels.
 
         Returns:
