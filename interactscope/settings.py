@@ -32,7 +32,9 @@ class _Group(BaseModel):
 
 
 class GridSettings(_Group):
-    step_s: float = Field(1.0, gt=0, description="decision grid step; 1 = per second (docs/protocol.md#decision-grid)")
+    step_s: float = Field(
+        1.0, gt=0, description="decision grid step; 1 = per second (docs/protocol.md#decision-grid)"
+    )
 
 
 class FrameSettings(_Group):

@@ -10,7 +10,18 @@ from interactscope.cli.app import app
 __all__ = ["app", "main", "COMMAND_MODULES"]
 
 # Command groups in the order `--help` lists them; a new group is one more name here.
-COMMAND_MODULES = ("streaming", "analysis", "models", "importers", "view", "ego", "ego_run", "ego_ablation", "judges")
+COMMAND_MODULES = (
+    "streaming",
+    "analysis",
+    "models",
+    "prompt",
+    "importers",
+    "view",
+    "ego",
+    "ego_run",
+    "ego_ablation",
+    "judges",
+)
 for _name in COMMAND_MODULES:
     importlib.import_module(f"interactscope.cli.{_name}")
 

@@ -100,25 +100,38 @@ ONLY_HELP = "Only these interaction ids (a,b,...); recorded in run.json: resume 
 TASK_HELP = "Only these tasks (e.g. T2,T7); recorded in run.json: resume with the same."
 
 
+MODEL = typer.Option(
+    ...,
+    "--model",
+    "-m",
+    help="Model config name (`interactscope models` lists them) or a YAML path. Baselines: "
+    "silent, oracle, blind-fire.",
+)
+PROTOCOL = typer.Option(
+    None,
+    help="offline (Offline Probing) or online (Online Rolling); default from the model config.",
+)
+SETS = typer.Option(
+    [],
+    "--set",
+    help="Override a setting, e.g. --set grid.step_s=2 --set cooldown_s=10 --set history.n=5 "
+    "--set scene=none --set audio.mode=asr.",
+)
+DRY_RUN = typer.Option(
+    False,
+    "--dry-run",
+    help="Print the prompt of each interaction's first decision point (what the model would "
+    "receive; frames and audio described) and exit: no model is called, no run folder made.",
+)
+
+
 @app.command()
 def collect(
-    model: str = typer.Option(
-        ...,
-        "--model",
-        "-m",
-        help="Model config name (configs/models/NAME.yaml) or a YAML path. Baselines: silent, oracle, blind-fire.",
-    ),
+    model: str = MODEL,
     bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder; an existing one is resumed."),
-    protocol: str | None = typer.Option(
-        None,
-        help="offline (Offline Probing) or online (Online Rolling); default from the model config.",
-    ),
-    set_: list[str] = typer.Option(
-        [],
-        "--set",
-        help="Override a setting, e.g. --set grid.step_s=2 --set cooldown_s=10 --set history.n=5 --set scene=none --set audio.mode=asr.",
-    ),
+    protocol: str | None = PROTOCOL,
+    set_: list[str] = SETS,
     shard: str | None = typer.Option(
         None,
         help="Collect only shard K of N (1-based, e.g. 2/4); join shards with `interactscope merge`.",
@@ -144,12 +157,15 @@ def collect(
     ray_address: str | None = ray_options.RAY_ADDRESS,
     workers: int | None = ray_options.WORKERS,
     gpus_per_worker: float | None = ray_options.GPUS_PER_WORKER,
+    dry_run: bool = DRY_RUN,
 ) -> None:
     """Walk every interaction's decision grid and record the model's answer at each point.
 
     Records go to RUN/responses.jsonl (one per decision point, fsynced); RUN/run.json holds every
     setting. Killing and re-running the same command resumes without duplicates or gaps."""
     setup_logging(verbose)
+    if dry_run:
+        return _dry_run(model, bench, set_)
     from interactscope.collect import CollectError
 
     opts = ray_options.ray_options(ray, ray_address, workers, gpus_per_worker)
@@ -178,6 +194,13 @@ def collect(
         _interrupted(out)
     typer.echo(f"{out}: {summary.line()}")
     _exit_on_record_errors(out)
+
+
+def _dry_run(model: str, bench: Path, set_: list[str]) -> None:
+    """``collect --dry-run``: the prompt of each interaction's first decision point."""
+    from interactscope.cli.prompt import build_previews, echo_previews
+
+    echo_previews(build_previews(model, bench, parse_sets(set_), [(None, None)]), False)
 
 
 def _subset(only: str | None, task: str | None, *, ray: bool) -> dict[str, list[str]]:
@@ -465,7 +488,9 @@ def observe(
     video: Path = typer.Argument(..., help="Media file (any container FFmpeg reads)."),
     at: float = typer.Option(..., "--at", help="Decision time t in seconds (file clock)."),
     audio: str = typer.Option("native", "--audio", help="Audio mode: native, asr or none."),
-    max_frames: int = typer.Option(32, "--max-frames", help="Frame cap (frames.max; docs/protocol.md#frames)."),
+    max_frames: int = typer.Option(
+        32, "--max-frames", help="Frame cap (frames.max; docs/protocol.md#frames)."
+    ),
     policy: str = typer.Option("uniform", "--policy", help="Cap policy: uniform or recent."),
     max_side: int | None = typer.Option(None, "--max-side", help="Downscale long side to <= N px."),
     asr_model: Path | None = typer.Option(

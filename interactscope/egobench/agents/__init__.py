@@ -39,6 +39,7 @@ __all__ = [
 AgentFactory = Callable[[str], Agent]
 """``factory(spec) -> Agent``; ``spec`` is what followed the name (``egointeract:MODEL``)."""
 
+
 def _egointeract(spec: str) -> Agent:
     from interactscope.egobench.egointeract.factory import build_egointeract
 

@@ -1,0 +1,97 @@
+"""``interactscope prompt``: the exact messages a model would receive at one decision point,
+without calling it (``collect --dry-run`` shows the first decision point of each interaction)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from interactscope.cli.app import app
+from interactscope.cli.common import fail, parse_sets
+
+
+def build_previews(
+    model: str,
+    bench: Path,
+    overrides: dict[str, Any],
+    points: list[tuple[str | None, float | None]],
+) -> list[Any]:
+    """Previews for ``[(interaction id or None = every interaction, t or None = its first
+    decision point), ...]``. Raises ``typer.Exit`` with one line on any bad input."""
+    from interactscope.adapters.base import AdapterError
+    from interactscope.adapters.registry import load_model_config
+    from interactscope.bench import BenchmarkError, load_benchmark
+    from interactscope.collect import CollectError, resolve_settings
+    from interactscope.protocol.observation import Observer
+    from interactscope.protocol.preview import preview_prompt
+    from interactscope.protocol.requests import interaction_grid
+
+    try:
+        _, config = load_model_config(model)
+        settings = resolve_settings(config, overrides)
+        b = load_benchmark(bench, media_errors="record")
+    except (AdapterError, CollectError, BenchmarkError) as exc:
+        fail(str(exc).splitlines()[0] if isinstance(exc, BenchmarkError) else str(exc))
+    text_only = config.get("sees_pixels") is False or config.get("backend") == "cascade"
+    out = []
+    for iid, t in points:
+        chosen = b.interactions if iid is None else [_find(b, iid)]
+        for it in chosen:
+            at = interaction_grid(b, it, settings)[0] if t is None else t
+            video = b.video_of(it)
+            obs = None
+            if settings.scene != "none" and video.id not in b.media_errors:
+                obs = Observer(b.media_path(video), settings, bench_root=b.root)
+            try:
+                out.append(preview_prompt(b, it, at, settings, observer=obs, text_only=text_only))
+            except Exception as exc:  # media/ASR errors: one line naming the file
+                fail(f"{b.media_path(video)}: {type(exc).__name__}: {exc}")
+    return out
+
+
+def _find(b: Any, iid: str) -> Any:
+    try:
+        return b.interaction(iid)
+    except KeyError:
+        ids = ", ".join(it.id for it in b.interactions[:12])
+        fail(
+            f"no interaction {iid!r} in {b.root}; ids: {ids}{' ...' if len(b.interactions) > 12 else ''}"
+        )
+
+
+def echo_previews(previews: list[Any], as_json: bool) -> None:
+    """Print previews as text (one block each) or as one JSON list."""
+    from interactscope.protocol.preview import format_preview
+
+    if as_json:
+        typer.echo(json.dumps([p.model_dump() for p in previews], indent=2))
+    else:
+        typer.echo("\n\n".join(format_preview(p) for p in previews))
+
+
+@app.command("prompt")
+def prompt(
+    model: str = typer.Option(
+        ..., "--model", "-m", help="Model config name (see `interactscope models`)."
+    ),
+    bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
+    interaction_id: str = typer.Option(..., "--id", help="Interaction id."),
+    at: float | None = typer.Option(
+        None,
+        "--at",
+        help="Decision time t, s (default: the interaction's first decision point, q).",
+    ),
+    set_: list[str] = typer.Option([], "--set", help="Override a setting, as for collect."),
+    as_json: bool = typer.Option(False, "--json", help="One JSON document, for scripts."),
+) -> None:
+    """Print the exact messages the model would receive at one decision point — system text,
+    request, tool catalogue, history, and each attached frame/audio part described (count, times,
+    sizes) — without calling the model.
+
+    Example: interactscope prompt --model qwen3-omni --bench annotations/demo --id t1-taxi --at 4"""
+    if at is not None and at < 0:
+        fail("--at must be >= 0 (seconds from the file start)")
+    echo_previews(build_previews(model, bench, parse_sets(set_), [(interaction_id, at)]), as_json)

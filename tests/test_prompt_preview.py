@@ -1,0 +1,56 @@
+"""`interactscope prompt` / `collect --dry-run`: the messages a model would receive, without
+calling it. t1-taxi streams bikes.mp4 (640x272, no audio) from q = 0: at t = 4 the causal prefix
+holds the 1 fps frames at 0, 1, 2, 3, 4 s."""
+
+from __future__ import annotations
+
+import json
+
+from typer.testing import CliRunner
+
+from interactscope.cli import app
+
+DEMO = "annotations/demo"
+
+
+def _run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_prompt_describes_the_causal_frames_and_tools() -> None:
+    r = _run(
+        "prompt", "--model", "oracle", "--bench", DEMO, "--id", "t1-taxi", "--at", "4", "--json"
+    )
+    assert r.exit_code == 0, r.output
+    (pv,) = json.loads(r.output)
+    user = next(m for m in pv["messages"] if m["role"] == "user")
+    images = [p for p in user["parts"] if p["kind"] == "image"]
+    assert [p["pts_s"] for p in images] == [[0.0], [1.0], [2.0], [3.0], [4.0]]
+    assert all(p["shape"] == [272, 640] for p in images)
+    assert not [p for p in user["parts"] if p["kind"] == "audio"]
+    assert "search_web" in pv["tools"] and pv["prompt_version"] == "v1"
+    assert "t = 4.0 s" in user["parts"][-1]["text"]
+
+
+def test_text_only_model_gets_no_pixels() -> None:
+    r = _run("prompt", "--model", "cascade", "--bench", DEMO, "--id", "t1-taxi", "--at", "4")
+    assert r.exit_code == 0, r.output
+    assert "text-only rendering" in r.output
+    assert "image part" not in r.output
+
+
+def test_dry_run_prints_each_interaction_and_makes_no_folder(tmp_path, demo_bench) -> None:
+    from interactscope.bench import load_benchmark
+
+    out = tmp_path / "run"
+    r = _run("collect", "--model", "oracle", "--bench", DEMO, "--out", str(out), "--dry-run")
+    assert r.exit_code == 0, r.output
+    n = len(load_benchmark(demo_bench).interactions)
+    assert r.output.count("\n# ") + r.output.startswith("# ") == n
+    assert not out.exists()
+
+
+def test_unknown_interaction_is_one_line() -> None:
+    r = _run("prompt", "--model", "oracle", "--bench", DEMO, "--id", "nope")
+    assert r.exit_code == 1
+    assert "no interaction 'nope'" in r.output and "Traceback" not in r.output
