@@ -11,22 +11,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-TASKS: tuple[str, ...] = ("T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8-A", "T8-B", "T8-C")
-"""Task groups of Omni-InteractScope (docs/protocol.md#task-groups): T1 tool calls, T2 event notification, T3 risk or
-error interjection, T4 cumulative state, T5 time condition, T6 non-verbal/workflow cues, T7
-continuous response, T8 assistance panel (A query-free reminders, B questions, C guidance steps)."""
-
-EXPLICIT_TASKS: tuple[str, ...] = TASKS[:7]
-ASSISTANCE_TASKS: tuple[str, ...] = TASKS[7:]
+# The task table is defined once, in interactscope.tasks (docs/protocol.md#task-groups); these
+# names stay importable from schema for older code.
+from interactscope.tasks import ASSISTANCE_TASKS as ASSISTANCE_TASKS
+from interactscope.tasks import EXPLICIT_TASKS as EXPLICIT_TASKS
+from interactscope.tasks import TASKS as TASKS
+from interactscope.tasks import panel_of as panel_of
 
 Task = Literal["T1", "T2", "T3", "T4", "T5", "T6", "T7", "T8-A", "T8-B", "T8-C"]
 Panel = Literal["explicit", "assistance"]
 Evidence = Literal["visual", "auditory", "other"]
-
-
-def panel_of(task: str) -> str:
-    """``explicit`` for T1–T7, ``assistance`` for T8-* (docs/protocol.md#data-model)."""
-    return "assistance" if task.startswith("T8") else "explicit"
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -10,9 +10,11 @@ invocation and may change between a run and its resume.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+_Options = TypeVar("_Options", bound=BaseModel)
 
 EXECUTION_SETTINGS: tuple[str, ...] = (
     "adapter.max_concurrency",
@@ -99,6 +101,31 @@ def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
         else:
             node[leaf] = value
     return out
+
+
+def options_with(
+    cls: type[_Options],
+    options: _Options | None,
+    overrides: dict[str, Any],
+    what: str,
+    valid: str,
+) -> _Options:
+    """An options model: ``options`` (default: ``cls()``'s defaults) with ``overrides`` (``None``
+    values ignored).
+
+    Raises:
+        ValueError: an unknown option or an invalid value, in one line:
+            ``<what> option <field>: <why> (valid: <valid>)``.
+    """
+    base = options.model_dump() if options is not None else {}
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return cls(**base)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ValueError(
+            f"{what} option {'.'.join(map(str, e['loc']))}: {e['msg']} (valid: {valid})"
+        ) from None
 
 
 def is_execution_setting(key: str) -> bool:

@@ -60,7 +60,9 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
+
+from interactscope.settings import options_with
 
 __all__ = [
     "B_DEFAULT",
@@ -109,16 +111,9 @@ class BootstrapOptions(BaseModel):
         Raises:
             ValueError: an unknown option or an invalid value (one line naming it).
         """
-        base = options.model_dump() if options is not None else {}
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls(**base)
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise ValueError(
-                f"bootstrap option {'.'.join(map(str, e['loc']))}: {e['msg']} (valid: "
-                "n_resamples >= 1, seed >= 0, 0 < confidence < 1)"
-            ) from None
+        return options_with(
+            cls, options, overrides, "bootstrap", "n_resamples >= 1, seed >= 0, 0 < confidence < 1"
+        )
 
     def kwargs(self) -> dict[str, Any]:
         """``{"n_resamples", "seed", "confidence"}`` for the bootstrap functions."""
@@ -238,6 +233,19 @@ def _check_options(n_resamples: int, confidence: float, seed: int) -> None:
         raise ValueError("confidence must be in (0, 1), e.g. 0.95")
     if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
         raise TypeError("seed must be an int (recorded in the result)")
+
+
+def _options(
+    n_resamples: int, confidence: float, seed: int, keep_distribution: bool
+) -> dict[str, Any]:
+    """The checked options of one bootstrap call, as :func:`_run` takes them."""
+    _check_options(n_resamples, confidence, seed)
+    return dict(
+        n_resamples=int(n_resamples),
+        confidence=float(confidence),
+        seed=int(seed),
+        keep_distribution=keep_distribution,
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -665,14 +673,8 @@ def cluster_bootstrap(
         StatsWarning: fewer than 2 clusters (zero-width interval at the point estimate), or
         resamples dropped for a zero denominator.
     """
-    _check_options(n_resamples, confidence, seed)
+    opts = _options(n_resamples, confidence, seed, keep_distribution)
     ratio = Ratio(numerators, denominators, clusters)
-    opts = dict(
-        n_resamples=int(n_resamples),
-        confidence=float(confidence),
-        seed=int(seed),
-        keep_distribution=keep_distribution,
-    )
     return _run({"ratio": ratio}, opts)["ratio"]
 
 
@@ -698,15 +700,9 @@ def balanced_mean_bootstrap(
 
     Raises/Warns: as :func:`cluster_bootstrap`.
     """
-    _check_options(n_resamples, confidence, seed)
+    opts = _options(n_resamples, confidence, seed, keep_distribution)
     if not _is_balanced(components):
         raise TypeError("components must be a mapping name -> ratio")
-    opts = dict(
-        n_resamples=int(n_resamples),
-        confidence=float(confidence),
-        seed=int(seed),
-        keep_distribution=keep_distribution,
-    )
     return _run({"balanced mean": components}, opts)["balanced mean"]
 
 
@@ -729,13 +725,7 @@ def bootstrap_metrics(
     accuracy of a model with no on-time response) gets a NaN result with a note and a
     :class:`StatsWarning` instead of raising :class:`UndefinedRatioError`.
     """
-    _check_options(n_resamples, confidence, seed)
-    opts = dict(
-        n_resamples=int(n_resamples),
-        confidence=float(confidence),
-        seed=int(seed),
-        keep_distribution=keep_distribution,
-    )
+    opts = _options(n_resamples, confidence, seed, keep_distribution)
     return _run(dict(metrics), opts, undefined)
 
 
@@ -887,13 +877,7 @@ def paired_difference(
 
     Raises/Warns: as :func:`cluster_bootstrap`.
     """
-    _check_options(n_resamples, confidence, seed)
-    opts = dict(
-        n_resamples=int(n_resamples),
-        confidence=float(confidence),
-        seed=int(seed),
-        keep_distribution=keep_distribution,
-    )
+    opts = _options(n_resamples, confidence, seed, keep_distribution)
     return _paired_run({"difference": (a, b)}, opts, 100.0, strict)["difference"]
 
 
@@ -913,15 +897,9 @@ def paired_metrics(
     ``ValueError``. ``undefined="nan"``: a metric undefined in either run gets a NaN result
     (see :func:`bootstrap_metrics`). Otherwise as :func:`paired_difference`.
     """
-    _check_options(n_resamples, confidence, seed)
+    opts = _options(n_resamples, confidence, seed, keep_distribution)
     if set(a) != set(b):
         raise ValueError(f"the runs report different metrics: {sorted(set(a) ^ set(b))}")
-    opts = dict(
-        n_resamples=int(n_resamples),
-        confidence=float(confidence),
-        seed=int(seed),
-        keep_distribution=keep_distribution,
-    )
     return _paired_run({k: (a[k], b[k]) for k in a}, opts, 100.0, strict, undefined)
 
 

@@ -103,11 +103,6 @@ class Observation:
         return len(self.frames)
 
     @property
-    def n_frames_true(self) -> int:
-        """Alias of :attr:`n_frames`: the true count before any backend padding."""
-        return len(self.frames)
-
-    @property
     def audio_samples(self) -> int:
         return 0 if self.audio is None else int(self.audio.shape[0])
 

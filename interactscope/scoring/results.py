@@ -13,6 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.settings import options_with
+
 __all__ = [
     "DEFAULT_MERGE_S",
     "DEFAULT_TOLERANCE_S",
@@ -52,16 +54,9 @@ class ScoringOptions(BaseModel):
         Raises:
             ValueError: an unknown option or a negative span (one line naming it).
         """
-        base = options.model_dump() if options is not None else {}
-        base.update({k: v for k, v in overrides.items() if v is not None})
-        try:
-            return cls(**base)
-        except ValidationError as exc:
-            e = exc.errors()[0]
-            raise ValueError(
-                f"scoring option {'.'.join(map(str, e['loc']))}: {e['msg']} (valid: "
-                "tolerance_s, merge_s, seconds >= 0)"
-            ) from None
+        return options_with(
+            cls, options, overrides, "scoring", "tolerance_s, merge_s, seconds >= 0"
+        )
 
 
 class Interval(BaseModel):

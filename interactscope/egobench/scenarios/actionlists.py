@@ -6,7 +6,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from interactscope.egobench.scenarios.base import ToolError, nonempty, parse_day
+from interactscope.egobench.scenarios.base import ToolError, nonempty, one_of, parse_day
 
 DDL = """
 CREATE TABLE action_users (user_id TEXT PRIMARY KEY);
@@ -66,3 +66,36 @@ def remove(conn: sqlite3.Connection, user_id: str, name: str, action: str, due_d
     if row is None:
         raise ToolError("matching action was not found")
     conn.execute("DELETE FROM actions WHERE seq = ?", (row[0],))
+
+
+# The tools' shared steps; ``label`` is the scenario's word for an entry ("household", "equipment").
+
+
+def check_action(action: str, actions: frozenset[str], label: str) -> None:
+    one_of(action, actions, f"{label} required action")
+
+
+def add_tool(
+    conn: sqlite3.Connection, user_id: str, name: str, action: str, due_date: str, label: str
+) -> dict[str, str]:
+    add(conn, user_id, name, action, due_date)
+    return {"message": f"{label.capitalize()} action added successfully."}
+
+
+def remove_tool(
+    conn: sqlite3.Connection,
+    user_id: str,
+    name: str,
+    action: str,
+    due_date: str,
+    actions: frozenset[str],
+    label: str,
+) -> dict[str, str]:
+    check_action(action, actions, label)
+    remove(conn, user_id, name, action, due_date)
+    return {"message": f"{label.capitalize()} action removed successfully."}
+
+
+def list_tool(conn: sqlite3.Connection, user_id: str, name_field: str) -> list[dict[str, str]]:
+    nonempty(user_id, "user_id")
+    return entries(conn, user_id, name_field)

@@ -21,6 +21,12 @@ class ToolError(Exception):
     """A tool's precondition failed; the message is the one-line reason shown to the agent."""
 
 
+NUTRIENTS = ("calories_kcal", "protein_g", "fat_g", "carbs_g", "sugar_g", "sodium_mg", "fiber_g")
+"""The nutrients every scenario totals (a kitchen ingredient records just these)."""
+LABELLED_NUTRITION_KEYS = ("basis", "serving_size_g", *NUTRIENTS)
+"""A restaurant dish's or retail product's nutrition label."""
+
+
 @dataclass
 class Ctx:
     """What a tool sees: the database and the task's today (None when the task names none)."""
@@ -76,6 +82,19 @@ def put(conn: sqlite3.Connection, table: str, name: str, rec: dict[str, Any]) ->
     )
 
 
+def required(conn: sqlite3.Connection, table: str, name: str, missing: str) -> dict[str, Any]:
+    """The record keyed by exactly ``name``; ToolError ``missing`` when there is none."""
+    rec = record(conn, table, name)
+    if rec is None:
+        raise ToolError(missing)
+    return rec
+
+
+def names_where(conn: sqlite3.Connection, table: str, pred, key: str = "name") -> list[str]:
+    """``record[key]`` of every record (in insertion order) that ``pred`` accepts."""
+    return [r[key] for r in catalogue(conn, table) if pred(r)]
+
+
 def containing(conn: sqlite3.Connection, table: str, query: str) -> list[dict[str, Any]]:
     """Records whose name contains ``query`` or is contained in it, case-insensitively."""
     q = query.lower()
@@ -96,6 +115,14 @@ def by_name_sorted(conn: sqlite3.Connection, table: str) -> RawJSON:
     )
 
 
+def matching(conn: sqlite3.Connection, table: str, query: str, none: str) -> list[dict[str, Any]]:
+    """:func:`containing`, or ToolError ``none`` when nothing matches."""
+    found = containing(conn, table, query)
+    if not found:
+        raise ToolError(none)
+    return found
+
+
 def parse_day(value: Any, field_name: str) -> dt.date:
     """A ``YYYY-MM-DD`` string as a date; ToolError naming the field otherwise."""
     if not isinstance(value, str):
@@ -104,6 +131,26 @@ def parse_day(value: Any, field_name: str) -> dt.date:
         return dt.datetime.strptime(value, "%Y-%m-%d").date()
     except ValueError:
         raise ToolError(f"{field_name} must use YYYY-MM-DD format, got {value!r}") from None
+
+
+def day_range(start_date: Any, end_date: Any) -> tuple[dt.date, dt.date]:
+    """The two ends of a ``start_date``..``end_date`` query; ToolError when reversed."""
+    start, end = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
+    if start > end:
+        raise ToolError("start_date cannot be later than end_date")
+    return start, end
+
+
+def one_of(value: Any, choices: frozenset[str], what: str) -> None:
+    """ToolError ``invalid <what>: <value>`` unless ``value`` is one of ``choices``."""
+    if value not in choices:
+        raise ToolError(f"invalid {what}: {value}")
+
+
+def check_nutrition(nutrition: dict[str, Any], keys: tuple[str, ...]) -> None:
+    """A nutrition label given to a tool: it needs ``basis`` and only ``keys``."""
+    if set(nutrition) - set(keys) or "basis" not in nutrition:
+        raise ToolError(f"nutrition needs 'basis' and only the keys {', '.join(keys)}")
 
 
 def lower_list(values: Any) -> list[Any]:

@@ -14,10 +14,13 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     by_name_sorted,
     catalogue,
+    day_range,
+    names_where,
     nonempty,
+    one_of,
     parse_day,
     put,
-    record,
+    required,
 )
 
 DDL = "CREATE TABLE items (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + actionlists.DDL
@@ -91,14 +94,11 @@ def dump(conn: sqlite3.Connection) -> dict[str, Any]:
 
 
 def _item(ctx: Ctx, item_name: str) -> dict[str, Any]:
-    rec = record(ctx.conn, "items", item_name)
-    if rec is None:
-        raise ToolError(f"household item not found: {item_name}")
-    return rec
+    return required(ctx.conn, "items", item_name, f"household item not found: {item_name}")
 
 
 def _where(ctx: Ctx, pred) -> list[str]:
-    return [r["name"] for r in catalogue(ctx.conn, "items") if pred(r)]
+    return names_where(ctx.conn, "items", pred)
 
 
 def get_all_item_names(ctx: Ctx):
@@ -110,8 +110,7 @@ def get_item_category(ctx: Ctx, item_name):
 
 
 def find_items_by_category(ctx: Ctx, category):
-    if category not in CATEGORIES:
-        raise ToolError(f"invalid household item category: {category}")
+    one_of(category, CATEGORIES, "household item category")
     return _where(ctx, lambda r: r["category"] == category)
 
 
@@ -120,8 +119,7 @@ def get_item_ideal_storage_location(ctx: Ctx, item_name):
 
 
 def find_items_by_ideal_storage_location(ctx: Ctx, location):
-    if location not in LOCATIONS:
-        raise ToolError(f"invalid household storage location: {location}")
+    one_of(location, LOCATIONS, "household storage location")
     return _where(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
@@ -130,9 +128,7 @@ def get_item_purchase_date(ctx: Ctx, item_name):
 
 
 def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
-    start, end = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
-    if start > end:
-        raise ToolError("start_date cannot be later than end_date")
+    start, end = day_range(start_date, end_date)
     return _where(
         ctx,
         lambda r: (
@@ -157,9 +153,7 @@ def get_item_usage_history(ctx: Ctx, item_name):
 
 
 def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
-    q0, q1 = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
-    if q0 > q1:
-        raise ToolError("start_date cannot be later than end_date")
+    q0, q1 = day_range(start_date, end_date)
     out = []
     for r in catalogue(ctx.conn, "items"):
         for period in r.get("usage_history") or []:
@@ -190,22 +184,18 @@ def get_item_maintenance_and_usage_instructions(ctx: Ctx, item_name):
 def add_to_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
     nonempty(user_id, "user_id")
     _item(ctx, name)
-    if required_action not in ACTIONS:
-        raise ToolError(f"invalid household required action: {required_action}")
-    actionlists.add(ctx.conn, user_id, name, required_action, due_date)
-    return {"message": "Household action added successfully."}
+    actionlists.check_action(required_action, ACTIONS, "household")
+    return actionlists.add_tool(ctx.conn, user_id, name, required_action, due_date, "household")
 
 
 def remove_from_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
-    if required_action not in ACTIONS:
-        raise ToolError(f"invalid household required action: {required_action}")
-    actionlists.remove(ctx.conn, user_id, name, required_action, due_date)
-    return {"message": "Household action removed successfully."}
+    return actionlists.remove_tool(
+        ctx.conn, user_id, name, required_action, due_date, ACTIONS, "household"
+    )
 
 
 def get_household_action_list(ctx: Ctx, user_id):
-    nonempty(user_id, "user_id")
-    return actionlists.entries(ctx.conn, user_id, "name")
+    return actionlists.list_tool(ctx.conn, user_id, "name")
 
 
 TOOLS = {

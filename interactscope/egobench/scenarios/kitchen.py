@@ -10,13 +10,15 @@ from collections import Counter
 from typing import Any
 
 from interactscope.egobench.scenarios.base import (
+    NUTRIENTS,
     Ctx,
     ScenarioDef,
     ToolError,
     by_name_sorted,
-    catalogue,
     containing,
     lower_list,
+    matching,
+    names_where,
     nonempty,
     parse_day,
     put,
@@ -33,15 +35,7 @@ CREATE TABLE shopping_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE shopping_items (user_id TEXT NOT NULL, ingredient_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, ingredient_name));
 """
-NUTRITION_KEYS = (
-    "calories_kcal",
-    "protein_g",
-    "fat_g",
-    "carbs_g",
-    "sugar_g",
-    "sodium_mg",
-    "fiber_g",
-)
+NUTRITION_KEYS = NUTRIENTS
 
 
 def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
@@ -134,14 +128,12 @@ def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
 
 
 def _found(ctx: Ctx, table: str, name: str, field: str) -> dict[str, Any]:
-    found = containing(ctx.conn, table, name)
-    if not found:
-        raise ToolError(f"No {table} found matching '{name}'.")
+    found = matching(ctx.conn, table, name, f"No {table} found matching '{name}'.")
     return {"matches": {r["name"]: r[field] for r in found}}
 
 
 def _names(ctx: Ctx, table: str, pred) -> dict[str, Any]:
-    return {table: [r["name"] for r in catalogue(ctx.conn, table) if pred(r)]}
+    return {table: names_where(ctx.conn, table, pred)}
 
 
 def add_recipe_to_menu(ctx: Ctx, user_id, recipe_name):

@@ -6,15 +6,21 @@ import sqlite3
 from typing import Any
 
 from interactscope.egobench.scenarios.base import (
+    LABELLED_NUTRITION_KEYS,
+    NUTRIENTS,
     Ctx,
     ScenarioDef,
     ToolError,
     by_name_sorted,
     catalogue,
+    check_nutrition,
     containing,
     lower_list,
+    matching,
+    names_where,
     put,
     record,
+    required,
     round2,
 )
 
@@ -25,18 +31,8 @@ CREATE TABLE orders (user_id TEXT PRIMARY KEY);
 CREATE TABLE order_items (user_id TEXT NOT NULL, dish_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, dish_name));
 """
-NUTRITION_KEYS = (
-    "basis",
-    "serving_size_g",
-    "calories_kcal",
-    "protein_g",
-    "fat_g",
-    "carbs_g",
-    "sugar_g",
-    "sodium_mg",
-    "fiber_g",
-)
-TOTAL_KEYS = ("calories_kcal", "protein_g", "fat_g", "carbs_g", "sugar_g", "sodium_mg", "fiber_g")
+NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
+TOTAL_KEYS = NUTRIENTS
 
 
 def _dish(info: dict[str, Any]) -> dict[str, Any]:
@@ -119,17 +115,14 @@ def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
 
 
 def _fuzzy(ctx: Ctx, dish_name: str, field: str) -> dict[str, Any]:
-    found = containing(ctx.conn, "dishes", dish_name)
-    if not found:
-        raise ToolError(f"No dishes found matching '{dish_name}'.")
+    found = matching(ctx.conn, "dishes", dish_name, f"No dishes found matching '{dish_name}'.")
     return {"status": "success", "matching_dishes": {d["name"]: d[field] for d in found}}
 
 
 def _existing(ctx: Ctx, dish_name: str) -> dict[str, Any]:
-    d = record(ctx.conn, "dishes", dish_name.lower())
-    if d is None:
-        raise ToolError(f"Dish '{dish_name}' not found in catalog.")
-    return d
+    return required(
+        ctx.conn, "dishes", dish_name.lower(), f"Dish '{dish_name}' not found in catalog."
+    )
 
 
 def add_dish_to_catalog(
@@ -144,8 +137,7 @@ def add_dish_to_catalog(
     allergens,
     nutrition,
 ):
-    if set(nutrition) - set(NUTRITION_KEYS) or "basis" not in nutrition:
-        raise ToolError(f"nutrition needs 'basis' and only the keys {', '.join(NUTRITION_KEYS)}")
+    check_nutrition(nutrition, NUTRITION_KEYS)
     d = _dish(
         {
             "name": dish_name,
@@ -212,7 +204,7 @@ def get_dish_discount(ctx: Ctx, dish_name):
 
 
 def _dishes_where(ctx: Ctx, pred, key: str = "dishes") -> dict[str, Any]:
-    return {key: [d["name"] for d in catalogue(ctx.conn, "dishes") if pred(d)]}
+    return {key: names_where(ctx.conn, "dishes", pred)}
 
 
 def find_dishes_by_category(ctx: Ctx, category):
@@ -260,9 +252,9 @@ def create_set_meal(ctx: Ctx, set_meal_name, included_dishes, set_meal_price, se
 
 
 def get_set_meal_details(ctx: Ctx, set_meal_name):
-    m = record(ctx.conn, "set_meals", set_meal_name.lower())
-    if m is None:
-        raise ToolError(f"Set meal '{set_meal_name}' not found.")
+    m = required(
+        ctx.conn, "set_meals", set_meal_name.lower(), f"Set meal '{set_meal_name}' not found."
+    )
     return {
         "name": m["name"],
         "included_dishes": m["included_dishes"],

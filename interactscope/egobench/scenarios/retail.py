@@ -7,14 +7,17 @@ import sqlite3
 from typing import Any
 
 from interactscope.egobench.scenarios.base import (
+    LABELLED_NUTRITION_KEYS,
     Ctx,
     ScenarioDef,
     ToolError,
     by_name_sorted,
-    catalogue,
+    check_nutrition,
     containing,
     dumps,
     lower_list,
+    matching,
+    names_where,
     put,
     record,
     round2,
@@ -27,17 +30,7 @@ CREATE TABLE cart_items (user_id TEXT NOT NULL, product_name TEXT NOT NULL, quan
   category, price, tax_rate, discount, PRIMARY KEY (user_id, product_name));
 CREATE TABLE shopping_lists (user_id TEXT PRIMARY KEY, items TEXT NOT NULL);
 """
-NUTRITION_KEYS = (
-    "basis",
-    "serving_size_g",
-    "calories_kcal",
-    "protein_g",
-    "fat_g",
-    "carbs_g",
-    "sugar_g",
-    "sodium_mg",
-    "fiber_g",
-)
+NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 
 
 def _product(info: dict[str, Any]) -> dict[str, Any]:
@@ -127,10 +120,14 @@ def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
     return {p["name"] for p in containing(conn, "products", query)}
 
 
+def _found(ctx: Ctx, product_name: str) -> list[dict[str, Any]]:
+    return matching(
+        ctx.conn, "products", product_name, f"No matching products found for '{product_name}'."
+    )
+
+
 def _matches(ctx: Ctx, product_name: str, field: str | None) -> dict[str, Any]:
-    found = containing(ctx.conn, "products", product_name)
-    if not found:
-        raise ToolError(f"No matching products found for '{product_name}'.")
+    found = _found(ctx, product_name)
     rows = [{"product_name": p["name"], field: p[field]} for p in found]
     return {"products": rows, "count": len(rows)}
 
@@ -149,9 +146,7 @@ def add_product(
     allergens=None,
     sell_type="single_item",
 ):
-    unknown = set(nutrition) - set(NUTRITION_KEYS)
-    if unknown or "basis" not in nutrition:
-        raise ToolError(f"nutrition needs 'basis' and only the keys {', '.join(NUTRITION_KEYS)}")
+    check_nutrition(nutrition, NUTRITION_KEYS)
     p = _product(
         {
             "name": product_name,
@@ -172,10 +167,7 @@ def add_product(
 
 
 def delete_product(ctx: Ctx, product_name):
-    found = containing(ctx.conn, "products", product_name)
-    if not found:
-        raise ToolError(f"No matching products found for '{product_name}'.")
-    names = [p["name"] for p in found]
+    names = [p["name"] for p in _found(ctx, product_name)]
     for n in names:
         ctx.conn.execute("DELETE FROM products WHERE name = ?", (n,))
         ctx.conn.execute("DELETE FROM cart_items WHERE product_name = ?", (n,))
@@ -183,7 +175,7 @@ def delete_product(ctx: Ctx, product_name):
 
 
 def _names_where(ctx: Ctx, pred) -> dict[str, Any]:
-    return {"product_names": [p["name"] for p in catalogue(ctx.conn, "products") if pred(p)]}
+    return {"product_names": names_where(ctx.conn, "products", pred)}
 
 
 def find_products_by_nutritional_characteristic(ctx: Ctx, characteristic):

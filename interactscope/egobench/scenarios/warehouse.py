@@ -13,11 +13,13 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
-    catalogue,
+    day_range,
+    names_where,
     nonempty,
+    one_of,
     parse_day,
     put,
-    record,
+    required,
 )
 
 DDL = "CREATE TABLE equipment (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + actionlists.DDL
@@ -69,19 +71,15 @@ def dump(conn: sqlite3.Connection) -> dict[str, Any]:
 
 
 def _eq(ctx: Ctx, equipment: str) -> dict[str, Any]:
-    rec = record(ctx.conn, "equipment", equipment)
-    if rec is None:
-        raise ToolError(f"equipment not found: {equipment}")
-    return rec
+    return required(ctx.conn, "equipment", equipment, f"equipment not found: {equipment}")
 
 
 def _where(ctx: Ctx, pred) -> list[str]:
-    return [r["equipment"] for r in catalogue(ctx.conn, "equipment") if pred(r)]
+    return names_where(ctx.conn, "equipment", pred, "equipment")
 
 
 def _check_action(rec: dict[str, Any], action: str) -> None:
-    if action not in ACTIONS:
-        raise ToolError(f"invalid equipment required action: {action}")
+    actionlists.check_action(action, ACTIONS, "equipment")
     text = rec["maintenance_and_usage_instructions"].lower()
     if action in MAINTENANCE and not re.search(rf"\b{action} every \d+ months?\b", text):
         raise ToolError(f"'{action}' is not a maintenance action prescribed for {rec['equipment']}")
@@ -96,8 +94,7 @@ def get_equipment_category(ctx: Ctx, equipment):
 
 
 def find_equipment_by_category(ctx: Ctx, category):
-    if category not in CATEGORIES:
-        raise ToolError(f"invalid equipment category: {category}")
+    one_of(category, CATEGORIES, "equipment category")
     return _where(ctx, lambda r: r["category"] == category)
 
 
@@ -124,9 +121,7 @@ def get_equipment_purchase_date(ctx: Ctx, equipment):
 
 
 def find_equipment_by_purchase_date_range(ctx: Ctx, start_date, end_date):
-    start, end = parse_day(start_date, "start_date"), parse_day(end_date, "end_date")
-    if start > end:
-        raise ToolError("start_date cannot be later than end_date")
+    start, end = day_range(start_date, end_date)
     return _where(ctx, lambda r: start <= parse_day(r["purchase_date"], "purchase_date") <= end)
 
 
@@ -135,8 +130,7 @@ def get_equipment_ideal_storage_location(ctx: Ctx, equipment):
 
 
 def find_equipment_by_ideal_storage_location(ctx: Ctx, location):
-    if location not in LOCATIONS:
-        raise ToolError(f"invalid equipment storage location: {location}")
+    one_of(location, LOCATIONS, "equipment storage location")
     return _where(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
@@ -157,20 +151,19 @@ def get_equipment_maintenance_history(ctx: Ctx, equipment):
 def add_to_equipment_action_list(ctx: Ctx, user_id, equipment, required_action, due_date):
     nonempty(user_id, "user_id")
     _check_action(_eq(ctx, equipment), required_action)
-    actionlists.add(ctx.conn, user_id, equipment, required_action, due_date)
-    return {"message": "Equipment action added successfully."}
+    return actionlists.add_tool(
+        ctx.conn, user_id, equipment, required_action, due_date, "equipment"
+    )
 
 
 def remove_from_equipment_action_list(ctx: Ctx, user_id, equipment, required_action, due_date):
-    if required_action not in ACTIONS:
-        raise ToolError(f"invalid equipment required action: {required_action}")
-    actionlists.remove(ctx.conn, user_id, equipment, required_action, due_date)
-    return {"message": "Equipment action removed successfully."}
+    return actionlists.remove_tool(
+        ctx.conn, user_id, equipment, required_action, due_date, ACTIONS, "equipment"
+    )
 
 
 def get_equipment_action_list(ctx: Ctx, user_id):
-    nonempty(user_id, "user_id")
-    return actionlists.entries(ctx.conn, user_id, "equipment")
+    return actionlists.list_tool(ctx.conn, user_id, "equipment")
 
 
 TOOLS = {
