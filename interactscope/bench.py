@@ -53,6 +53,32 @@ class BenchmarkFile(BaseModel):
     description: str = ""
     tools: list[ToolSpec] = Field(default_factory=list)
     videos: list[VideoRecord]
+    environments: list[EnvironmentDecl] | None = None
+
+
+ENV_SCENARIOS = ("household", "kitchen", "restaurant", "retail", "warehouse")
+"""The EgoBench scenarios an environment may name (``egobench.scenarios.SCENARIO_DEFS``)."""
+
+
+class EnvironmentDecl(BaseModel):
+    """One ``benchmark.json`` environment: an EgoBench scenario with its tool schema file and
+    seed database file (paths inside the benchmark folder)."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    id: str = Field(min_length=1)
+    scenario: str
+    tools: str = Field(min_length=1)
+    db: str = Field(min_length=1)
+
+
+@dataclass
+class EnvironmentInfo:
+    """A loaded environment declaration: its tools (by name) and its seed database."""
+
+    decl: EnvironmentDecl
+    tools: dict[str, ToolSpec]
+    seed: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -110,6 +136,7 @@ class Benchmark:
     warnings: list[str] = field(default_factory=list)
     missing_media: dict[str, str] = field(default_factory=dict)
     media_paths: dict[str, Path] = field(default_factory=dict)
+    environments: dict[str, EnvironmentInfo] = field(default_factory=dict)
 
     def interaction(self, interaction_id: str) -> Interaction:
         for it in self.interactions:
@@ -126,10 +153,13 @@ class Benchmark:
         return self.media_paths.get(video.id, self.root / video.path)
 
     def offered_tools(self, interaction: Interaction) -> list[ToolSpec]:
-        """The tool catalogue offered to the model for this interaction (T1), else []."""
+        """The tool catalogue offered to the model for this interaction (T1), else []; an
+        environment interaction's catalogue is its environment's tools."""
+        env = interaction.query.environment
+        catalogue = self.environments[env].tools if env is not None else self.tools
         if interaction.query.tools is None:
-            return list(self.tools.values()) if interaction.task == "T1" else []
-        return [t if isinstance(t, ToolSpec) else self.tools[t] for t in interaction.query.tools]
+            return list(catalogue.values()) if interaction.task == "T1" else []
+        return [t if isinstance(t, ToolSpec) else catalogue[t] for t in interaction.query.tools]
 
     def summary(self) -> str:
         """One line: counts per task, targets, videos and total minutes of video."""
@@ -256,6 +286,7 @@ class _State:
     videos: dict[str, VideoRecord] = field(default_factory=dict)
     tools: dict[str, ToolSpec] = field(default_factory=dict)
     media_paths: dict[str, Path] = field(default_factory=dict)  # video id -> packaged file
+    environments: dict[str, EnvironmentInfo] = field(default_factory=dict)
 
     @property
     def bfile(self) -> str:
@@ -370,6 +401,97 @@ def _check_tools(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str], 
         st.tools[t.name] = t
 
 
+# --------------------------------------------------------------------------- environments
+
+
+def _read_json_file(st: _State, fld: str, rel: str) -> Any:
+    full = _inside(st.root, rel)
+    if full is None:
+        st.problems.append(Problem(st.bfile, 0, None, fld, f"{rel!r} escapes the folder"))
+        return None
+    try:
+        return json.loads(full.read_text(encoding="utf-8"))
+    except OSError:
+        st.problems.append(Problem(st.bfile, 0, None, fld, f"{rel}: file not found"))
+    except ValueError as exc:
+        st.problems.append(Problem(st.bfile, 0, None, fld, f"{rel}: invalid JSON ({exc})"))
+    return None
+
+
+def _env_tools(st: _State, fld: str, raw: Any) -> dict[str, ToolSpec] | None:
+    """An EgoBench tool schema file (``{"type": "function", "function": {tool_name|name, ...}}``
+    entries, or plain ``{name, description, parameters}``) as ToolSpecs by name."""
+    if not isinstance(raw, list):
+        st.problems.append(Problem(st.bfile, 0, None, fld, "tool schema must be a JSON list"))
+        return None
+    out: dict[str, ToolSpec] = {}
+    for i, entry in enumerate(raw):
+        f = (entry.get("function") or entry) if isinstance(entry, dict) else {}
+        name = f.get("tool_name") or f.get("name") if isinstance(f, dict) else None
+        if not name:
+            st.problems.append(Problem(st.bfile, 0, None, f"{fld}[{i}]", "no tool_name/name"))
+            continue
+        params = f.get("parameters") or {"type": "object", "properties": {}}
+        out[str(name)] = ToolSpec(
+            name=str(name), description=f.get("description") or "", parameters=params
+        )
+    return out
+
+
+def _check_environments(st: _State, bdata: BenchmarkFile) -> None:
+    for i, decl in enumerate(bdata.environments or []):
+        f = f"environments[{i}]"
+        if decl.id in st.environments:
+            st.problems.append(Problem(st.bfile, 0, None, f"{f}.id", f"duplicate {decl.id!r}"))
+        if decl.scenario not in ENV_SCENARIOS:
+            st.problems.append(
+                Problem(
+                    st.bfile,
+                    0,
+                    None,
+                    f"{f}.scenario",
+                    f"unknown scenario {decl.scenario!r}; expected one of "
+                    f"{', '.join(ENV_SCENARIOS)}",
+                )
+            )
+        tools = _env_tools(st, f"{f}.tools", _read_json_file(st, f"{f}.tools", decl.tools))
+        seed = _read_json_file(st, f"{f}.db", decl.db)
+        if tools is not None and isinstance(seed, dict):
+            st.environments[decl.id] = EnvironmentInfo(decl, tools, seed)
+        elif seed is not None and not isinstance(seed, dict):
+            st.problems.append(Problem(st.bfile, 0, None, f"{f}.db", "must be a JSON object"))
+
+
+def _check_env_calls(ctx: _Ctx) -> None:
+    """Expected ``calls`` of T1 targets: known tools of the environment (else of the catalogue)
+    and arguments valid under the tool's JSON Schema."""
+    import jsonschema
+
+    env = ctx.st.environments.get(ctx.it.query.environment or "")
+    if ctx.it.query.environment is not None and env is None:
+        return
+    tools = env.tools if env is not None else ctx.st.tools
+    where = f"environment {env.decl.id!r}" if env is not None else "the catalogue"
+    for k, tg in enumerate(ctx.it.targets):
+        for j, call in enumerate(tg.calls or []):
+            f = f"targets[{k}].calls[{j}]"
+            if ctx.it.task != "T1":
+                ctx.bad(f, f"only T1 targets carry calls (task {ctx.it.task})")
+                continue
+            if call.name not in tools:
+                ctx.bad(f"{f}.name", f"tool {call.name!r} is not in {where}")
+                continue
+            if call.name not in (tg.tools or []):
+                ctx.bad(f"{f}.name", f"tool {call.name!r} is not in the target's tools")
+            schema = {"type": "object", **tools[call.name].parameters}
+            err = jsonschema.exceptions.best_match(
+                jsonschema.validators.validator_for(schema)(schema).iter_errors(call.arguments)
+            )
+            if err is not None:
+                at = "/".join(str(p) for p in err.absolute_path)
+                ctx.bad(f"{f}.arguments", f"{at + ': ' if at else ''}{err.message}")
+
+
 # --------------------------------------------------------------------------- interactions.jsonl
 
 
@@ -442,6 +564,7 @@ def _check_interaction(ctx: _Ctx, seen: dict[str, int]) -> None:
             ctx.bad(f"query.attachments[{j}].path", f"{att.path}: file not found")
     offered = _check_offered(ctx)
     _check_targets(ctx, video, offered)
+    _check_env_calls(ctx)
 
 
 def _end(video: VideoRecord) -> str:
@@ -450,6 +573,15 @@ def _end(video: VideoRecord) -> str:
 
 def _check_offered(ctx: _Ctx) -> set[str]:
     it, tools = ctx.it, ctx.st.tools
+    env = it.query.environment
+    if env is not None:
+        if it.task != "T1":
+            ctx.bad("query.environment", f"only T1 interactions use environments (task {it.task})")
+        if env not in ctx.st.environments:
+            if ctx.cross_check:
+                ctx.bad("query.environment", f"unknown environment {env!r}")
+        else:
+            tools = ctx.st.environments[env].tools
     offered: set[str] = set()
     if it.query.tools is not None:
         for j, t in enumerate(it.query.tools):
@@ -614,6 +746,7 @@ def _load(
         lines = _line_index(raws[BENCHMARK_FILE].decode("utf-8"))
         _check_videos(st, bdata, lines)
         _check_tools(st, bdata, lines)
+        _check_environments(st, bdata)
     # checked even when benchmark.json is broken, without the cross-references
     interactions = _read_interactions(st, raws[INTERACTIONS_FILE], bdata is not None)
     _fail_suspect_videos(st)
@@ -637,6 +770,7 @@ def _load(
         warnings=st.warnings,
         missing_media=st.missing,
         media_paths=st.media_paths,
+        environments=st.environments,
     )
 
 

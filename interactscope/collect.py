@@ -278,6 +278,7 @@ def run_collect(
                     interactions,
                     batch_size=batch_size or int(config.get("batch_size", 16)),
                     progress=progress,
+                    tool_executor=_tool_executor(b),
                 )
                 writer.manifest.adapter = adapter.describe()
                 writer.finish(summary.as_dict())
@@ -293,6 +294,15 @@ def run_collect(
     finally:
         adapter.close()
     return summary
+
+
+def _tool_executor(b: Benchmark) -> Any:
+    """Executes environment interactions' calls (docs/protocol.md#environments), else None."""
+    if not b.environments:
+        return None
+    from interactscope.egobench.streaming import StreamEnvironments
+
+    return StreamEnvironments(b)
 
 
 def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:

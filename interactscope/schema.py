@@ -120,6 +120,15 @@ class Query(_Strict):
     text: str = ""
     attachments: list[Attachment] = Field(default_factory=list)
     tools: list[ToolSpec | str] | None = None
+    environment: str | None = None
+    """T1: id of a ``benchmark.json`` environment the model's tool calls are executed against."""
+
+
+class ExpectedCall(_Strict):
+    """A full expected tool call of a T1 target: tool name and arguments (EgoBench equality)."""
+
+    name: str = Field(min_length=1)
+    arguments: dict[str, Any] = Field(default_factory=dict)
 
 
 class Target(_Strict):
@@ -128,6 +137,7 @@ class Target(_Strict):
     id: str = Field(min_length=1)
     reference: str = ""
     tools: list[str] | None = None
+    calls: list[ExpectedCall] | None = None
     time_s: float | None = None
     interval_s: tuple[float, float] | None = None
     evidence: Evidence = "visual"
@@ -187,7 +197,11 @@ class ResponseRecord(BaseModel):
     record is never counted as silence. ``suppressed`` marks decision points skipped by the
     cooldown control (docs/protocol.md#decision-grid). ``parse_error`` records a tool-call parsing failure.
     ``text_replaced`` is True when the model's text (or a tool call, error) held code points that
-    cannot be stored as UTF-8 (lone surrogates); they were replaced by U+FFFD."""
+    cannot be stored as UTF-8 (lone surrogates); they were replaced by U+FFFD.
+
+    Environment interactions (``query.environment``) add two extra keys, absent otherwise so
+    older records stay byte-identical: ``tool_results`` (one result per ``tool_calls`` entry,
+    as executed) and, on the interaction's last decision point, ``env_state_hash``."""
 
     model_config = ConfigDict(extra="allow")
 

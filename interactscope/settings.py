@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_serializer
 
 _Options = TypeVar("_Options", bound=BaseModel)
 
@@ -58,6 +58,14 @@ class HistorySettings(_Group):
     n: int = Field(0, ge=0, description="show the model its own last n non-silent responses")
 
 
+class EnvironmentSettings(_Group):
+    show_results: bool = Field(
+        False,
+        description="Offline Probing: show the calls executed so far and their results in later "
+        "observations of environment interactions (off = the paper's prompt)",
+    )
+
+
 class Settings(_Group):
     """All collection settings. ``adapter`` holds backend-specific options (e.g. ``delay_s``)."""
 
@@ -71,6 +79,15 @@ class Settings(_Group):
     silence_token: str = "<SILENT>"
     prompt_version: str = "v1"
     adapter: dict[str, Any] = Field(default_factory=dict)
+    environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
+
+    @model_serializer(mode="wrap")
+    def _omit_default_environment(self, handler: Any) -> dict[str, Any]:
+        # recorded only when set, so run.json (and resuming runs made before it) stay as they were
+        out = handler(self)
+        if out.get("environment") == EnvironmentSettings().model_dump():
+            out.pop("environment")
+        return out
 
 
 def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:

@@ -28,7 +28,9 @@ __all__ = [
     "DecisionRequest",
     "RecordSink",
     "Session",
+    "LocalEngineAdapter",
     "adapter_errors",
+    "output_of",
     "where_of",
     "options_of",
 ]
@@ -65,3 +67,41 @@ def options_of(
     where = f"model {name!r} (backend {config.get('backend', '?')})"
     with adapter_errors():
         return parse_options(cls, merge_options(config, settings.adapter), where)
+
+
+def output_of(res: Any, **extra: Any) -> AdapterOutput:
+    """An engine ``ChatResult`` as the driver's :class:`AdapterOutput` (its raw facts, then
+    ``extra``, in ``extra``)."""
+    return AdapterOutput(
+        text=res.text,
+        latency_s=res.latency_s,
+        prompt_tokens=res.prompt_tokens,
+        completion_tokens=res.completion_tokens,
+        extra={**res.raw, **extra},
+    )
+
+
+class LocalEngineAdapter(Adapter):
+    """An adapter over one in-process engine (``self.engine``), which it loads, exposes and
+    closes; a subclass builds the engine in ``__init__`` and calls :meth:`_use`."""
+
+    options: Any
+    engine: Any
+
+    def _use(self, options: Any, engine: Any) -> None:
+        self.options, self.engine = options, engine
+        self.max_new_tokens = engine.max_new_tokens
+        self.temperature = options.generation.temperature
+
+    @property
+    def model(self) -> Any:
+        return self.engine.model
+
+    def load(self) -> None:
+        """Load the engine's model (idempotent). Raises AdapterError when a dependency is
+        missing (as the class says)."""
+        with adapter_errors():
+            self.engine.load()
+
+    def close(self) -> None:
+        self.engine.close()

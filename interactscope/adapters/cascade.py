@@ -25,12 +25,13 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from interactscope.adapters.base import (
-    Adapter,
     AdapterError,
     AdapterOutput,
     DecisionRequest,
+    LocalEngineAdapter,
     adapter_errors,
     options_of,
+    output_of,
     where_of,
 )
 from interactscope.engines.causal_lm import CausalLMEngine, CausalLMOptions
@@ -61,7 +62,7 @@ def smollm2_gguf_path() -> Path:
         ) from exc
 
 
-class CascadeAdapter(Adapter):
+class CascadeAdapter(LocalEngineAdapter):
     """ASR transcript + SmolLM2-135M-Instruct (text only; see the module docstring).
 
     Args:
@@ -87,20 +88,15 @@ class CascadeAdapter(Adapter):
         tokenizer: Any | None = None,
     ):
         super().__init__(name, config, settings)
-        self.options = options_of(CausalLMOptions, name, config, settings)
-        self.engine = CausalLMEngine(
-            self.options,
+        options = options_of(CausalLMOptions, name, config, settings)
+        engine = CausalLMEngine(
+            options,
             name,
             model=model,
             tokenizer=tokenizer,
             default_max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
         )
-        self.max_new_tokens = self.engine.max_new_tokens
-        self.temperature = self.options.generation.temperature
-
-    @property
-    def model(self) -> Any:
-        return self.engine.model
+        self._use(options, engine)
 
     @property
     def tokenizer(self) -> Any:
@@ -112,11 +108,6 @@ class CascadeAdapter(Adapter):
                 f"model {self.name}: the cascade is text only and cannot take native audio; "
                 "use settings.audio.mode: asr (the default in configs/models/cascade.yaml)"
             )
-
-    def load(self) -> None:
-        """Load SmolLM2 (idempotent). Raises AdapterError when a dependency is missing."""
-        with adapter_errors():
-            self.engine.load()
 
     def prepare(self, bench: Any) -> None:
         self._check_settings()
@@ -144,16 +135,4 @@ class CascadeAdapter(Adapter):
         with adapter_errors(where_of(request)):
             res = self.engine.chat(self.messages(request))
         obs = request.observation
-        return AdapterOutput(
-            text=res.text,
-            latency_s=res.latency_s,
-            prompt_tokens=res.prompt_tokens,
-            completion_tokens=res.completion_tokens,
-            extra={
-                **res.raw,
-                "transcript_chars": len(obs.transcript or "") if obs is not None else 0,
-            },
-        )
-
-    def close(self) -> None:
-        self.engine.close()
+        return output_of(res, transcript_chars=len(obs.transcript or "") if obs is not None else 0)

@@ -30,13 +30,14 @@ import logging
 from typing import Any, ClassVar
 
 from interactscope.adapters.base import (
-    Adapter,
     AdapterError,
     AdapterOutput,
     DecisionRequest,
+    LocalEngineAdapter,
     Session,
     adapter_errors,
     options_of,
+    output_of,
     where_of,
 )
 from interactscope.engines.qwen_mm import MODEL_TYPES, QwenEngine, Rendered
@@ -56,7 +57,7 @@ def _native_audio_refused(name: str) -> AdapterError:
     )
 
 
-class TransformersAdapter(Adapter):
+class TransformersAdapter(LocalEngineAdapter):
     """Qwen Omni thinkers / Qwen VL through ``transformers`` (see the module docstring).
 
     Args:
@@ -84,11 +85,9 @@ class TransformersAdapter(Adapter):
         processor: Any | None = None,
     ):
         super().__init__(name, config, settings)
-        self.options = options_of(QwenOptions, name, config, settings)
-        self.engine = QwenEngine(self.options, name, model=model, processor=processor)
+        options = options_of(QwenOptions, name, config, settings)
+        self._use(options, QwenEngine(options, name, model=model, processor=processor))
         self.frames_as = self.engine.frames_as
-        self.max_new_tokens = self.engine.max_new_tokens
-        self.temperature = self.options.generation.temperature
 
     @property
     def family(self) -> str | None:
@@ -99,17 +98,8 @@ class TransformersAdapter(Adapter):
         self.engine.family = value
 
     @property
-    def model(self) -> Any:
-        return self.engine.model
-
-    @property
     def processor(self) -> Any:
         return self.engine.processor
-
-    def load(self) -> None:
-        """Load model and processor (idempotent). Raises AdapterError as the class says."""
-        with adapter_errors():
-            self.engine.load()
 
     def prepare(self, bench: Any) -> None:
         if self.family == "vl" and self.settings.audio.mode == "native":  # before loading
@@ -139,7 +129,7 @@ class TransformersAdapter(Adapter):
         """
         with adapter_errors(where_of(request) if request is not None else None):
             res = self.engine.chat(messages)
-        return _output(res)
+        return output_of(res)
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
         from interactscope.protocol.prompts import build_messages
@@ -169,27 +159,13 @@ class TransformersAdapter(Adapter):
                 err.__cause__ = res
                 out[i] = err
             else:
-                out[i] = _output(res)
+                out[i] = output_of(res)
         return [o if o is not None else AdapterError("no result") for o in out]
 
     def open_session(self, interaction: Interaction, video: VideoRecord) -> TransformersSession:
         if self.engine.generator is None:
             self.load()
         return TransformersSession(self, interaction)
-
-    def close(self) -> None:
-        self.engine.close()
-
-
-def _output(res: Any) -> AdapterOutput:
-    """An engine ``ChatResult`` as the driver's :class:`AdapterOutput` (raw facts in extra)."""
-    return AdapterOutput(
-        text=res.text,
-        latency_s=res.latency_s,
-        prompt_tokens=res.prompt_tokens,
-        completion_tokens=res.completion_tokens,
-        extra=dict(res.raw),
-    )
 
 
 class TransformersSession(Session):

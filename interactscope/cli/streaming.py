@@ -365,10 +365,13 @@ def score(
             )
     except (JudgeError, RunLogError, ValueError) as exc:
         fail(str(exc))
+    env_lines = _environment_scores(run, out or run / "scores", tolerance, merge_s)
     if as_json:
         typer.echo(_score_json(run, out, result))
     else:
         _print_score(result, judge, out or run / "scores")
+        for line in env_lines:
+            typer.echo(line)
     infra = _infra_warning(result)
     if infra:
         typer.secho(f"warning: {infra}", fg=typer.colors.YELLOW, err=True)
@@ -376,6 +379,17 @@ def score(
         raise typer.Exit(EXIT_RECORD_ERRORS)
     if strict and (completeness is None or not completeness.complete):
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _environment_scores(run: Path, out: Path, tolerance: float, merge_s: float) -> list[str]:
+    """Environment interactions' scores beside the paper's (``environment_scores.json``)."""
+    from interactscope.egobench.streaming_scores import write_environment_scores
+
+    try:
+        done = write_environment_scores(run, out, tolerance, merge_s)
+    except (ValueError, OSError) as exc:
+        fail(f"environment scores: {exc}")
+    return [] if done is None else done[1]
 
 
 def _print_score(result: Any, judge: str, out: Path) -> None:
@@ -457,7 +471,9 @@ def demo(
     typer.echo(f"{out}: {summary.line()}")
     if any((c.name or c.callback.__name__) == "score" for c in app.registered_commands):
         args = ["score", str(out), "--judge", judge]
-        typer.main.get_command(app).main(args, standalone_mode=False)
+        rc = typer.main.get_command(app).main(args, standalone_mode=False)
+        if rc:  # a failed score (e.g. judge not installed) must fail the demo too
+            raise typer.Exit(rc)
 
 
 def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
@@ -491,7 +507,9 @@ def observe(
     max_frames: int = typer.Option(
         32, "--max-frames", help="Frame cap (frames.max; docs/protocol.md#frames)."
     ),
-    policy: str = typer.Option("uniform", "--policy", help="Cap policy: uniform or recent."),
+    policy: str = typer.Option(
+        "uniform", "--policy", help="Cap policy: uniform, recent or stride."
+    ),
     max_side: int | None = typer.Option(None, "--max-side", help="Downscale long side to <= N px."),
     asr_model: Path | None = typer.Option(
         None, "--asr-model", help="CTranslate2 Whisper folder (default: the PyPI base model)."

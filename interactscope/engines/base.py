@@ -29,8 +29,11 @@ __all__ = [
     "Part",
     "TextPart",
     "VideoPart",
+    "GENERATION_KEYS",
     "as_messages",
     "chat_each",
+    "generation_of",
+    "hf_generate_kwargs",
 ]
 
 
@@ -195,6 +198,42 @@ def chat_each(
             err.__cause__ = exc
             out.append(err)
     return out
+
+
+GENERATION_KEYS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
+"""The generation options a call may override (``chat(..., **generation)``)."""
+
+
+def generation_of(defaults: BaseModel, generation: dict[str, Any]) -> dict[str, Any]:
+    """The generation options of one call: the model config's ``defaults`` (its ``generation``
+    block) updated with the call's ``generation``.
+
+    Raises:
+        EngineError: a key that is not one of :data:`GENERATION_KEYS`.
+    """
+    unknown = sorted(set(generation) - set(GENERATION_KEYS))
+    if unknown:
+        raise EngineError(f"unknown generation option(s) {unknown}; valid: {GENERATION_KEYS}")
+    g = defaults.model_dump()
+    g.update(generation)
+    return g
+
+
+def hf_generate_kwargs(
+    defaults: BaseModel, generation: dict[str, Any], max_new_tokens: int, *, top_p: bool
+) -> dict[str, Any]:
+    """``transformers`` ``generate`` keyword arguments of one call (see :func:`generation_of`):
+    ``max_new_tokens`` (``max_new_tokens`` when unset), greedy at temperature 0, else sampling
+    at that temperature (and with ``top_p`` when ``top_p`` is true and the option is set)."""
+    g = generation_of(defaults, generation)
+    kw: dict[str, Any] = {"max_new_tokens": int(g["max_new_tokens"] or max_new_tokens)}
+    if float(g["temperature"] or 0) > 0:
+        kw.update(do_sample=True, temperature=float(g["temperature"]))
+        if top_p and g["top_p"] is not None:
+            kw["top_p"] = float(g["top_p"])
+    else:
+        kw.update(do_sample=False)
+    return kw
 
 
 _DICT_KEYS = {"image": "image", "video": "frames", "audio": "audio"}

@@ -24,12 +24,18 @@ from typing import Any
 
 from pydantic import Field
 
-from interactscope.engines.base import ChatResult, EngineError, TextPart, as_messages, chat_each
+from interactscope.engines.base import (
+    ChatResult,
+    EngineError,
+    TextPart,
+    as_messages,
+    chat_each,
+    hf_generate_kwargs,
+)
 from interactscope.engines.config import BackendOptions
 
 __all__ = ["CausalLMEngine", "CausalLMOptions"]
 
-_GENERATION_KEYS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
 MIN_SHARED = 16
 """Shortest shared prefix (tokens) worth reusing from the previous prompt's cache."""
 
@@ -173,16 +179,9 @@ class CausalLMEngine:
         )
 
     def _generate_kwargs(self, generation: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(generation) - set(_GENERATION_KEYS))
-        if unknown:
-            raise EngineError(f"unknown generation option(s) {unknown}; valid: {_GENERATION_KEYS}")
-        g = self.options.generation.model_dump()
-        g.update(generation)
-        kw: dict[str, Any] = {"max_new_tokens": int(g["max_new_tokens"] or self.max_new_tokens)}
-        if float(g["temperature"] or 0) > 0:
-            kw.update(do_sample=True, temperature=float(g["temperature"]))
-        else:
-            kw.update(do_sample=False)
+        kw = hf_generate_kwargs(
+            self.options.generation, generation, self.max_new_tokens, top_p=False
+        )
         pad = self.tokenizer.pad_token_id
         kw["pad_token_id"] = pad if pad is not None else self.tokenizer.eos_token_id
         return kw

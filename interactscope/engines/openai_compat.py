@@ -44,6 +44,7 @@ from interactscope.engines.base import (
     TextPart,
     VideoPart,
     as_messages,
+    generation_of,
 )
 from interactscope.engines.config import BackendOptions
 from interactscope.engines.toolcalls import native_tool_call
@@ -62,7 +63,6 @@ __all__ = [
 ]
 
 _PLACEHOLDER_KEY = "EMPTY"
-_GENERATION_KEYS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
 
 
 class OpenAIOptions(BackendOptions):
@@ -370,11 +370,7 @@ class OpenAIEngine:
 
     def request_body(self, wire: list[dict], tools: list[dict] | None, gen: dict) -> dict:
         """Keyword arguments of ``chat.completions.create`` for one call."""
-        unknown = sorted(set(gen) - set(_GENERATION_KEYS))
-        if unknown:
-            raise EngineError(f"unknown generation option(s) {unknown}; valid: {_GENERATION_KEYS}")
-        g = self.options.generation.model_dump()
-        g.update({k: v for k, v in gen.items()})
+        g = generation_of(self.options.generation, gen)
         max_tokens = g["max_new_tokens"] if g["max_new_tokens"] is not None else 256
         body: dict[str, Any] = {
             "model": self.model,

@@ -43,6 +43,7 @@ from interactscope.engines.base import (
     VideoPart,
     as_messages,
     chat_each,
+    hf_generate_kwargs,
 )
 from interactscope.engines.qwen_frames import FrameCache
 from interactscope.engines.qwen_options import QwenOptions
@@ -65,8 +66,6 @@ MODEL_TYPES: dict[str, tuple[str, str]] = {
 }
 """Checkpoint ``model_type`` -> (model class, family). Omni checkpoints that hold a talker are
 loaded whole and only their ``thinker`` generates."""
-
-_GENERATION_KEYS = ("max_new_tokens", "temperature", "top_p", "seed", "stop")
 
 
 @dataclass
@@ -441,19 +440,7 @@ class QwenEngine:
         return inputs
 
     def _generate_kwargs(self, generation: dict[str, Any]) -> dict[str, Any]:
-        unknown = sorted(set(generation) - set(_GENERATION_KEYS))
-        if unknown:
-            raise EngineError(f"unknown generation option(s) {unknown}; valid: {_GENERATION_KEYS}")
-        g = self.options.generation.model_dump()
-        g.update(generation)
-        kw: dict[str, Any] = {"max_new_tokens": int(g["max_new_tokens"] or 128)}
-        if float(g["temperature"] or 0) > 0:
-            kw.update(do_sample=True, temperature=float(g["temperature"]))
-            if g["top_p"] is not None:
-                kw["top_p"] = float(g["top_p"])
-        else:
-            kw.update(do_sample=False)
-        return kw
+        return hf_generate_kwargs(self.options.generation, generation, 128, top_p=True)
 
     def _decode(self, new: Any) -> tuple[str, int]:
         """Text of the new tokens and how many count (up to and including the first stop)."""

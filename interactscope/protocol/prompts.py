@@ -415,6 +415,10 @@ def build_messages(
     )
     parts = _body_parts(request, obs, tp, text_only, tp.stream_header, frames_as)
     parts.extend(_history_parts(request.history, tp))
+    if request.tool_results:
+        from interactscope.protocol.tools import fmt_results
+
+        parts.append(_text(fmt_results(request.tool_results)))
     parts.append(_text(tp.now.format(t=fmt_time(request.t), token=s.silence_token)))
     return [
         {"role": "system", "content": [_text(sys_msg)]},

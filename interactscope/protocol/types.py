@@ -55,6 +55,8 @@ class DecisionRequest:
     tools: list[ToolSpec] = field(default_factory=list)
     observation: Any | None = None
     history: list[ResponseRecord] = field(default_factory=list)
+    tool_results: list[dict[str, Any]] = field(default_factory=list)
+    """Executed calls so far with their results (``environment.show_results``; else empty)."""
 
 
 @dataclass

@@ -77,12 +77,7 @@ CLUSTER_COLUMNS = [
     "scored",
     "hits",
     "on_time",
-    "premature",
-    "wrong",
-    "late",
-    "missed",
-    "unjudged",
-    "infra_error",
+    *OUTCOMES[1:],  # one count per failure outcome (premature ... infra_error)
     "interactions",
     "episodes",
     "complete",
