@@ -98,7 +98,8 @@ class Problem:
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line else self.file
         iid = f" interaction {self.interaction_id}" if self.interaction_id else ""
-        return f"{where}:{iid} field '{self.field}': {self.message}"
+        fld = f" field '{self.field}':" if not self.field.startswith("<") else ""
+        return f"{where}:{iid}{fld} {self.message}"
 
 
 class BenchmarkError(ValueError):
@@ -721,7 +722,17 @@ def load_benchmark(
         )
     root = Path(path)
     if not root.is_dir():
-        raise BenchmarkError([Problem(str(root), 0, None, "<folder>", "not a folder")])
+        raise BenchmarkError(
+            [
+                Problem(
+                    str(root),
+                    0,
+                    None,
+                    "<folder>",
+                    "not a folder; give the folder that holds benchmark.json",
+                )
+            ]
+        )
     with _gc_paused():
         return _load(root, probe_media, media_errors == "record", missing_media == "report")
 

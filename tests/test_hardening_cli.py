@@ -63,19 +63,19 @@ BAD_BENCHMARKS = {
     "invalid-utf8-benchmark-json": (
         _bad_utf8_benchmark,
         [
-            "benchmark.json:1: field '<file>': invalid UTF-8 at byte 14",
+            "benchmark.json:1: invalid UTF-8 at byte 14",
             "interactions.jsonl:2: interaction b field 'targets[0].reference': empty",
         ],
     ),  # fmt: skip
-    "invalid-utf8-line": (_bad_utf8_line, ["interactions.jsonl:2: field '<line>': invalid UTF-8"]),
+    "invalid-utf8-line": (_bad_utf8_line, ["interactions.jsonl:2: invalid UTF-8"]),
     "nan-time": (
         _nan_time,
         [
             "interactions.jsonl:2: interaction nan field 'targets[0].time_s': Input should be a finite"
         ],
     ),
-    "deep-nesting": (_deep, ["interactions.jsonl:2: field '<line>': nested deeper than 64"]),
-    "empty-interactions": (_empty, ["interactions.jsonl: field '<file>': no interactions"]),
+    "deep-nesting": (_deep, ["interactions.jsonl:2: nested deeper than 64"]),
+    "empty-interactions": (_empty, ["interactions.jsonl: no interactions"]),
     "empty-reference": (_empty_reference, ["interaction noref field 'targets[0].reference'"]),
 }
 
