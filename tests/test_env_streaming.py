@@ -41,9 +41,7 @@ class Scripted(Adapter):
 
     def respond(self, request):
         time.sleep(float(self.config.get("latency_s", 0)))
-        text = " ".join(
-            p.get("text", "") for m in build_messages(request) for p in m["content"]
-        )
+        text = " ".join(p.get("text", "") for m in build_messages(request) for p in m["content"])
         PROMPTS.append((request.t, text))
         script = self.config.get("calls", {}).get(f"{request.t:g}", [])
         calls = [ToolCall(**c) for c in script]
@@ -127,8 +125,10 @@ def test_hand_worked_run(tmp_path, scripted):
     hit, state incorrect (two wash rows), action precision 1/2 (the get changes nothing)."""
     root = env_bench(tmp_path / "b", [TARGET])
     cfg = scripted(
-        {"3": [{"name": GET, "arguments": {"user_id": U1}}, {"name": ADD, "arguments": WASH}],
-         "6": [{"name": ADD, "arguments": WASH}]}
+        {
+            "3": [{"name": GET, "arguments": {"user_id": U1}}, {"name": ADD, "arguments": WASH}],
+            "6": [{"name": ADD, "arguments": WASH}],
+        }
     )
     run_collect(model=cfg, bench=root, out=tmp_path / "run", progress=False)
     recs = RunFolder(tmp_path / "run").responses()
@@ -147,8 +147,12 @@ def test_hand_worked_run(tmp_path, scripted):
 def test_state_correct_without_the_duplicate_and_wrong_arguments_miss(tmp_path, scripted):
     root = env_bench(tmp_path / "b", [TARGET])
     cfg = scripted(
-        {"3": [{"name": GET, "arguments": {"user_id": U1}},
-               {"name": ADD, "arguments": {**WASH, "due_date": "2026-08-21"}}]}
+        {
+            "3": [
+                {"name": GET, "arguments": {"user_id": U1}},
+                {"name": ADD, "arguments": {**WASH, "due_date": "2026-08-21"}},
+            ]
+        }
     )
     run_collect(model=cfg, bench=root, out=tmp_path / "run", progress=False)
     (s,) = score_environments(load_benchmark(root), RunFolder(tmp_path / "run").responses())
@@ -180,10 +184,20 @@ def test_offline_probing_shows_results_only_with_the_setting(tmp_path, scripted,
 
 
 def test_no_environment_keeps_records_and_settings_as_before(tmp_path, scripted):
-    root = write_bench(tmp_path / "b", [interaction("p", task="T1", targets=[
-        {"id": "k", "time_s": 3.0, "tools": ["take_photo"]}])])
-    run_collect(model=scripted({"3": [{"name": "take_photo"}]}), bench=root, out=tmp_path / "r",
-                progress=False)
+    root = write_bench(
+        tmp_path / "b",
+        [
+            interaction(
+                "p", task="T1", targets=[{"id": "k", "time_s": 3.0, "tools": ["take_photo"]}]
+            )
+        ],
+    )
+    run_collect(
+        model=scripted({"3": [{"name": "take_photo"}]}),
+        bench=root,
+        out=tmp_path / "r",
+        progress=False,
+    )
     rows = [json.loads(x) for x in (tmp_path / "r" / "responses.jsonl").read_text().splitlines()]
     assert all("tool_results" not in r and "env_state_hash" not in r for r in rows)
     assert "environment" not in json.loads((tmp_path / "r" / "run.json").read_text())["settings"]
@@ -236,3 +250,47 @@ def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     assert _final_hashes(run) == want
+
+
+def test_oracle_run_scored_by_the_cli_prints_the_new_columns(tmp_path):
+    """The oracle sends the expected calls with their arguments at the grid point nearest τ:
+    every new column is perfect, and the paper's summary.json is written as always."""
+    root = env_bench(tmp_path / "b", [TARGET])
+    run_collect(model="oracle", bench=root, out=tmp_path / "run", progress=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "interactscope.cli", "score", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, res.stderr
+    assert "env1 | 1/1 | 1/1 | correct | 1/1" in res.stdout
+    assert "T1 joint time-call 1/1 = 1.000; state correct 1/1 = 1.000; action precision 1/1" in (
+        res.stdout
+    )
+    doc = json.loads((tmp_path / "run" / "scores" / "environment_scores.json").read_text())
+    assert doc["totals"]["state_correct"] == {"correct": 1, "interactions": 1}
+    summary = json.loads((tmp_path / "run" / "scores" / "summary.json").read_text())
+    assert "environment" not in json.dumps(summary)
+
+
+DEMO_ENV = REPO / "interactscope" / "data" / "demo-env"
+
+
+@pytest.mark.parametrize(
+    ("model", "line"),
+    [
+        ("oracle", "t1-home-chores | 2/2 | 2/2 | correct | 2/2"),
+        ("blind-fire", "t1-home-chores | 1/2 | 0/2 | incorrect | 0/0"),
+    ],
+)
+def test_environment_demo_scores_as_its_readme_says(tmp_path, model, line):
+    run_collect(model=model, bench=DEMO_ENV, out=tmp_path / "run", progress=False)
+    res = subprocess.run(
+        [sys.executable, "-m", "interactscope.cli", "score", str(tmp_path / "run")],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert res.returncode == 0, res.stderr
+    assert line in res.stdout

@@ -80,6 +80,14 @@ def _tool_text(names: list[str]) -> str:
     return "```json\n" + json.dumps(calls if len(calls) != 1 else calls[0]) + "\n```"
 
 
+def _oracle_calls(tg: Target, names: list[str]) -> list[ToolCall]:
+    """A T1 target's expected ``calls`` with their arguments (environment interactions), then
+    its other tool names as bare calls; without ``calls`` just the bare names (the paper)."""
+    full = [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in tg.calls or []]
+    named = {c.name for c in full}
+    return full + [ToolCall(name=n) for n in names if n not in named]
+
+
 class OracleAdapter(_Baseline):
     backend = "oracle"
     needs_media = False
@@ -105,7 +113,7 @@ class OracleAdapter(_Baseline):
             return AdapterOutput(
                 text=_tool_text(names),
                 silent=False,
-                tool_calls=[ToolCall(name=n) for n in names],
+                tool_calls=_oracle_calls(tg, names),
                 latency_s=0.0,
             )
         return AdapterOutput(text=tg.reference, silent=False, tool_calls=[], latency_s=0.0)
