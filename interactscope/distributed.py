@@ -719,6 +719,12 @@ def run_collect_ray(
         overrides["protocol"] = protocol
     b, name, config, settings, interactions = _prepare(model, bench, overrides, shard, limit)
     _check_model(name, config, settings)
+    with_env = [it.id for it in interactions if getattr(it.query, "environment", None)]
+    if with_env:  # workers do not execute streamed tool calls against environments yet
+        raise CollectError(
+            f"--ray does not execute tool calls against environments yet ({len(with_env)} "
+            f"interactions name one, e.g. {with_env[0]}); collect them without --ray"
+        )
     manifest = _manifest(b, name, config, settings, interactions, shard, command, retry_errors)
     batch = batch_size or int(config.get("batch_size", 16))
     t0 = time.perf_counter()
