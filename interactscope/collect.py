@@ -133,12 +133,28 @@ def resolve_settings(config: dict[str, Any], overrides: dict[str, Any]) -> Setti
         return Settings.model_validate(merged)
     except ValueError as exc:  # ValidationError is a ValueError
         if isinstance(exc, ValidationError):
-            msgs = [f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors()]
+            msgs = [_setting_problem(e) for e in exc.errors()]
         else:
             msgs = [str(exc)]
         if len(msgs) == 1:
             raise CollectError(f"invalid setting {msgs[0]} (see --set)") from exc
         raise CollectError("invalid settings:\n  " + "\n  ".join(msgs)) from exc
+
+
+def _setting_problem(err: Any) -> str:
+    """One pydantic error as ``key: message``; an unknown key also lists the valid ones there."""
+    loc = tuple(err["loc"])
+    if err["type"] != "extra_forbidden":
+        return f"{'.'.join(map(str, loc))}: {err['msg']}"
+    model: Any = Settings
+    try:
+        for part in loc[:-1]:
+            model = model.model_fields[part].annotation
+        fields = list(model.model_fields)
+    except (AttributeError, KeyError):  # not a nested settings group: no list to offer
+        return f"{'.'.join(map(str, loc))}: unknown setting"
+    valid = ", ".join(f"{'.'.join(map(str, (*loc[:-1], k)))}" for k in fields)
+    return f"{'.'.join(map(str, loc))}: unknown setting; valid here: {valid}"
 
 
 def _manifest(

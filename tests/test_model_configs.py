@@ -60,3 +60,14 @@ def test_collect_records_config_path_and_hash(tmp_path, monkeypatch, caplog) -> 
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["model_config_path"] == str(tmp_path / "configs" / "models" / "oracle.yaml")
     assert manifest["model_config_sha256"] == hashlib.sha256(ORACLE_LOCAL.encode()).hexdigest()
+
+
+def test_unknown_setting_lists_the_valid_keys_of_its_group() -> None:
+    from interactscope.collect import CollectError, resolve_settings
+
+    with pytest.raises(
+        CollectError, match=r"grid\.stepp: unknown setting; valid here: grid\.step_s"
+    ):
+        resolve_settings({"backend": "oracle"}, {"grid.stepp": 5})
+    with pytest.raises(CollectError, match=r"dleay_s: unknown setting; valid here: protocol, grid"):
+        resolve_settings({"backend": "oracle"}, {"dleay_s": 5})
