@@ -16,7 +16,9 @@ _OPTION = {"max_thumbnails": "--max-thumbs", "thumbs_per_point": "--thumbs-per-p
 @app.command("view")
 def view(
     runs: list[Path] = typer.Argument(
-        ..., help="Run folder(s) of one benchmark; with two, B's gained and lost targets vs A."
+        ...,
+        help="Run folder(s) of one benchmark; with two, B's gained and lost targets vs A. "
+        "An `ego run` folder (episodes.jsonl) gets the EgoBench page (one run).",
     ),
     out: Path = typer.Option(Path("view.html"), "--out", "-o", help="HTML file to write."),
     max_thumbs: int = typer.Option(
@@ -33,7 +35,9 @@ def view(
     """Write one HTML file (no server, no network): scores with 95% intervals, and per
     interaction a timeline of the decision grid, q, target windows and every response coloured
     by its outcome; click a response for its text, tool calls, verdict, latency and tokens, and
-    for the frames (and transcript) the model had at that decision point."""
+    for the frames (and transcript) the model had at that decision point. For an `ego run`
+    folder: scores per variant, and per task the dialogue, tool calls with results, auditor
+    verdicts, stop reason, error class and the final state diff against the ground truth."""
     setup_logging(verbose)
     from pydantic import ValidationError
 

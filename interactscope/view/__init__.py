@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from interactscope.view.ego import build_ego_page, is_ego_run
+from interactscope.view.ego_model import EgoPageData
 from interactscope.view.model import PageData, ViewSettings
 from interactscope.view.render import PAGES, render_page, write_page
 from interactscope.view.runs import LoadedRun, ViewError, load_run
@@ -17,10 +19,12 @@ from interactscope.view.streaming import build_streaming_page
 
 __all__ = [
     "PAGES",
+    "EgoPageData",
     "LoadedRun",
     "PageData",
     "ViewError",
     "ViewSettings",
+    "build_ego_page",
     "build_view",
     "load_run",
     "render_page",
@@ -35,7 +39,9 @@ def _labels(paths: Sequence[Path], runs: list[LoadedRun]) -> None:
         r.label = r.manifest.model if models.count(r.manifest.model) == 1 else p.name
 
 
-def build_view(runs: Sequence[str | Path], settings: ViewSettings | None = None) -> PageData:
+def build_view(
+    runs: Sequence[str | Path], settings: ViewSettings | None = None
+) -> PageData | EgoPageData:
     """Load run folders and assemble the page data.
 
     Args:
@@ -44,11 +50,20 @@ def build_view(runs: Sequence[str | Path], settings: ViewSettings | None = None)
             lists the targets B gained and lost against A.
         settings: viewer settings (thumbnail cap, bootstrap resamples, ...).
 
+    A folder of ``interactscope ego run`` (it holds ``episodes.jsonl``) gets the EgoBench page
+    (:func:`build_ego_page`; one such run at a time).
+
     Raises:
-        ViewError: no runs, an unreadable run folder, or runs of different benchmarks.
+        ViewError: no runs, an unreadable run folder, runs of different benchmarks, or an
+            EgoBench run given with other runs.
     """
     if not runs:
         raise ViewError("no run folders given")
+    ego = [is_ego_run(r) for r in runs]
+    if any(ego):
+        if len(runs) > 1:
+            raise ViewError("an EgoBench run folder is viewed alone: give one `ego run` folder")
+        return build_ego_page(runs[0])
     settings = settings or ViewSettings()
     paths = [Path(r) for r in runs]
     loaded = [load_run(p) for p in paths]

@@ -8,12 +8,15 @@ from pathlib import Path
 
 import jinja2
 
+from interactscope.view.ego_model import EgoPageData
 from interactscope.view.model import PageData
+
+Page = PageData | EgoPageData
 
 __all__ = ["PAGES", "render_page", "write_page"]
 
-PAGES: dict[str, str] = {"streaming": "streaming.html.j2"}
-"""Page kind -> template; an EgoBench page is one more entry (and one more builder)."""
+PAGES: dict[str, str] = {"streaming": "streaming.html.j2", "ego": "ego.html.j2"}
+"""Page kind -> template (builders: :mod:`.streaming` for ``streaming``, :mod:`.ego` for ``ego``)."""
 
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("interactscope.view", "templates"),
@@ -22,13 +25,13 @@ _ENV = jinja2.Environment(
 )
 
 
-def _payload(data: PageData) -> str:
+def _payload(data: Page) -> str:
     # JSON inside <script>: "</" and "<!--" must not appear literally.
     text = json.dumps(data.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def render_page(data: PageData) -> str:
+def render_page(data: Page) -> str:
     """The page as HTML text.
 
     Raises:
@@ -38,7 +41,7 @@ def render_page(data: PageData) -> str:
     return template.render(data=data, payload=jinja2.utils.markupsafe.Markup(_payload(data)))
 
 
-def write_page(data: PageData, out: str | Path) -> Path:
+def write_page(data: Page, out: str | Path) -> Path:
     """Write the page to ``out`` (parent folders created); returns the path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)

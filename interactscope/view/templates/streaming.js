@@ -1,6 +1,6 @@
 // Streaming page: summary, filters, one section per interaction; timelines drawn on demand.
 const CLASSES = ["hit", "premature", "wrong", "late", "unjudged", "unmatched", "ignored", "suppressed", "error", "unscored"];
-const OUTCOMES = ["hit", "premature", "wrong", "late", "missed", "unjudged"];
+const OUTCOMES = ["hit", "premature", "wrong", "late", "missed", "unjudged", "infra_error"];
 const W = 960, PAD = 30;
 
 function ciCell(c) {
@@ -45,7 +45,8 @@ function renderDiff(root) {
 
 function legend() {
   const sw = c => `<span><i style="background:var(--${c})"></i>${c}</span>`;
-  return `<div class="legend">${CLASSES.map(sw).join("")}<span>| shaded: target window; dotted: region boundary; dashed: q</span></div>`;
+  return `<div class="legend">${CLASSES.map(sw).join("")}<span>| shaded: target window; dotted: region boundary; dashed: q</span>` +
+    `<span><i style="background:var(--infra_error)"></i>target infra_error: every decision point of its span failed (left out of the scores)</span></div>`;
 }
 
 function tags(it) {
@@ -97,7 +98,7 @@ function timelineSvg(it, r, ri) {
   it.targets.forEach((t, k) => {
     const x0 = x(t.window_s[0], end), x1 = x(t.window_s[1], end);
     const o = r.outcomes[t.id] || "";
-    s += `<rect x="${x0}" y="14" width="${Math.max(2, x1 - x0)}" height="50" fill="var(--${o === "hit" ? "hit" : "missed"})" opacity="0.13"><title>${esc(t.id)} window [${fmt(t.window_s[0], 2)}, ${fmt(t.window_s[1], 2)}] s: ${esc(o || "unscored")}</title></rect>`;
+    s += `<rect x="${x0}" y="14" width="${Math.max(2, x1 - x0)}" height="50" fill="var(--${o === "hit" || o === "infra_error" ? o : "missed"})" opacity="0.13"><title>${esc(t.id)} window [${fmt(t.window_s[0], 2)}, ${fmt(t.window_s[1], 2)}] s: ${esc(o || "unscored")}</title></rect>`;
     s += `<line x1="${x(t.anchor_s, end)}" x2="${x(t.anchor_s, end)}" y1="14" y2="64" stroke="#555" stroke-width="1"/>`;
     s += `<text x="${x(t.anchor_s, end) + 2}" y="11" font-size="10">${esc(t.id)}${o ? ": " + esc(o) : ""}</text>`;
     const reg = r.regions[t.id];
@@ -188,6 +189,19 @@ function applyFilters() {
   document.getElementById("shown").textContent = `showing ${n} of ${DATA.interactions.length} interactions`;
 }
 
+let hashTarget = null;  // the #i-N section to keep in view while lazy sections above it grow
+
+function goHash() {
+  // Sections are built after load, so the browser's own jump to #i-N finds nothing: do it here.
+  const m = /^#i-(\d+)$/.exec(location.hash), sec = m && document.getElementById("i-" + m[1]);
+  if (!sec) return;
+  sec.hidden = false;
+  renderBody(sec);
+  hashTarget = sec;
+  sec.scrollIntoView();
+}
+["wheel", "keydown", "mousedown", "touchstart"].forEach(t => addEventListener(t, () => { hashTarget = null; }, {passive: true}));
+
 function render() {
   const root = document.getElementById("app");
   root.innerHTML = "";
@@ -201,12 +215,17 @@ function render() {
   document.getElementById("filter-task").addEventListener("change", applyFilters);
   document.getElementById("filter-outcome").addEventListener("change", applyFilters);
   if (DATA.lazy && "IntersectionObserver" in window) {
-    const io = new IntersectionObserver(es => es.forEach(e => { if (e.isIntersecting) { renderBody(e.target); io.unobserve(e.target); } }), {rootMargin: "400px"});
+    const io = new IntersectionObserver(es => {
+      es.forEach(e => { if (e.isIntersecting) { renderBody(e.target); io.unobserve(e.target); } });
+      if (hashTarget) hashTarget.scrollIntoView();  // sections drawn above it pushed it down
+    }, {rootMargin: "400px"});
     box.querySelectorAll("section.interaction").forEach(s => io.observe(s));
   } else {
     box.querySelectorAll("section.interaction").forEach(renderBody);
   }
   applyFilters();
+  window.addEventListener("hashchange", goHash);
+  goHash();
   const s = DATA.settings;
   document.body.appendChild(el("footer", {}, `${esc(DATA.generated_by)} · thumbnails ≤ ${s.max_thumbnails} (${s.thumbs_per_point} per point, ${s.thumb_px} px) · bootstrap B = ${s.resamples}, seed ${s.seed}` + (DATA.lazy ? " · timelines drawn as they scroll into view" : "")));
   document.body.dataset.ready = "1";
