@@ -16,6 +16,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, Literal
 
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,6 +46,9 @@ class DemoSettings(BaseModel):
         cpu_model: the CPU default model, run on the first ``cpu_limit`` interactions
             (``None``: leave it out).
         cpu_limit: interactions given to the CPU model (benchmark order; ``None``: all).
+        cpu_decision: ``adapter.decision`` of the CPU model when its backend is ``cascade``
+            (``two_step``: a yes/no "speak now?" step first, so it can stay silent; recorded in
+            its ``run.json``); other backends are left as their configs say.
         judge: ``--judge`` for T2–T8 (embedding and lexical are offline approximations).
         resamples: bootstrap resamples B of the report's intervals.
     """
@@ -54,6 +58,7 @@ class DemoSettings(BaseModel):
     models: list[str] = Field(default_factory=lambda: list(BASELINES))
     cpu_model: str | None = "cascade"
     cpu_limit: int | None = Field(4, ge=1)
+    cpu_decision: Literal["direct", "two_step"] = "two_step"
     judge: str = "embedding"
     resamples: int = Field(10_000, ge=100)
 
@@ -96,9 +101,16 @@ def leaderboard(all_metrics: pd.DataFrame, interactions: Sequence[str]) -> str:
     return pd.DataFrame(rows).to_markdown(index=False, disable_numparse=True)
 
 
-def _collect(name: str, bench: Path, out: Path, limit: int | None, command: list[str]) -> None:
+def _collect(
+    name: str,
+    bench: Path,
+    out: Path,
+    limit: int | None,
+    command: list[str],
+    overrides: dict[str, Any] | None = None,
+) -> None:
     summary = run_collect(model=name, bench=bench, out=out, limit=limit, command=command,
-                          progress=False)  # fmt: skip
+                          overrides=overrides, progress=False)  # fmt: skip
     log.info("%s: %s", out, summary.line())
 
 
@@ -127,15 +139,17 @@ def run_panel(
     s = settings or DemoSettings()
     judge = make_judge(s.judge)  # loaded once for the panel
     bench, out = Path(bench), Path(out)
-    plan = [(m, None) for m in s.models] + ([(s.cpu_model, s.cpu_limit)] if s.cpu_model else [])
+    plan = [(m, None, None) for m in s.models]
+    if s.cpu_model:
+        plan.append((s.cpu_model, s.cpu_limit, _cpu_overrides(s.cpu_model, s)))
     runs: dict[str, Path] = {}
     seconds: dict[str, float] = {}
-    for name, limit in plan:
+    for name, limit, over in plan:
         t0 = time.perf_counter()
         share = "" if limit is None else f" (first {limit} interactions: its share is capped)"
         echo(f"collect {name}{share} ...")
         runs[name] = out / name
-        _collect(name, bench, runs[name], limit, list(command))
+        _collect(name, bench, runs[name], limit, list(command), over)
         score_run(runs[name], judge=judge)
         seconds[name] = time.perf_counter() - t0
     t0 = time.perf_counter()
@@ -147,6 +161,17 @@ def run_panel(
     seconds["view"] = time.perf_counter() - t0
     return DemoResult(runs=runs, report=rep.out / "report.md", view=view, leaderboard=table,
                       seconds=seconds)  # fmt: skip
+
+
+def _cpu_overrides(name: str, s: DemoSettings) -> dict[str, Any] | None:
+    """``adapter.decision`` for the CPU model when its backend is ``cascade``, else None."""
+    from interactscope.adapters.registry import load_model_config
+
+    try:
+        backend = load_model_config(name)[1].get("backend")
+    except Exception:  # noqa: BLE001 - run_collect reports a bad model name
+        return None
+    return {"adapter.decision": s.cpu_decision} if backend == "cascade" else None
 
 
 def _coverage(runs: dict[str, Path]) -> list[str]:

@@ -9,7 +9,8 @@ image, video or audio part is refused.
 greedily (temperature 0) or by sampling. The KV cache of the longest prefix shared with the
 previous prompt is reused (``prefix_cache``), so consecutive prompts that share a system prompt
 and a request prefill only their new tail (``raw["cached_tokens"]``). :meth:`complete` takes a
-plain prompt string instead (no template, no cache). With ``batch_generate: true``,
+plain prompt string instead (no template, no cache). :meth:`next_token_logprobs` scores
+candidate next tokens in one forward pass (the two-step decision of the ``cascade`` adapter). With ``batch_generate: true``,
 :meth:`CausalLMEngine.chat_batch` runs one left-padded ``generate`` (off by default: one chat
 at a time keeps the prefix cache and every earlier result as it was).
 """
@@ -256,6 +257,59 @@ class CausalLMEngine:
             out = self.model.generate(**inputs, **kw)
         model_s = time.perf_counter() - t_model
         return self._result(out, int(inputs["input_ids"].shape[1]), start, model_s, {})
+
+    def next_token_logprobs(
+        self, messages: Sequence[Any], candidates: Sequence[str]
+    ) -> tuple[dict[str, float], ChatResult]:
+        """Log-probabilities of the first token of each candidate string as the next token after
+        text ``messages`` (chat template with the generation prompt): one forward pass, which
+        reuses and keeps the prefix KV cache as :meth:`chat` does.
+
+        A candidate whose first token is that of an earlier candidate is left out (its
+        probability would be counted twice); an empty candidate is left out.
+
+        Returns:
+            ({candidate: log p(first token)}, a :class:`ChatResult` with no text carrying the
+            prompt tokens, latency and ``raw`` facts: ``model_s``, ``cached_tokens``).
+
+        Raises:
+            EngineError: loading failed or a media part.
+        """
+        import torch
+
+        template = self._template_messages(messages)
+        self.load()
+        start = time.perf_counter()
+        ids = self.tokenizer.apply_chat_template(
+            template, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )["input_ids"].to(self.model.device)
+        cache, cached = self._take_cache(ids)
+        if cache is None and self.options.prefix_cache:
+            from transformers import DynamicCache
+
+            cache = DynamicCache(config=self.model.config)
+        kw = {_cache_kwarg(): cache, "use_cache": True} if cache is not None else {}
+        t_model = time.perf_counter()
+        with torch.inference_mode():
+            logits = self.model(input_ids=ids[:, cached:], logits_to_keep=1, **kw).logits[0, -1]
+        logp = torch.log_softmax(logits.float(), dim=-1)
+        model_s = time.perf_counter() - t_model
+        self._keep_cache(ids, cache)
+        out: dict[str, float] = {}
+        seen: set[int] = set()
+        for cand in candidates:
+            toks = self.tokenizer.encode(cand, add_special_tokens=False)
+            if toks and toks[0] not in seen:
+                seen.add(toks[0])
+                out[cand] = float(logp[toks[0]])
+        res = ChatResult(
+            text="",
+            prompt_tokens=int(ids.shape[1]),
+            completion_tokens=0,
+            latency_s=round(time.perf_counter() - start, 4),
+            raw={"model_s": round(model_s, 4), "cached_tokens": cached},
+        )
+        return out, res
 
     def chat_batch(
         self,

@@ -49,6 +49,8 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "LAYOUTS",
     "PROMPT_VERSION",
+    "SPEAK_PROMPTS",
+    "SPEAK_PROMPT_VERSION",
     "TEMPLATES",
     "PromptTemplate",
     "build_messages",
@@ -57,6 +59,7 @@ __all__ = [
     "layout_of",
     "messages_to_text",
     "online_turn",
+    "render_speak",
     "render_text",
     "system_text",
 ]
@@ -433,6 +436,30 @@ def render_text(request: DecisionRequest) -> list[dict[str, str]]:
         {"role": m["role"], "content": "\n".join(p["text"] for p in m["content"])}
         for m in build_messages(request, text_only=True)
     ]
+
+
+SPEAK_PROMPT_VERSION = "speak-v1"
+"""The default wording of the two-step decision's first step (``adapter.decision: two_step``)."""
+
+SPEAK_PROMPTS: dict[str, str] = {
+    "speak-v1": "Should the assistant speak now? Answer yes or no.",
+}
+"""Version -> the yes/no question of the two-step decision (this project's own wording)."""
+
+
+def render_speak(request: DecisionRequest, version: str | None = None) -> list[dict[str, str]]:
+    """Step 1 of the two-step decision: :func:`render_text`'s messages, then one more user turn
+    asking the yes/no question of ``version`` (default :data:`SPEAK_PROMPT_VERSION`); the model's
+    next-token probabilities of yes/no decide whether step 2 (the :func:`render_text` prompt,
+    which shares this prompt's prefix) is generated.
+
+    Raises:
+        KeyError: unknown version (the message lists the known ones).
+    """
+    v = version or SPEAK_PROMPT_VERSION
+    if v not in SPEAK_PROMPTS:
+        raise KeyError(f"unknown speak prompt {v!r}; known: {sorted(SPEAK_PROMPTS)}")
+    return render_text(request) + [{"role": "user", "content": SPEAK_PROMPTS[v]}]
 
 
 def messages_to_text(messages: Sequence[dict[str, Any]]) -> str:
