@@ -29,6 +29,8 @@ import pytest
 
 pytest.importorskip("openai")
 
+from stub_http import send_json
+
 from interactscope.adapters.base import AdapterError, AdapterOutput, DecisionRequest  # noqa: E402
 from interactscope.adapters.openai_backend import (  # noqa: E402
     OpenAIAdapter,
@@ -85,14 +87,7 @@ class Stub:
                 pass
 
             def _send(self, status: int, payload: Any, headers: dict[str, str]) -> None:
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                for k, v in headers.items():
-                    self.send_header(k, v)
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, payload, status, headers)
 
             def do_GET(self) -> None:  # noqa: N802 - http.server API
                 stub.gets.append(self.path)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_http import send_json
 
 from interactscope.egobench import package_data_dir
 from interactscope.egobench.run_folder import (
@@ -171,12 +172,7 @@ class Stub:
             def do_POST(self) -> None:  # noqa: N802
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append(body)
-                data = json.dumps(stub.answer(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, stub.answer(body))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from stub_http import send_json
 
 from interactscope.engines import (
     AudioPart,
@@ -145,12 +146,7 @@ class _Stub:
             def do_POST(self) -> None:  # noqa: N802 - http.server API
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.bodies.append(body)
-                data = json.dumps(reply(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, reply(body))
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         threading.Thread(target=self.server.serve_forever, daemon=True).start()

@@ -9,6 +9,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from stub_http import send_json
 
 from interactscope.judges import (
     Judge,
@@ -241,12 +242,7 @@ class _Handler(BaseHTTPRequestHandler):
                 }
             ],
         }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, payload)
 
     def log_message(self, *args):
         pass

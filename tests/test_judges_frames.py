@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from stub_http import send_json
 
 from interactscope.judges import JudgeError, JudgeItem, Verdict, VerdictCache, make_judge, run_judge
 from interactscope.judges.frames import window_times
@@ -43,12 +44,7 @@ class _Recorder(BaseHTTPRequestHandler):
                 }
             ],
         }
-        data = json.dumps(payload).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        send_json(self, payload)
 
     def log_message(self, *args):
         pass
