@@ -7,9 +7,7 @@ import functools
 from importlib import resources
 from typing import Any
 
-import yaml
-
-from interactscope.egobench.prompts import PromptError
+from interactscope.egobench.prompts import PromptError, load_versioned
 
 REQUIRED = {
     "service": ("system", "text_tools", "correction", "stopped", "deferred", "view_frames"),
@@ -24,15 +22,7 @@ def load_texts(role: str, version: str = "v1") -> dict[str, Any]:
     Raises:
         PromptError: no such file (the versions present are listed) or a required key missing."""
     base = resources.files(__package__) / "prompts"
-    path = base / f"{role}_{version}.yaml"
-    if not path.is_file():
-        have = sorted(p.name for p in base.iterdir() if p.name.startswith(f"{role}_"))
-        raise PromptError(
-            f"egointeract/prompts/{role}_{version}.yaml not found; available: {', '.join(have)}"
-        )
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("version") != version:
-        raise PromptError(f"egointeract/prompts/{role}_{version}.yaml: needs version: {version}")
+    data = load_versioned(base, "egointeract/prompts", role, version)
     missing = [k for k in REQUIRED.get(role, ()) if k not in data]
     if missing:
         raise PromptError(

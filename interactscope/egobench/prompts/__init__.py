@@ -14,22 +14,31 @@ class PromptError(ValueError):
     """A prompt file that is missing or lacks a key; the message names the file and the fix."""
 
 
+def load_versioned(base: Any, label: str, kind: str, version: str) -> dict[str, Any]:
+    """``base / <kind>_<version>.yaml`` (a :mod:`importlib.resources` folder) as a mapping whose
+    ``version`` key equals ``version``; ``label`` is the folder as named in messages.
+
+    Raises:
+        PromptError: no such file (the versions present are listed), or not a mapping with that
+            version."""
+    name = f"{kind}_{version}.yaml"
+    path = base / name
+    if not path.is_file():
+        have = sorted(p.name for p in base.iterdir() if p.name.startswith(f"{kind}_"))
+        raise PromptError(f"{label}/{name} not found; available: {', '.join(have) or 'none'}")
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict) or data.get("version") != version:
+        raise PromptError(f"{label}/{name}: must be a mapping with version: {version}")
+    return data
+
+
 @functools.lru_cache(maxsize=32)
 def load_prompts(kind: str, version: str = "v1") -> dict[str, Any]:
     """The prompt file ``prompts/<kind>_<version>.yaml`` as a mapping (``kind``: agent|user).
 
     Raises:
         PromptError: no such file (the versions present are listed)."""
-    name = f"{kind}_{version}.yaml"
-    base = resources.files(__name__)
-    path = base / name
-    if not path.is_file():
-        have = sorted(p.name for p in base.iterdir() if p.name.startswith(f"{kind}_"))
-        raise PromptError(f"prompt file {name} not found; available: {', '.join(have) or 'none'}")
-    data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict) or data.get("version") != version:
-        raise PromptError(f"{name}: must be a mapping with version: {version}")
-    return data
+    return load_versioned(resources.files(__name__), "egobench/prompts", kind, version)
 
 
 @functools.lru_cache(maxsize=8)
