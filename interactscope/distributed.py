@@ -8,6 +8,13 @@ same lock and into the same ``run.json``, so resume, ``score``, ``view`` and ``m
 unchanged. In plain Offline Probing a worker may take several short interactions at once and join
 their decision points into adapter batches of up to ``batch_size`` (cross-interaction batching).
 
+Environment interactions (``query.environment``, docs/protocol.md#environments) are collected
+whole by one worker too, with the serial driver's executor: a fresh environment per interaction
+per attempt, the calls of the records already written replayed first, each new record's calls
+executed in time order between decision points (``tool_results``), the final state hash on the
+last decision point (``env_state_hash``). With ``environment.show_results`` such an interaction is
+never batched with others (its requests depend on its earlier results).
+
 Failure semantics (docs/distributed.md):
 
 - Records are buffered per interaction and written when the interaction completes, so a worker
@@ -90,6 +97,9 @@ class RayOptions(BaseModel):
         setup: ``"module:function"`` each worker calls (no arguments) before building its
             adapter, e.g. to register a custom backend in
             ``interactscope.adapters.registry.BACKENDS`` inside the worker process.
+        connect_timeout_s: seconds a TCP connection to a ``HOST:PORT`` or ``ray://HOST:PORT``
+            address may take before ``--ray-address`` is refused (Ray itself would retry for
+            minutes); ``auto`` and ``local`` are not probed.
     """
 
     address: str = LOCAL
@@ -97,6 +107,7 @@ class RayOptions(BaseModel):
     gpus_per_worker: float = Field(0.0, ge=0)
     max_attempts: int = Field(3, ge=1)
     setup: str | None = Field(None, pattern=r"^[\w.]+:\w+$")
+    connect_timeout_s: float = Field(5.0, gt=0)
 
 
 class WorkerStats(BaseModel):
@@ -287,6 +298,18 @@ class _Gated(_Prepared):
         return self._gate.respond_batch(requests)
 
 
+def _tool_executor(bench: Any) -> Any:
+    """The worker's executor of environment interactions' tool calls (docs/protocol.md,
+    environments), as a serial ``collect`` builds it; ``None`` without environments. Each
+    interaction a worker collects gets a fresh environment, on which the calls of its records
+    already written are replayed first (resume, re-queue after a worker died)."""
+    if not getattr(bench, "environments", None):
+        return None
+    from interactscope.egobench.streaming import StreamEnvironments
+
+    return StreamEnvironments(bench)
+
+
 class InteractionWorker:
     """Body of a Ray actor: builds and prepares the adapter once, then collects interactions.
 
@@ -308,6 +331,7 @@ class InteractionWorker:
         self.settings = Settings.model_validate(settings)
         self.batch_size = batch
         self.by_id = {it.id: it for it in bench.interactions}
+        self.tools = _tool_executor(bench)
         self.error: str | None = None
         self.adapter: Any = None
         try:
@@ -383,7 +407,7 @@ class InteractionWorker:
         sink = _MemorySink({(interaction_id, round(t, 3)) for t in done}, spoken)
         s = collect(
             self.bench, adapter, sink, self.settings, [it], batch_size=self.batch_size,
-            progress=False,
+            progress=False, tool_executor=self.tools,
         )  # fmt: skip
         return WorkResult(
             interaction_id=interaction_id,
@@ -426,12 +450,16 @@ def ray_instance(options: RayOptions) -> Iterator[Any]:
         The ``ray`` module, initialised.
 
     Raises:
-        CollectError: Ray is not installed, or the cluster cannot be reached.
+        CollectError: Ray is not installed, or the cluster cannot be reached (a ``HOST:PORT``
+            address that refuses a TCP connection within ``connect_timeout_s`` is refused at
+            once, see :func:`probe_address`).
     """
     ray = require_ray()
     if ray.is_initialized():  # e.g. a notebook that called ray.init(): use it, leave it running
         yield ray
         return
+    if options.address != LOCAL:
+        probe_address(options.address, options.connect_timeout_s)
     temp_dir: str | None = None
     try:
         if options.address == LOCAL:
@@ -451,6 +479,39 @@ def ray_instance(options: RayOptions) -> Iterator[Any]:
         ray.shutdown()
         if temp_dir:
             shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``HOST:PORT``, ``[IPv6]:PORT`` or ``ray://HOST:PORT``; ``None`` for an
+    address without a port (``auto``)."""
+    rest = address.removeprefix("ray://")
+    host, sep, port = rest.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe_address(address: str, timeout_s: float) -> None:
+    """Fail fast when nothing listens at a cluster address: one TCP connection attempt of at
+    most ``timeout_s`` seconds to the GCS (``HOST:PORT``) or Ray client (``ray://HOST:PORT``)
+    port, before ``ray.init``, which would otherwise retry for minutes. Addresses without a
+    port (``auto``) are left to Ray.
+
+    Raises:
+        CollectError: one line naming the address, the error and the timeout.
+    """
+    hp = _host_port(address)
+    if hp is None:
+        return
+    try:
+        with socket.create_connection(hp, timeout=timeout_s):
+            pass
+    except OSError as exc:
+        why = "timed out" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc))
+        raise CollectError(
+            f"--ray-address {address}: no Ray cluster answers at {hp[0]}:{hp[1]} ({why}, "
+            f"within {timeout_s:g} s); start one with `ray start --head` or use --ray"
+        ) from None
 
 
 def check_resources(ray: Any, options: RayOptions) -> None:
@@ -588,20 +649,31 @@ class _Driver:
 
     With ``group_points`` > 1 a worker gets several short interactions at once (up to that
     many pending decision points in all, at least one interaction) and batches their points
-    together; otherwise one interaction at a time."""
+    together; otherwise one interaction at a time. An interaction in ``solo`` always goes
+    alone (its points depend on the results of its earlier calls)."""
 
     def __init__(
-        self, pool: _Pool, writer: RunWriter, info: DistributedInfo, bar: Any, group_points: int
+        self,
+        pool: _Pool,
+        writer: RunWriter,
+        info: DistributedInfo,
+        bar: Any,
+        group_points: int,
+        *,
+        solo: frozenset[str] = frozenset(),
     ):
         self.pool, self.writer, self.info, self.bar = pool, writer, info, bar
         self.group_points = group_points
+        self.solo = solo
         self.summary = CollectSummary()
         self.inflight: dict[Any, tuple[int, list[Task]]] = {}
 
     def _group(self, queue: deque[Task]) -> list[Task]:
         group = [queue.popleft()]
         n = len(group[0][1]) - len(group[0][2])
-        while queue and n < self.group_points:
+        if group[0][0] in self.solo:
+            return group
+        while queue and n < self.group_points and queue[0][0] not in self.solo:
             group.append(queue.popleft())
             n += len(group[-1][1]) - len(group[-1][2])
         return group
@@ -719,12 +791,6 @@ def run_collect_ray(
         overrides["protocol"] = protocol
     b, name, config, settings, interactions = _prepare(model, bench, overrides, shard, limit)
     _check_model(name, config, settings)
-    with_env = [it.id for it in interactions if getattr(it.query, "environment", None)]
-    if with_env:  # workers do not execute streamed tool calls against environments yet
-        raise CollectError(
-            f"--ray does not execute tool calls against environments yet ({len(with_env)} "
-            f"interactions name one, e.g. {with_env[0]}); collect them without --ray"
-        )
     manifest = _manifest(b, name, config, settings, interactions, shard, command, retry_errors)
     batch = batch_size or int(config.get("batch_size", 16))
     t0 = time.perf_counter()
@@ -741,7 +807,8 @@ def run_collect_ray(
                 gpus_per_worker=opts.gpus_per_worker,
                 start_s=round(time.perf_counter() - t0, 3),
             )
-            job = _Job(b, settings, interactions, manifest, retry_errors, progress, t0, batch)
+            job = _Job(b, settings, interactions, manifest, retry_errors, progress, t0, batch,
+                       _solo(settings, interactions))  # fmt: skip
             return _write_run(Path(out), job, pool, info, describe)
         finally:
             pool.close()
@@ -759,6 +826,18 @@ class _Job:
     progress: bool
     t0: float
     batch_size: int
+    solo: frozenset[str] = frozenset()
+    """Interactions never grouped with others (see :func:`_solo`)."""
+
+
+def _solo(settings: Settings, interactions: list[Any]) -> frozenset[str]:
+    """Environment interactions whose requests show the calls executed so far
+    (``environment.show_results`` in Offline Probing): the serial driver asks their points one
+    at a time (``Adapter.respond``), each after the previous point's calls were executed, so a
+    worker collects them alone, never side by side with a cross-interaction batch."""
+    if settings.protocol != "offline" or not settings.environment.show_results:
+        return frozenset()
+    return frozenset(it.id for it in interactions if it.query.environment)
 
 
 def _write_run(
@@ -808,7 +887,7 @@ def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> 
         dynamic_ncols=True,
     )
     plain = settings.protocol == "offline" and not settings.history.n and not settings.cooldown_s
-    driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1)
+    driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1, solo=job.solo)
     try:
         driver.run(tasks)
     finally:
