@@ -8,6 +8,7 @@ is locked while it is written (docs/protocol.md, run folder).
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -273,18 +274,17 @@ def run_collect(
     b, name, config, settings, interactions = _prepare(
         model, bench, overrides, shard, limit, subset=sub
     )
+    t_build = time.perf_counter()
     adapter = _build(name, config, settings)
+    build_s = time.perf_counter() - t_build
     manifest = _manifest(
         b, name, config, settings, interactions, shard, command, retry_errors, subset=sub
     )
-    redo = None
-    if settings.protocol == "online":
-        redo = {it.id: interaction_grid(b, it, settings) for it in interactions}
     outp = Path(out)
     created = not outp.exists()
     try:
         with run_lock(outp, "collect"):
-            writer = open_run(outp, manifest, retry_errors=retry_errors, redo_partial=redo)
+            writer = _open(outp, manifest, b, settings, interactions, retry_errors)
             try:
                 summary = collect(
                     b,
@@ -296,6 +296,7 @@ def run_collect(
                     progress=progress,
                     tool_executor=_tool_executor(b),
                 )
+                _add_build_time(summary, build_s)
                 writer.manifest.adapter = adapter.describe()
                 writer.finish(summary.as_dict())
             except BaseException:
@@ -310,6 +311,36 @@ def run_collect(
     finally:
         adapter.close()
     return summary
+
+
+def _open(
+    outp: Path,
+    manifest: RunManifest,
+    b: Benchmark,
+    settings: Settings,
+    interactions: list[Any],
+    retry_errors: bool,
+) -> Any:
+    """``open_run`` for this collect: Online Rolling redoes partial interactions; a retry keeps
+    environment interactions in time order (docs/protocol.md#environments)."""
+    redo = None
+    if settings.protocol == "online":
+        redo = {it.id: interaction_grid(b, it, settings) for it in interactions}
+    return open_run(
+        outp,
+        manifest,
+        retry_errors=retry_errors,
+        redo_partial=redo,
+        in_order={it.id for it in interactions if it.query.environment},
+    )
+
+
+def _add_build_time(summary: CollectSummary, build_s: float) -> None:
+    """Count building the adapter as model load (``timings.load_s``) and in ``wall_s``."""
+    summary.wall_s = round(summary.wall_s + build_s, 3)
+    if summary.timings is not None:
+        summary.timings.load_s += build_s
+        summary.timings = summary.timings.derived()
 
 
 def _tool_executor(b: Benchmark) -> Any:

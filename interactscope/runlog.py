@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from interactscope.schema import ResponseRecord, RunManifest
+from interactscope.schema import ResponseRecord, RunManifest, StageTimings
 from interactscope.settings import diff_settings
 
 log = logging.getLogger(__name__)
@@ -248,7 +248,8 @@ class RunSummary(BaseModel):
     ``responses.jsonl`` after each invocation so a resumed run reports the whole run.
 
     ``decision_points`` counts the records; ``failed_interactions`` maps an interaction id to
-    its first error. Timing fields (``wall_s``, ``model_s``) sum every invocation (seconds)."""
+    its first error. Timing fields (``wall_s``, ``model_s``, the stage seconds of ``timings``)
+    sum every invocation (seconds); ``timings`` is ``None`` when no invocation recorded one."""
 
     interactions: int = 0
     decision_points: int = 0
@@ -261,6 +262,7 @@ class RunSummary(BaseModel):
     completion_tokens: int = 0
     wall_s: float = 0.0
     model_s: float = 0.0
+    timings: StageTimings | None = None
 
 
 def summarise_records(records: Iterable[ResponseRecord], n_interactions: int) -> RunSummary:
@@ -372,6 +374,8 @@ class RunWriter:
         timed = [i.summary for i in invs if i.summary] or ([summary] if summary else [])
         totals.wall_s = round(sum(float(t.get("wall_s") or 0) for t in timed), 3)
         totals.model_s = round(sum(float(t.get("model_s") or 0) for t in timed), 3)
+        stages = [StageTimings.model_validate(t["timings"]) for t in timed if t.get("timings")]
+        totals.timings = StageTimings.combine(stages) if stages else None
         self.manifest.summary = totals.model_dump()
         write_manifest(self.path, self.manifest)
         self.close()
@@ -444,6 +448,7 @@ def open_run(
     *,
     retry_errors: bool = False,
     redo_partial: dict[str, list[float]] | None = None,
+    in_order: set[str] | None = None,
 ) -> RunWriter:
     """Create a run folder, or resume the one at ``path``.
 
@@ -456,6 +461,10 @@ def open_run(
         path: run folder (created if missing).
         manifest: the new run's manifest; on resume the original ``started_at`` is kept.
         retry_errors: drop records carrying an infrastructure ``error`` so they are collected again.
+        in_order: interaction ids whose records must be collected in time order (environment
+            interactions: each record's calls change the state the later ones see); with
+            ``retry_errors`` such an interaction's records are dropped from its first error on,
+            so the retried point and every later one are collected again after it.
         redo_partial: expected decision times per interaction id; interactions with some but not
             all of them recorded are removed and redone (Online Rolling cannot restore a session
             mid-interaction).
@@ -478,14 +487,14 @@ def open_run(
                 + "\n  ".join(diffs)
             )
         records = dedupe(_read_lines(p / RESPONSES, repair=True))
-        drop = partial_interactions(records, redo_partial) if redo_partial else set()
+        # retried first: an Online Rolling interaction whose error records go is then partial
+        kept = retried(records, in_order) if retry_errors else records
+        drop = partial_interactions(kept, redo_partial) if redo_partial else set()
         if drop:
             log.warning(
                 "redoing %d partially collected interaction(s): %s", len(drop), sorted(drop)
             )
-        keep = [
-            r for r in records if not (retry_errors and r.error) and r.interaction_id not in drop
-        ]
+        keep = [r for r in kept if r.interaction_id not in drop]
         if len(keep) != len(records):
             _rewrite(p / RESPONSES, keep)
             records = keep
@@ -498,6 +507,21 @@ def open_run(
     manifest.started_at = manifest.started_at or now_iso()
     write_manifest(p, manifest)
     return RunWriter(p, manifest, records)
+
+
+def retried(
+    records: list[ResponseRecord], in_order: set[str] | None = None
+) -> list[ResponseRecord]:
+    """The records ``collect --retry-errors`` keeps: those without an ``error``, and for an
+    interaction in ``in_order`` only its records before its first error (by time), so the points
+    collected again come after every kept one in time (docs/protocol.md#environments)."""
+    first_error: dict[str, float] = {}
+    for r in records:
+        if r.error and r.interaction_id in (in_order or ()):
+            first_error[r.interaction_id] = min(r.t, first_error.get(r.interaction_id, r.t))
+    return [
+        r for r in records if not r.error and r.t < first_error.get(r.interaction_id, float("inf"))
+    ]
 
 
 def _rewrite(path: Path, records: list[ResponseRecord]) -> None:

@@ -250,7 +250,8 @@ def _no_answer(choice: Any) -> EngineError | None:
 
 
 def to_chat_result(resp: Any, latency_s: float, *, require_answer: bool = True) -> ChatResult:
-    """A chat-completions response object as a :class:`ChatResult`.
+    """A chat-completions response object as a :class:`ChatResult` (``raw``: ``finish_reason``
+    and, when the server reports prefix-cache hits, ``cached_tokens``).
 
     Args:
         resp: the response of ``chat.completions.create``.
@@ -292,8 +293,19 @@ def to_chat_result(resp: Any, latency_s: float, *, require_answer: bool = True) 
         prompt_tokens=getattr(usage, "prompt_tokens", None),
         completion_tokens=getattr(usage, "completion_tokens", None),
         latency_s=latency_s,
-        raw={"finish_reason": getattr(choice, "finish_reason", None)},
+        raw={"finish_reason": getattr(choice, "finish_reason", None), **_cached(usage)},
     )
+
+
+def _cached(usage: Any) -> dict[str, int]:
+    """``{"cached_tokens": n}`` from ``usage.prompt_tokens_details.cached_tokens`` (the prompt
+    tokens the server's prefix cache served), or ``{}`` when the server does not report it."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    if isinstance(details, dict):
+        n = details.get("cached_tokens")
+    else:
+        n = getattr(details, "cached_tokens", None)
+    return {"cached_tokens": int(n)} if isinstance(n, int) and not isinstance(n, bool) else {}
 
 
 # --------------------------------------------------------------------------- engine

@@ -345,16 +345,22 @@ class VLLMEngine:
 
     @staticmethod
     def to_result(o: Any, latency_s: float) -> ChatResult:
-        """One vLLM request output as a :class:`ChatResult` (text, token counts, finish)."""
+        """One vLLM request output as a :class:`ChatResult` (text, token counts, finish, and
+        ``raw["cached_tokens"]``: the prompt tokens served by the prefix cache,
+        ``RequestOutput.num_cached_tokens``, when vLLM reports it)."""
         comp = o.outputs[0]
         prompt_ids = getattr(o, "prompt_token_ids", None)
         comp_ids = getattr(comp, "token_ids", None)
+        raw: dict[str, Any] = {"finish_reason": getattr(comp, "finish_reason", None)}
+        cached = getattr(o, "num_cached_tokens", None)
+        if isinstance(cached, int) and not isinstance(cached, bool):
+            raw["cached_tokens"] = cached
         return ChatResult(
             text=str(comp.text or ""),
             prompt_tokens=len(prompt_ids) if prompt_ids is not None else None,
             completion_tokens=len(comp_ids) if comp_ids is not None else None,
             latency_s=latency_s,
-            raw={"finish_reason": getattr(comp, "finish_reason", None)},
+            raw=raw,
         )
 
     def chat(
