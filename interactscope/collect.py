@@ -158,7 +158,7 @@ def _setting_problem(err: Any) -> str:
     return f"{'.'.join(map(str, loc))}: unknown setting; valid here: {valid}"
 
 
-def _manifest(
+def new_manifest(
     b: Benchmark,
     name: str,
     config: dict[str, Any],
@@ -212,7 +212,7 @@ def _manifest(
     )
 
 
-def _prepare(
+def prepare_run(
     model: str,
     bench: str | Path,
     overrides: dict[str, Any],
@@ -271,20 +271,20 @@ def run_collect(
     if protocol is not None:
         overrides["protocol"] = protocol
     sub = Subset.of(only, tasks)
-    b, name, config, settings, interactions = _prepare(
+    b, name, config, settings, interactions = prepare_run(
         model, bench, overrides, shard, limit, subset=sub
     )
     t_build = time.perf_counter()
     adapter = _build(name, config, settings)
     build_s = time.perf_counter() - t_build
-    manifest = _manifest(
+    manifest = new_manifest(
         b, name, config, settings, interactions, shard, command, retry_errors, subset=sub
     )
     outp = Path(out)
     created = not outp.exists()
     try:
         with run_lock(outp, "collect"):
-            writer = _open(outp, manifest, b, settings, interactions, retry_errors)
+            writer = open_run_folder(outp, manifest, b, settings, interactions, retry_errors)
             try:
                 summary = collect(
                     b,
@@ -294,7 +294,7 @@ def run_collect(
                     interactions,
                     batch_size=batch_size or int(config.get("batch_size", 16)),
                     progress=progress,
-                    tool_executor=_tool_executor(b),
+                    tool_executor=tool_executor(b),
                 )
                 _add_build_time(summary, build_s)
                 writer.manifest.adapter = adapter.describe()
@@ -302,7 +302,7 @@ def run_collect(
             except BaseException:
                 writer.close()
                 if created and not writer.done:
-                    _remove_new_run(outp)
+                    remove_new_run(outp)
                 raise
     except RunLogError as exc:
         raise CollectError(str(exc)) from exc
@@ -313,7 +313,7 @@ def run_collect(
     return summary
 
 
-def _open(
+def open_run_folder(
     outp: Path,
     manifest: RunManifest,
     b: Benchmark,
@@ -343,7 +343,7 @@ def _add_build_time(summary: CollectSummary, build_s: float) -> None:
         summary.timings = summary.timings.derived()
 
 
-def _tool_executor(b: Benchmark) -> Any:
+def tool_executor(b: Benchmark) -> Any:
     """Executes environment interactions' calls (docs/protocol.md#environments), else None."""
     if not b.environments:
         return None
@@ -368,7 +368,7 @@ def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:
     return adapter
 
 
-def _remove_new_run(path: Path) -> None:
+def remove_new_run(path: Path) -> None:
     """Remove a run folder this invocation created and wrote nothing useful into."""
     for name in (MANIFEST, RESPONSES, LOCK, MANIFEST + ".tmp"):
         (path / name).unlink(missing_ok=True)

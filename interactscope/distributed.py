@@ -52,13 +52,15 @@ from tqdm.auto import tqdm
 
 from interactscope.collect import (
     CollectError,
-    _manifest,
-    _prepare,
-    _remove_new_run,
+    new_manifest,
+    open_run_folder,
+    prepare_run,
+    remove_new_run,
+    tool_executor,
 )
 from interactscope.protocol.driver import CollectSummary, collect
 from interactscope.protocol.requests import interaction_grid
-from interactscope.runlog import RunLogError, RunWriter, open_run, run_lock
+from interactscope.runlog import RunLogError, RunWriter, run_lock
 from interactscope.schema import ResponseRecord
 from interactscope.settings import Settings
 
@@ -303,11 +305,7 @@ def _tool_executor(bench: Any) -> Any:
     environments), as a serial ``collect`` builds it; ``None`` without environments. Each
     interaction a worker collects gets a fresh environment, on which the calls of its records
     already written are replayed first (resume, re-queue after a worker died)."""
-    if not getattr(bench, "environments", None):
-        return None
-    from interactscope.egobench.streaming import StreamEnvironments
-
-    return StreamEnvironments(bench)
+    return tool_executor(bench)
 
 
 class InteractionWorker:
@@ -789,9 +787,9 @@ def run_collect_ray(
     overrides = dict(overrides or {})
     if protocol is not None:
         overrides["protocol"] = protocol
-    b, name, config, settings, interactions = _prepare(model, bench, overrides, shard, limit)
+    b, name, config, settings, interactions = prepare_run(model, bench, overrides, shard, limit)
     _check_model(name, config, settings)
-    manifest = _manifest(b, name, config, settings, interactions, shard, command, retry_errors)
+    manifest = new_manifest(b, name, config, settings, interactions, shard, command, retry_errors)
     batch = batch_size or int(config.get("batch_size", 16))
     t0 = time.perf_counter()
     with ray_instance(opts) as ray:
@@ -848,12 +846,11 @@ def _write_run(
     Online Rolling redoes partially collected interactions from q (a session cannot be
     restored mid-interaction), as a serial resume does."""
     created = not outp.exists()
-    redo = None
-    if job.settings.protocol == "online":
-        redo = {it.id: interaction_grid(job.bench, it, job.settings) for it in job.interactions}
     try:
         with run_lock(outp, "collect"):
-            writer = open_run(outp, job.manifest, retry_errors=job.retry_errors, redo_partial=redo)
+            writer = open_run_folder(
+                outp, job.manifest, job.bench, job.settings, job.interactions, job.retry_errors
+            )
             try:
                 summary = _drive(job, writer, pool, info)
                 summary.wall_s = round(time.perf_counter() - job.t0, 3)
@@ -864,7 +861,7 @@ def _write_run(
             except BaseException:
                 writer.close()
                 if created and not writer.done:
-                    _remove_new_run(outp)
+                    remove_new_run(outp)
                 raise
     except RunLogError as exc:
         raise CollectError(str(exc)) from exc
