@@ -6,8 +6,10 @@ the CPU default model (``cascade``: ASR transcript + SmolLM2-135M, which sees no
 baselines are instant; the CPU model runs on the first ``cpu_limit`` interactions only (recorded
 in its ``run.json`` as ``interaction_ids``) so the whole demo stays within minutes on 2 cores.
 
-Flow: collect each run -> score it (``score_run``) -> the report (``build_report``) -> the
-leaderboard, read back from the report's ``all_metrics.csv`` -> the viewer page of the panel.
+Flow: collect each run -> score it (``score_run``; environment interactions also by
+``write_environment_scores``) -> the report (``build_report``) -> the leaderboard, read back from
+the report's ``all_metrics.csv`` (plus the environment columns, beyond the paper, when the
+benchmark declares environments) -> the viewer page of the panel.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
 from interactscope.collect import run_collect
+from interactscope.egobench.streaming_scores import (
+    EnvTotals,
+    read_environment_scores,
+    write_environment_scores,
+)
 from interactscope.view import ViewSettings, write_view
 
 __all__ = ["DemoResult", "DemoSettings", "leaderboard", "run_panel"]
@@ -36,6 +43,8 @@ LEADERBOARD_METRICS: tuple[tuple[str, str], ...] = (
     ("T8-A", "T8-A %"),
     ("T8-B", "T8-B %"),
 )
+# beyond the paper (docs/protocol.md#environments): shown only when a run has such interactions
+ENV_COLUMNS: tuple[str, ...] = ("T1 time-call", "state correct", "action precision")
 
 
 class DemoSettings(BaseModel):
@@ -71,6 +80,9 @@ class DemoResult(BaseModel):
     view: Path
     leaderboard: str
     seconds: dict[str, float]
+    environment: dict[str, EnvTotals | None] = Field(default_factory=dict)
+    """Per run, the environment columns' totals (``None``: it covers no environment
+    interaction)."""
 
 
 def _cell(row: pd.Series | None) -> str:
@@ -79,22 +91,35 @@ def _cell(row: pd.Series | None) -> str:
     return f"{row['estimate']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
 
 
-def leaderboard(all_metrics: pd.DataFrame, interactions: Sequence[str]) -> str:
+def leaderboard(
+    all_metrics: pd.DataFrame,
+    interactions: Sequence[str],
+    environment: Sequence[EnvTotals | None] = (),
+) -> str:
     """One Markdown table: a row per run, the headline metrics with 95 % intervals.
 
     Args:
         all_metrics: the report's ``all_metrics.csv`` (run, metric, estimate, low, high, ...;
             percent for scores, responses/min for volume), runs in panel order.
         interactions: per run, in the same order, "n of N" interactions it covers.
+        environment: per run, in the same order, the totals of its environment interactions
+            (``environment_scores.json``; ``None``: none covered). When any run has them, the
+            columns ``T1 time-call``, ``state correct`` and ``action precision`` (percent and
+            the counts, no interval: ``EnvTotals.cells``; "—" for a run without) come before
+            responses/min.
     """
     rows = []
     groups = list(all_metrics.groupby("run", sort=False))
     cover = list(interactions) if len(interactions) == len(groups) else [""] * len(groups)
-    for (run, sub), n in zip(groups, cover, strict=True):
+    env = list(environment) if len(environment) == len(groups) else [None] * len(groups)
+    show_env = any(e is not None for e in env)
+    for (run, sub), n, e in zip(groups, cover, env, strict=True):
         by = {str(r["metric"]): r for _, r in sub.iterrows()}
         row = {"model": run, "interactions": n}
         for metric, title in LEADERBOARD_METRICS:
             row[title] = _cell(by.get(metric))
+        if show_env:
+            row.update(e.cells() if e is not None else dict.fromkeys(ENV_COLUMNS, "—"))
         vol = by.get("Output volume")
         row["responses/min"] = "—" if vol is None else f"{vol['estimate']:.1f}"
         rows.append(row)
@@ -143,6 +168,7 @@ def run_panel(
     if s.cpu_model:
         plan.append((s.cpu_model, s.cpu_limit, _cpu_overrides(s.cpu_model, s)))
     runs: dict[str, Path] = {}
+    envs: dict[str, EnvTotals | None] = {}
     seconds: dict[str, float] = {}
     for name, limit, over in plan:
         t0 = time.perf_counter()
@@ -151,16 +177,29 @@ def run_panel(
         runs[name] = out / name
         _collect(name, bench, runs[name], limit, list(command), over)
         score_run(runs[name], judge=judge)
+        envs[name] = _environment_totals(runs[name])
         seconds[name] = time.perf_counter() - t0
     t0 = time.perf_counter()
     rep = build_report(list(runs.values()), out / "report", n_resamples=s.resamples)
     seconds["report"] = time.perf_counter() - t0
-    table = leaderboard(pd.read_csv(rep.out / "all_metrics.csv"), _coverage(runs))
+    metrics = pd.read_csv(rep.out / "all_metrics.csv")
+    table = leaderboard(metrics, _coverage(runs), list(envs.values()))
     t0 = time.perf_counter()
     view = write_view(list(runs.values()), out / "view.html", ViewSettings(resamples=s.resamples))
     seconds["view"] = time.perf_counter() - t0
     return DemoResult(runs=runs, report=rep.out / "report.md", view=view, leaderboard=table,
-                      seconds=seconds)  # fmt: skip
+                      seconds=seconds, environment=envs)  # fmt: skip
+
+
+def _environment_totals(run: Path) -> EnvTotals | None:
+    """Score the run's environment interactions (``RUN/scores/environment_scores.json``, as
+    ``interactscope score`` does); ``None`` when the benchmark declares no environment or the
+    run covers none of its environment interactions."""
+    done = write_environment_scores(run, run / "scores")
+    if done is None:
+        return None
+    doc = read_environment_scores(done[0])
+    return doc.totals if doc.interactions else None
 
 
 def _cpu_overrides(name: str, s: DemoSettings) -> dict[str, Any] | None:

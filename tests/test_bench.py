@@ -181,7 +181,9 @@ def test_validate_cli_prints_summary_on_demo():
         text=True,
     )
     assert res.returncode == 0, res.stderr
-    assert "10 interactions (T1=3 T2=2 T3=2 T7=1 T8-A=1 T8-B=1), 12 targets, 4 videos" in res.stdout
+    # t1-home-chores (T1, two targets) joined the demo's 10 interactions and 12 targets
+    summary = "11 interactions (T1=4 T2=2 T3=2 T7=1 T8-A=1 T8-B=1), 14 targets, 4 videos"
+    assert summary in res.stdout
 
 
 def test_schema_command_prints_json_schema():

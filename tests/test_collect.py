@@ -86,7 +86,7 @@ def test_sigkill_midway_then_rerun_gives_exactly_the_grid(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     n_before = resp.read_bytes().count(b"\n")
-    assert 20 <= n_before < 82, "the kill should land midway"
+    assert 20 <= n_before < 89, "the kill should land midway"  # 89 demo decision points
     res = subprocess.run(cmd, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
     rows = [json.loads(x) for x in resp.read_text().splitlines()]
@@ -181,14 +181,25 @@ def test_blind_fire_answers_once_at_q_plus_delay_with_most_frequent_tool(tmp_pat
     run_collect(model="blind-fire", bench=DEMO, out=run, progress=False)
     spoken = [r for r in RunFolder(run).responses() if not r.silent]
     by_iid = {r.interaction_id: r for r in spoken}
-    # at most once per interaction; t8b-said (q = 5) would fire at 8.0, after the 7.6 s clip end
-    assert len(spoken) == len(by_iid) == 9 and "t8b-said" not in by_iid
+    # at most once per interaction; t8b-said (q = 5) would fire at 8.0, after the 7.6 s clip end:
+    # 11 demo interactions - t8b-said = 10
+    assert len(spoken) == len(by_iid) == 10 and "t8b-said" not in by_iid
     assert by_iid["t1-cyclist"].t == 5.0  # q = 2 + 3
-    # demo T1 targets: search_web, take_photo, start_voice_memo once each -> tie broken by name
-    assert [c.name for c in by_iid["t1-taxi"].tool_calls] == ["search_web"]
+    assert by_iid["t1-home-chores"].t == 3.0  # q = 0 + 3
     assert by_iid["t2-cut"].tool_calls == []
+
+
+def test_blind_fire_calls_the_most_frequent_tool_it_is_offered(tmp_path):
+    run = tmp_path / "r"
+    run_collect(model="blind-fire", bench=DEMO, out=run, progress=False)
+    by_iid = {r.interaction_id: r for r in RunFolder(run).responses() if not r.silent}
+    # demo catalogue: search_web, take_photo, start_voice_memo are targets once each -> tie
+    # broken by name
+    assert [c.name for c in by_iid["t1-taxi"].tool_calls] == ["search_web"]
+    # household catalogue: add_to_household_action_list is the only target tool (twice)
+    assert [c.name for c in by_iid["t1-home-chores"].tool_calls] == ["add_to_household_action_list"]
 
 
 def test_silent_baseline_never_speaks(tmp_path):
     s = run_collect(model="silent", bench=DEMO, out=tmp_path / "r", progress=False)
-    assert s.non_silent == 0 and s.written == 82
+    assert s.non_silent == 0 and s.written == 89  # sum(DEMO_POINTS.values())

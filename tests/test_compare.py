@@ -43,8 +43,9 @@ def test_oracle_vs_silent_is_minus_100_everywhere_the_oracle_hits(runs):
         ), m
         assert t.loc[m, "diff_unit"] == "pp"
     assert np.isnan(t.loc["T1 conditional", "diff"])
-    assert t.loc["T1 joint", "a_counts"] == "3/3" and t.loc["T1 joint", "b_counts"] == "0/3"
-    # output volume: 12 responses over 1.15 probed minutes in the oracle run, none when silent
+    # 5 demo T1 targets: taxi, cyclist, speech, and t1-home-chores' two
+    assert t.loc["T1 joint", "a_counts"] == "5/5" and t.loc["T1 joint", "b_counts"] == "0/5"
+    # output volume: 14 responses over 1.24 probed minutes in the oracle run, none when silent
     assert t.loc["Output volume", "unit"] == "responses/min"
     assert t.loc["Output volume", "diff"] == pytest.approx(-t.loc["Output volume", "a"])
     assert c.runs["a"]["label"] == "oracle" and c.runs["b"]["label"] == "silent"
@@ -57,11 +58,17 @@ def test_identical_runs_give_zero_width_zero_intervals(runs):
     assert (d["diff"] == 0).all() and (d["diff_low"] == 0).all() and (d["diff_high"] == 0).all()
 
 
-def test_blind_fire_t1_joint_is_one_of_three(runs):
+# blind-fire must call the most frequent T1 tool among those each interaction is offered; it
+# picks the benchmark-wide one (add_to_household_action_list, which t1-taxi is not offered) until
+# interactscope/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
+# remove the mark with that change. Today's value is 1/5 (only t1-home-chores/k1).
+def test_blind_fire_t1_joint_is_two_of_five(runs):
     c = compare_runs(runs["oracle"], runs["blind-fire"], n_resamples=B)
     t = c.table.set_index("metric")
-    assert t.loc["T1 joint", "b"] == pytest.approx(100 / 3)
-    assert t.loc["T1 joint", "diff"] == pytest.approx(-200 / 3)
+    # one call at q + 3 s: taxi hit (search_web at 3 in [0.5, 4.5]), cyclist and speech wrong,
+    # t1-home-chores k1 hit (add_to_household_action_list at 3 in [0, 4]), k2 missed
+    assert t.loc["T1 joint", "b"] == pytest.approx(100 * 2 / 5)
+    assert t.loc["T1 joint", "diff"] == pytest.approx(-60.0)
     assert (
         t.loc["T1 joint", "diff_low"] <= t.loc["T1 joint", "diff"] <= t.loc["T1 joint", "diff_high"]
     )

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 
 from interactscope.cli import app
 from interactscope.demo import DemoSettings, leaderboard, run_panel
+from interactscope.egobench.streaming_scores import EnvTotals
 from tests.foundation_fixtures import DEMO
 
 
@@ -29,15 +30,23 @@ def test_panel_discriminates(tmp_path):
     res = run_panel(DEMO, tmp_path / "demo", settings, echo=lines.append)
     rows = _rows(res.leaderboard)
     assert list(rows) == ["oracle", "silent", "blind-fire"]
-    assert rows["oracle"][0] == "10 of 10" and rows["blind-fire"][0] == "3 of 10"
+    assert rows["oracle"][0] == "11 of 11" and rows["blind-fire"][0] == "3 of 11"
     assert rows["oracle"][1] == "100.0 [100.0, 100.0]"  # Overall %
     assert rows["silent"][1] == "0.0 [0.0, 0.0]"
     assert rows["silent"][-1] == "0.0"  # responses/min
+    # environment columns (t1-home-chores): T1 time-call, state correct, action precision
+    assert rows["oracle"][6:9] == ["100.0 (2/2)", "100.0 (1/1)", "100.0 (2/2)"]
+    # silent: no call, so the state stays the seed's (incorrect) and nothing is written
+    assert rows["silent"][6:9] == ["0.0 (0/2)", "0.0 (0/1)", "— (0/0)"]
+    assert rows["blind-fire"][6:9] == ["—", "—", "—"]  # its 3 interactions have no environment
+    assert res.environment["blind-fire"] is None
+    assert res.environment["oracle"].state_correct.correct == 1
+    assert (tmp_path / "demo" / "oracle" / "scores" / "environment_scores.json").is_file()
     manifest = json.loads((tmp_path / "demo" / "blind-fire" / "run.json").read_text())
     assert manifest["interaction_ids"] == sorted(["t1-taxi", "t1-cyclist", "t1-speech"])
     assert res.report.is_file() and res.view.is_file()
     html = res.view.read_text()
-    assert len(re.findall(r'"id":"t[0-9][^"]*","task"', html)) == 10  # every interaction
+    assert len(re.findall(r'"id":"t[0-9][^"]*","task"', html)) == 11  # every interaction
     assert any("first 3 interactions" in ln for ln in lines)
 
 
@@ -54,6 +63,29 @@ def test_leaderboard_formats_intervals():
     assert rows["a"][:2] == ["2 of 4", "50.0 [25.0, 75.0]"]
     assert rows["a"][-1] == "3.2"  # one decimal (banker's rounding of 3.25 is 3.2)
     assert rows["b"][1] == "—" and rows["b"][-1] == "—"
+    assert "T1 time-call" not in leaderboard(metrics, ["2 of 4", "4 of 4"])  # no environments
+
+
+def test_leaderboard_environment_columns_before_volume():
+    metrics = pd.DataFrame(
+        [("a", "Overall", 50.0, 25.0, 75.0), ("a", "Output volume", 3.0, 1.0, 5.0),
+         ("b", "Overall", 0.0, 0.0, 0.0)],
+        columns=["run", "metric", "estimate", "low", "high"],
+    )  # fmt: skip
+    tot = EnvTotals.model_validate(
+        {
+            "joint_time_call": {"hits": 1, "targets": 4},
+            "state_correct": {"correct": 0, "interactions": 2},
+            "action_precision": {"matched": 2, "state_changing": 3},
+        }
+    )
+    table = leaderboard(metrics, ["4 of 4", "2 of 4"], [tot, None])
+    head = [c.strip() for c in table.splitlines()[0].strip("|").split("|")]
+    assert head[-4:] == ["T1 time-call", "state correct", "action precision", "responses/min"]
+    rows = _rows(table)
+    # 1/4 = 25.0 %, 0/2 = 0.0 %, 2/3 = 66.7 %; run b covers no environment interaction
+    assert rows["a"][-4:] == ["25.0 (1/4)", "0.0 (0/2)", "66.7 (2/3)", "3.0"]
+    assert rows["b"][-4:] == ["—", "—", "—", "—"]
 
 
 def test_single_model_demo_still_works(tmp_path, monkeypatch):

@@ -73,7 +73,7 @@ def test_worker_body_gives_the_serial_records(demo, serial) -> None:
             d.pop("latency_s")
             got[(r.interaction_id, r.t)] = d
     assert got == serial
-    assert sum(1 for d in got.values() if not d["silent"]) == 12
+    assert sum(1 for d in got.values() if not d["silent"]) == 14  # one per demo target
 
 
 def test_worker_skips_points_already_written(demo, serial) -> None:
@@ -376,9 +376,9 @@ def test_cross_interaction_batches_give_the_per_interaction_records(demo, serial
             d.pop("latency_s")
             got[(r.interaction_id, r.t)] = d
     assert got == serial
-    # 82 points in adapter calls of at most 16 that mix interactions (each has < 16 points)
+    # 89 points in adapter calls of at most 16 that mix interactions (each has < 16 points)
     sizes = w.last_batch_sizes
-    assert sum(sizes) == 82 and max(sizes) <= 16
+    assert sum(sizes) == 89 and max(sizes) <= 16
     per_interaction = {iid: sum(1 for i, _ in serial if i == iid) for iid, _ in serial}
     assert max(per_interaction.values()) < max(sizes)
     assert len(sizes) < len(per_interaction)

@@ -58,13 +58,13 @@ def _by_key(run: Path) -> dict[tuple[str, float], dict]:
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory) -> dict[tuple[str, float], dict]:
-    """The serial oracle run's records (82 decision points on the demo)."""
+    """The serial oracle run's records (89 decision points on the demo, DEMO_POINTS)."""
     from interactscope.collect import run_collect
 
     out = tmp_path_factory.mktemp("serial") / "run"
     run_collect(model="oracle", bench=DEMO, out=out, progress=False)
     recs = _by_key(out)
-    assert len(recs) == 82
+    assert len(recs) == 89
     return recs
 
 
@@ -82,13 +82,13 @@ def test_cli_ray_gives_the_serial_records(tmp_path, serial) -> None:
     assert p.returncode == 0, p.stderr[-3000:]
     assert _by_key(out) == serial
     m = json.loads((out / "run.json").read_text())
-    assert m["ended_at"] and m["summary"]["decision_points"] == 82
+    assert m["ended_at"] and m["summary"]["decision_points"] == 89
     info = m["invocations"][-1]["distributed"]
     assert info["workers"] == 2 and info["address"] == "local"
     stats = info["worker_stats"]
     assert [s["slot"] for s in stats] == [0, 1]
-    assert sum(s["decision_points"] for s in stats) == 82
-    assert sum(s["interactions"] for s in stats) == 10
+    assert sum(s["decision_points"] for s in stats) == 89
+    assert sum(s["interactions"] for s in stats) == 11
     assert m["adapter"] == json.loads((out / "run.json").read_text())["adapter"]
 
 
@@ -123,7 +123,7 @@ def test_killed_worker_is_replaced_and_nothing_is_duplicated(tmp_path, serial) -
     killer.join()
     assert done == ["killed"]
     assert _by_key(out) == serial  # complete, no duplicate, nothing lost
-    assert summary.written == 82 and summary.errors == 0
+    assert summary.written == 89 and summary.errors == 0
     info = json.loads((out / "run.json").read_text())["invocations"][-1]["distributed"]
     assert info["worker_stats"][0]["actors"] == 2  # slot 0 got a new actor
     # its in-flight interactions (a group of short ones batched together) went back once
@@ -150,7 +150,7 @@ def test_sigkilled_driver_resumes(tmp_path, serial) -> None:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     first = _by_key(out)
-    assert 10 <= len(first) < 82
+    assert 10 <= len(first) < 89
     # whole interactions, but for the one being written when the driver died: workers return
     # an interaction's records together and the driver appends them one by one
     per = Counter(iid for iid, _ in first)

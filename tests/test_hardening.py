@@ -37,7 +37,7 @@ def test_second_writer_is_refused_naming_the_holder_pid(tmp_path):
                 pass
     # released with the block: the same folder can be collected now
     s = run_collect(model="silent", bench=DEMO, out=run, progress=False)
-    assert s.written == 82
+    assert s.written == sum(DEMO_POINTS.values()) == 89
 
 
 def test_two_concurrent_collects_one_refuses_records_stay_unique(tmp_path):
@@ -56,7 +56,7 @@ def test_two_concurrent_collects_one_refuses_records_stay_unique(tmp_path):
     assert f"in use by process {first.pid} (collect)" in second.stderr
     assert "Traceback" not in second.stderr and len(second.stderr.strip().splitlines()) == 1
     keys = [(json.loads(x)["interaction_id"], json.loads(x)["t"]) for x in _lines(run)]
-    assert len(keys) == len(set(keys)) == 82
+    assert len(keys) == len(set(keys)) == 89  # the demo's decision points (DEMO_POINTS)
 
 
 def test_score_refuses_a_locked_run(tmp_path):
@@ -108,7 +108,7 @@ def test_merge_refuses_a_truncated_shard_listing_missing_points(tmp_path, shards
     assert res.returncode == 0, res.stderr
     m = json.loads((tmp_path / "m" / "run.json").read_text())
     assert m["ended_at"] is None and m["incomplete"]
-    assert len(RunFolder(tmp_path / "m").responses()) == 82 - len(lost)
+    assert len(RunFolder(tmp_path / "m").responses()) == 89 - len(lost)
 
 
 def test_merge_refuses_unfinished_shard_and_mixed_n(tmp_path, shards):
@@ -126,7 +126,7 @@ def test_merge_refuses_unfinished_shard_and_mixed_n(tmp_path, shards):
     assert "missing shard" not in res.stderr
     res = _merge(shards["1/2"], shards["2/2"], "--out", tmp_path / "ok")
     assert res.returncode == 0, res.stderr
-    assert len(RunFolder(tmp_path / "ok").responses()) == 82
+    assert len(RunFolder(tmp_path / "ok").responses()) == 89
 
 
 # ----------------------------------------------------------------------------- summary, settings
@@ -136,11 +136,11 @@ def test_summary_after_resume_counts_every_record(tmp_path):
     lines = _lines(run)
     (run / "responses.jsonl").write_text("".join(lines[:40]))
     s = run_collect(model="oracle", bench=DEMO, out=run, progress=False)
-    assert s.written == 42
+    assert s.written == 49  # 89 - 40
     m = json.loads((run / "run.json").read_text())
-    # the demo oracle answers once per target (12 targets) over 82 decision points
-    assert m["summary"]["non_silent"] == 12 and m["summary"]["decision_points"] == 82
-    assert [i["summary"]["written"] for i in m["invocations"]] == [82, 42]
+    # the demo oracle answers once per target (14 targets) over 89 decision points
+    assert m["summary"]["non_silent"] == 14 and m["summary"]["decision_points"] == 89
+    assert [i["summary"]["written"] for i in m["invocations"]] == [89, 49]
 
 
 def test_execution_settings_may_change_on_resume(tmp_path, monkeypatch):

@@ -67,16 +67,29 @@ def test_hand_checkable_values(report):
     t2 = pd.read_csv(out / "table2_explicit.csv")
     joint = t2[t2["metric"] == "T1 joint"].set_index("run")["estimate"]
     assert joint["oracle"] == 100.0 and joint["silent"] == 0.0
-    assert joint["blind-fire"] == pytest.approx(100 / 3, abs=1e-3)  # CSV: 4 decimals
     fails = pd.read_csv(out / "failure_breakdown.csv").set_index(["Model", "task"])
-    # blind fire answers every T1 query at q + 3 s with search_web: taxi hit, the others wrong
-    assert fails.loc[("blind-fire", "T1"), ["hit", "wrong"]].tolist() == [1, 2]
     assert fails.loc[("silent", "T2"), "missed"] == 2
     curves = pd.read_csv(out / "fig_scene_tolerance.csv")
     oracle = curves[curves["run"] == "oracle (scene=none)"]
     assert oracle["estimate"].tolist() == [100.0, 100.0, 100.0]
     pol = pd.read_csv(out / "table10_policy.csv").set_index("condition")
     assert pol.loc["cooldown_s=10", "d_recall"] == -50.0
+
+
+# blind-fire must call the most frequent T1 tool among those each interaction is offered; it
+# picks the benchmark-wide one (add_to_household_action_list, which t1-taxi is not offered) until
+# interactscope/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
+# remove the mark with that change. Today: joint 1/5, hit 1, wrong 3, missed 1.
+def test_hand_checkable_blind_fire_values(report):
+    _, out, _ = report
+    t2 = pd.read_csv(out / "table2_explicit.csv")
+    joint = t2[t2["metric"] == "T1 joint"].set_index("run")["estimate"]
+    assert joint["blind-fire"] == pytest.approx(100 * 2 / 5, abs=1e-3)  # CSV: 4 decimals
+    fails = pd.read_csv(out / "failure_breakdown.csv").set_index(["Model", "task"])
+    # blind fire answers every T1 query at q + 3 s with the most frequent tool it is offered:
+    # search_web (taxi hit; cyclist, speech wrong); add_to_household_action_list in
+    # t1-home-chores (k1 hit at 3 in [0, 4]; k2 missed: the one firing went to k1)
+    assert fails.loc[("blind-fire", "T1"), ["hit", "wrong", "missed"]].tolist() == [2, 2, 1]
 
 
 def test_roles_and_pairs_recorded(report):

@@ -24,6 +24,7 @@ DEMO_POINTS = {
     "t7-walkers": 10,  # 1..10
     "t8a-obstacles": 11,
     "t8b-said": 4,  # 5, 6, 7, 7.6
+    "t1-home-chores": 7,  # bunny, q = 0: 0..5, 5.312 (the environment interaction)
 }
 
 
@@ -42,10 +43,10 @@ def raw_keys(run):
 def test_oracle_run_has_one_record_per_decision_point(tmp_path):
     run = tmp_path / "run"
     s = run_collect(model="oracle", bench=DEMO, out=run, progress=False)
-    assert s.decision_points == sum(DEMO_POINTS.values()) == 82
+    assert s.decision_points == sum(DEMO_POINTS.values()) == 89  # 82 + 7 of t1-home-chores
     counts = Counter(iid for iid, _ in raw_keys(run))
     assert dict(counts) == DEMO_POINTS
-    assert s.non_silent == 12  # one answer per target
+    assert s.non_silent == 14  # one answer per target: 12 + t1-home-chores' 2
 
 
 def test_resume_after_torn_last_line(tmp_path, caplog):
@@ -57,9 +58,9 @@ def test_resume_after_torn_last_line(tmp_path, caplog):
     assert len(RunFolder(run).responses()) == 40  # the reader ignores the torn line
     s = run_collect(model="oracle", bench=DEMO, out=run, progress=False)
     assert "half-written last line" in caplog.text
-    assert s.already_present == 40 and s.written == 42
+    assert s.already_present == 40 and s.written == 49  # 89 - 40
     k = raw_keys(run)
-    assert len(k) == len(set(k)) == 82
+    assert len(k) == len(set(k)) == 89
 
 
 def test_resume_refuses_different_settings(tmp_path):
@@ -94,7 +95,7 @@ def test_retry_errors_recollects_error_records(tmp_path):
     s = run_collect(model="silent", bench=DEMO, out=run, progress=False, retry_errors=True)
     assert s.written == 1
     recs = RunFolder(run).responses()
-    assert len(recs) == 82 and not any(r.error for r in recs)
+    assert len(recs) == 89 and not any(r.error for r in recs)
 
 
 def test_shard_spec_and_assignment_partition():
@@ -119,7 +120,7 @@ def test_shard_merge_round_trip(tmp_path):
         shards.append(p)
     merged = tmp_path / "merged"
     m = merge_runs(shards, merged)
-    assert m.shard is None and len(m.interaction_ids) == 10
+    assert m.shard is None and len(m.interaction_ids) == 11
     a = [r.model_dump() for r in RunFolder(full).responses()]
     b = [r.model_dump() for r in RunFolder(merged).responses()]
     assert a == b

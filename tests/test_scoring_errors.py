@@ -144,11 +144,12 @@ def test_failed_interaction_left_out_other_scores_equal_the_clean_run(oracle_run
     res = score_run(err, judge="lexical", out_dir=tmp_path / "err")
     m = json.loads(res.summary.to_json())["metrics"]
     h = json.loads(res.summary.to_json())["health"]
-    # hand-worked: 12 oracle hits minus t1-cyclist's one target; it leaves T1's denominators
+    # hand-worked: 14 oracle hits minus t1-cyclist's one target; it leaves T1's denominators
+    # (5 T1 targets: taxi, cyclist, speech, and t1-home-chores' two; minus the cyclist's = 4)
     assert m["T1"] == {
-        "targets": 2,
-        "on_time_count": 2,
-        "joint_count": 2,
+        "targets": 4,
+        "on_time_count": 4,
+        "joint_count": 4,
         "on_time": 1.0,
         "joint": 1.0,
         "conditional": 1.0,
@@ -156,13 +157,14 @@ def test_failed_interaction_left_out_other_scores_equal_the_clean_run(oracle_run
     assert m["tasks"]["T1"]["failures"]["infra_error"] == 1
     assert "infra_error" not in m["tasks"]["T2"]["failures"]
     assert (m["overall"]["hits"], m["overall"]["scored"], m["overall"]["infra_error"]) == (
-        11,
-        11,
+        13,
+        13,
         1,
     )
-    # volume: 12 − 1 responses; probed 69.116 s − (10 − 2) s = 61.116 s = 1.0186 min
+    # volume: 14 − 1 responses; probed 74.428 s (69.116 s + t1-home-chores' 5.312 s of bunny)
+    # − (10 − 2) s = 66.428 s = 1.107133 min (6 decimals); 13 / 1.1071333 min = 11.742036 per min
     vol = m["output_volume"]
-    assert (vol["responses"], vol["probed_min"], vol["per_min"]) == (11, 1.0186, 10.799136)
+    assert (vol["responses"], vol["probed_min"], vol["per_min"]) == (13, 1.107133, 11.742036)
     assert h["infrastructure_errors"] == 9
     assert (h["infra_error_interactions"], h["infra_error_targets"]) == (1, 1)
     assert "partial_interactions" not in h and "run_finished" not in h

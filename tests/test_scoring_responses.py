@@ -123,7 +123,7 @@ def test_score_writes_responses_csv_byte_identically(demo_oracle, tmp_path):
     score_run(run, judge="lexical")
     assert (run / "scores" / "responses.csv").read_bytes() == first
     df = pd.read_csv(run / "scores" / "responses.csv", keep_default_na=False)
-    assert list(df.columns) == RESPONSE_COLUMNS and len(df) == 82  # every decision point
-    # the oracle: 12 responses, each the matched response of one target
+    assert list(df.columns) == RESPONSE_COLUMNS and len(df) == 89  # every decision point
+    # the oracle: 14 responses (one per demo target), each the matched response of one target
     spoken = df[df["class"] != "silent"]
-    assert len(spoken) == 12 and set(spoken["class"]) == {"hit"} and spoken["matched"].sum() == 12
+    assert len(spoken) == 14 and set(spoken["class"]) == {"hit"} and spoken["matched"].sum() == 14

@@ -109,7 +109,7 @@ def test_pair_gained_lost_and_marks(pair):
     a, b = pair
     page = build_view([a, b], ViewSettings(resamples=200))
     assert [r.label for r in page.runs] == ["run-a", "run-b"]  # one model: folder names
-    assert len(page.interactions) == 10
+    assert len(page.interactions) == 11  # the demo's 11 interactions
     assert page.gained == ["t2-bunny/k1"]
     assert page.lost == ["t1-taxi/k1"]
     taxi = next(i for i in page.interactions if i.id == "t1-taxi")
@@ -125,13 +125,14 @@ def test_scores_of_run_a(pair):
     cells = {c.metric: c for c in build_view([a], ViewSettings(resamples=200)).runs[0].scores}
     assert cells["T2"].estimate == pytest.approx(50.0)  # t2-cut hit, t2-bunny missed
     assert cells["T2"].counts == "1/2"
-    assert cells["Overall"].estimate == pytest.approx(100 * 11 / 12)
+    assert cells["Overall"].estimate == pytest.approx(100 * 13 / 14)  # 14 demo targets
     assert cells["Overall"].low <= cells["Overall"].estimate <= cells["Overall"].high
     # Avg(6) over T1, T2, T3, T7 = (100 + 50 + 100 + 100) / 4
     assert cells["Avg(6)"].estimate == pytest.approx(87.5)
-    # 11 non-silent responses over the probed span (interactions' last t - q, summed: 69.116 s)
+    # 13 non-silent responses over the probed span (interactions' last t - q, summed: 69.116 s
+    # + t1-home-chores' 5.312 s = 74.428 s)
     vol = cells["Output volume (/min)"]
-    assert vol.estimate == pytest.approx(11 / (69.116 / 60), rel=1e-3)
+    assert vol.estimate == pytest.approx(13 / (74.428 / 60), rel=1e-3)
 
 
 def test_frames_follow_the_run_settings(tmp_path):
@@ -163,7 +164,7 @@ def test_page_is_self_contained(pair):
         r'<script type="application/json" id="view-data">(.*?)</script>', html, re.S
     )
     data = json.loads(payload.group(1))
-    assert len(data["interactions"]) == 10 and data["page"] == "streaming"
+    assert len(data["interactions"]) == 11 and data["page"] == "streaming"
 
 
 def test_cli_view_and_errors(pair, tmp_path):

@@ -64,8 +64,8 @@ def _open(browser, path: Path, height: int = 1000):
 
 def test_single_run_page(browser, pages, tmp_path):
     page, problems = _open(browser, pages["one"])
-    assert page.locator("section.interaction").count() == 10
-    assert page.locator("section.interaction svg.timeline").count() == 10  # all drawn
+    assert page.locator("section.interaction").count() == 11  # the demo's 11 interactions
+    assert page.locator("section.interaction svg.timeline").count() == 11  # all drawn
     sec = page.locator('section.interaction[data-id="t1-taxi"]')
     assert sec.locator(".detail").first.inner_text() == ""
     sec.locator(".mark").first.click()
@@ -82,7 +82,8 @@ def test_single_run_page(browser, pages, tmp_path):
 def test_filters(browser, pages):
     page, problems = _open(browser, pages["one"])
     page.select_option("#filter-task", "T1")
-    assert page.locator("section.interaction:visible").count() == 3
+    # taxi, cyclist, speech, home-chores
+    assert page.locator("section.interaction:visible").count() == 4
     page.select_option("#filter-task", "")
     page.select_option("#filter-outcome", "missed")  # run A misses t2-bunny/k1 only
     visible = page.locator("section.interaction:visible")
@@ -114,7 +115,7 @@ def test_two_run_diff(browser, pages, tmp_path):
 def test_lazy_rendering(browser, pages):
     page, problems = _open(browser, pages["lazy"], height=600)
     last = page.locator("section.interaction").last
-    assert page.locator("section.interaction").count() == 10
+    assert page.locator("section.interaction").count() == 11
     assert last.locator("svg.timeline").count() == 0  # not drawn until scrolled to
     last.scroll_into_view_if_needed()
     last.locator("svg.timeline").wait_for(timeout=5_000)

@@ -3,7 +3,8 @@
 Both runs start from the oracle on the demo benchmark, whose one response per target is the
 reference (or the target's tool call) at the decision point nearest the target time:
 
-* run A: t2-bunny's response (t = 2) is removed -> t2-bunny/k1 missed, the 11 others hit;
+* run A: t2-bunny's response (t = 2) is removed -> t2-bunny/k1 missed, the 13 others hit (the
+  demo's 14 targets, t1-home-chores' two included);
 * run B: t1-taxi's response is moved from t = 2 to t = 0, before its window [0.5, 4.5] ->
   premature; t8a-obstacles gets an error record at t = 5 and a suppressed one at t = 6.
 

@@ -5,7 +5,9 @@
   the target time (τ, or the interval midpoint) inside its window; checks that a perfect model
   scores 1.0.
 - ``blind-fire``: answers every interaction once, at the first decision point ≥ q + ``delay_s``,
-  with the benchmark's most frequent T1 tool (T1) or a fixed sentence (other tasks).
+  with the benchmark's most frequent T1 tool among those the interaction is offered (T1; an
+  environment interaction's catalogue is its environment's tools) or a fixed sentence (other
+  tasks).
 """
 
 from __future__ import annotations
@@ -119,6 +121,13 @@ class OracleAdapter(_Baseline):
         return AdapterOutput(text=tg.reference, silent=False, tool_calls=[], latency_s=0.0)
 
 
+def _most_frequent(counts: Counter[str], among: set[str] | None) -> str | None:
+    """The most frequent name of ``counts`` in ``among`` (``None``: any); ties broken by name so
+    the choice is reproducible; ``None`` when there is none."""
+    pool = [(n, k) for n, k in counts.items() if among is None or n in among]
+    return min(pool, key=lambda kv: (-kv[1], kv[0]))[0] if pool else None
+
+
 class BlindFireAdapter(_Baseline):
     """Options (model config or ``--set adapter.delay_s=3``): ``delay_s`` (default 3 s, the paper's
     best fixed delay), ``text`` (the fixed sentence for non-T1 tasks)."""
@@ -133,21 +142,24 @@ class BlindFireAdapter(_Baseline):
         self.delay_s = float(self.options.delay_s)
         self.text = self.options.text if self.options.text is not None else self.DEFAULT_TEXT
         self.tool: str | None = None
+        self.counts: Counter[str] = Counter()
+        self.env_tools: dict[str, str | None] = {}
 
     def prepare(self, bench: Any) -> None:
-        counts: Counter[str] = Counter()
         for it in bench.interactions:
             if it.task == "T1":
                 for tg in it.targets:
-                    counts.update(tg.tools or [])
-        if counts:
-            # most frequent; ties broken by name so the choice is reproducible
-            self.tool = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))[0][0]
-        elif bench.tools:
+                    self.counts.update(tg.tools or [])
+        catalogue = set(bench.tools)
+        self.tool = _most_frequent(self.counts, catalogue) or _most_frequent(self.counts, None)
+        if self.tool is None and bench.tools:
             self.tool = next(iter(bench.tools))
+        envs = getattr(bench, "environments", None) or {}
+        self.env_tools = {e: _most_frequent(self.counts, set(v.tools)) for e, v in envs.items()}
 
     def describe(self) -> dict[str, Any]:
-        return {"delay_s": self.delay_s, "tool": self.tool, "text": self.text}
+        out = {"delay_s": self.delay_s, "tool": self.tool, "text": self.text}
+        return {**out, "environment_tools": self.env_tools} if self.env_tools else out
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
         it = request.interaction
@@ -155,11 +167,11 @@ class BlindFireAdapter(_Baseline):
         due = [g for g in grid if g >= round(it.q + self.delay_s, 3) - 1e-9]
         if not due or round(request.t, 3) != due[0]:
             return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
-        if it.task == "T1" and self.tool:
+        offered = {t.name for t in request.tools}
+        tool = (_most_frequent(self.counts, offered) if offered else None) or self.tool
+        if it.task == "T1" and tool:
             return AdapterOutput(
-                text=_tool_text([self.tool]),
-                silent=False,
-                tool_calls=[ToolCall(name=self.tool)],
+                text=_tool_text([tool]), silent=False, tool_calls=[ToolCall(name=tool)],
                 latency_s=0.0,
-            )
+            )  # fmt: skip
         return AdapterOutput(text=self.text, silent=False, tool_calls=[], latency_s=0.0)

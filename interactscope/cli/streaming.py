@@ -287,9 +287,10 @@ def _infra_warning(result: Any) -> str | None:
     )
 
 
-def _score_json(run: Path, out: Path | None, result: Any) -> str:
-    """The one JSON document of ``score --json``: summary.json's content, the judge's counts and
-    where the files went."""
+def _score_json(run: Path, out: Path | None, result: Any, env: dict[str, Any] | None) -> str:
+    """The one JSON document of ``score --json``: summary.json's content, the judge's counts,
+    where the files went and, when the benchmark declares environments, ``environment``: the
+    content of ``environment_scores.json`` (totals and per-interaction columns)."""
     rep = result.judge_report
     doc = {
         "run": str(run),
@@ -303,6 +304,8 @@ def _score_json(run: Path, out: Path | None, result: Any) -> str:
             "unparseable": rep.unparseable,
         },
     }
+    if env is not None:
+        doc["environment"] = env
     return json.dumps(doc, sort_keys=True, ensure_ascii=False)
 
 
@@ -337,7 +340,10 @@ def score(
         f"{EXIT_INCOMPLETE} when the run is incomplete (the score files are written anyway).",
     ),
     as_json: bool = typer.Option(
-        False, "--json", help="Print one JSON document (summary.json + judge counts) on stdout."
+        False,
+        "--json",
+        help="Print one JSON document (summary.json + judge counts; environment_scores.json "
+        "under `environment` when the benchmark declares environments) on stdout.",
     ),
     verbose: bool = typer.Option(False, "-v", "--verbose"),
 ) -> None:
@@ -365,9 +371,9 @@ def score(
             )
     except (JudgeError, RunLogError, ValueError) as exc:
         fail(str(exc))
-    env_lines = _environment_scores(run, out or run / "scores", tolerance, merge_s)
+    env_lines, env_doc = _environment_scores(run, out or run / "scores", tolerance, merge_s)
     if as_json:
-        typer.echo(_score_json(run, out, result))
+        typer.echo(_score_json(run, out, result, env_doc))
     else:
         _print_score(result, judge, out or run / "scores")
         for line in env_lines:
@@ -381,15 +387,22 @@ def score(
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
-def _environment_scores(run: Path, out: Path, tolerance: float, merge_s: float) -> list[str]:
-    """Environment interactions' scores beside the paper's (``environment_scores.json``)."""
-    from interactscope.egobench.streaming_scores import write_environment_scores
+def _environment_scores(
+    run: Path, out: Path, tolerance: float, merge_s: float
+) -> tuple[list[str], dict[str, Any] | None]:
+    """Environment interactions' scores beside the paper's (``environment_scores.json``): the
+    printable lines and the file's content; ``([], None)`` without environments."""
+    from interactscope.egobench.streaming_scores import (
+        read_environment_scores,
+        write_environment_scores,
+    )
 
     try:
         done = write_environment_scores(run, out, tolerance, merge_s)
+        doc = None if done is None else read_environment_scores(done[0]).model_dump(mode="json")
     except (ValueError, OSError) as exc:
         fail(f"environment scores: {exc}")
-    return [] if done is None else done[1]
+    return ([], None) if done is None else (done[1], doc)
 
 
 def _print_score(result: Any, judge: str, out: Path) -> None:

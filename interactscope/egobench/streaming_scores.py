@@ -22,13 +22,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from interactscope.egobench.matching import ParamComparer, match_calls
 from interactscope.egobench.settings import ScoreSettings
 from interactscope.egobench.streaming import fresh_environment
 from interactscope.schema import Interaction, ResponseRecord
 from interactscope.scoring.allocation import allocate_first_response
 
-__all__ = ["EnvScore", "expected_state_hash", "score_environments", "write_environment_scores"]
+__all__ = [
+    "EnvScore",
+    "EnvironmentScores",
+    "expected_state_hash",
+    "read_environment_scores",
+    "score_environments",
+    "write_environment_scores",
+]
 
 SCORES_FILE = "environment_scores.json"
 
@@ -160,6 +169,72 @@ def write_environment_scores(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path, _lines(scores, tot)
+
+
+class _Counts(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class JointTimeCall(_Counts):
+    """Σ joint time–call hits / Σ targets with expected ``calls``."""
+
+    hits: int
+    targets: int
+
+
+class StateCorrect(_Counts):
+    """Interactions whose final state hash is the expected one / interactions with a hash."""
+
+    correct: int
+    interactions: int
+
+
+class ActionPrecision(_Counts):
+    """State-changing calls matched to an expected call / all state-changing calls."""
+
+    matched: int
+    state_changing: int
+
+
+class EnvTotals(_Counts):
+    """The ``totals`` block of ``environment_scores.json`` (:func:`totals`)."""
+
+    joint_time_call: JointTimeCall
+    state_correct: StateCorrect
+    action_precision: ActionPrecision
+
+    def cells(self) -> dict[str, str]:
+        """The three columns as printable cells ``"100.0 (2/2)"`` (percent, then the counts;
+        ``"— (0/0)"`` for an empty denominator), keyed by column title."""
+        jc, sc, ap = self.joint_time_call, self.state_correct, self.action_precision
+        pairs = {
+            "T1 time-call": (jc.hits, jc.targets),
+            "state correct": (sc.correct, sc.interactions),
+            "action precision": (ap.matched, ap.state_changing),
+        }
+        return {
+            k: (f"{100 * a / b:.1f}" if b else "—") + f" ({a}/{b})" for k, (a, b) in pairs.items()
+        }
+
+
+class EnvironmentScores(BaseModel):
+    """``RUN/scores/environment_scores.json``: the totals and one entry per environment
+    interaction (the fields of :class:`EnvScore`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    totals: EnvTotals
+    interactions: list[dict[str, Any]]
+
+
+def read_environment_scores(path: str | Path) -> EnvironmentScores:
+    """Read an ``environment_scores.json`` written by :func:`write_environment_scores`.
+
+    Raises:
+        OSError: the file cannot be read.
+        pydantic.ValidationError: it is not such a file.
+    """
+    return EnvironmentScores.model_validate_json(Path(path).read_text(encoding="utf-8"))
 
 
 def _frac(a: int, b: int) -> str:
