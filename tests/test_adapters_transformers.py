@@ -205,7 +205,7 @@ def test_a_4_ms_audio_step_is_zero_padded_in_front_never_extended(omni):
 
 
 def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, media, pts_of_frame):
-    ad, spy = _adapter(omni)
+    ad, spy = _adapter(omni, session_cache=False)
     it = IT.model_copy(update={"query": IT.query.model_copy(update={"time_s": 2.5})})
     ob = Observer(CITY, Settings(), media=media)
     session = ad.open_session(it, VIDEO)
@@ -245,7 +245,7 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
 
 def test_online_session_keeps_at_most_frames_max_frames(omni, media, pts_of_frame):
     capped = Settings(frames={"max": 3})
-    ad, spy = _adapter(omni, capped)
+    ad, spy = _adapter(omni, capped, session_cache=False, session_reprefill_every=1)
     ob = Observer(CITY, capped, media=media)
     session = ad.open_session(IT, VIDEO)
     for t in [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]:

@@ -10,9 +10,16 @@ Protocols. Offline Probing: ``respond`` (one greedy generation) / ``respond_batc
 requests of one driver chunk, ``adapter.batch_size``, in one left-padded batched ``generate``;
 greedy answers equal one-at-a-time ones). Online Rolling: :meth:`TransformersAdapter.open_session` keeps one
 conversation per interaction: at the first step the observation 0..q is replayed, then each step
-appends only the new frames, the new audio samples and new transcript words, and the model's own
-answer stays in the conversation as an assistant turn (the whole conversation is re-encoded at
-each step; no KV-cache reuse across steps).
+appends only the new frames, the new audio samples, new transcript words and the tool calls
+executed since the previous step with their results, and the model's own answer stays in the
+conversation as an assistant turn. With ``session_cache: true`` (default) the session keeps the
+model's KV cache (:mod:`interactscope.engines.qwen_session`): a step runs only its new tokens
+through the model (3-D rope positions from the model's own index, shifted), with the same greedy
+answers as re-encoding the whole conversation (``session_cache: false``). Past the frame cap the
+oldest frames leave ``session_reprefill_every`` (cap // 2) at a time and the cache is prefilled
+again (``session_window: reprefill``, exact), or the oldest frame parts leave the cache itself
+(``session_window: evict``: no re-prefill; the other tokens keep their KV and positions, so
+answers after the first eviction are not those of re-encoding).
 
 Options (model config: top level, or inside ``limits:`` / ``transformers:``; ``--set adapter.*``
 overrides any of them; unknown keys are refused): :class:`interactscope.engines.qwen_options.QwenOptions`
@@ -20,8 +27,11 @@ overrides any of them; unknown keys are refused): :class:`interactscope.engines.
 ``frames_as`` (``video`` | ``image``), ``processor_kwargs`` (``{max_pixels, min_pixels}``: the
 per-frame pixel budget, also given as the video ``size`` on every call), ``videos_kwargs``,
 ``trust_remote_code``, ``min_audio_samples`` (1600), ``session_max_frames`` (Online Rolling;
-default ``frames.max``), ``frame_cache_mb`` (256: processed frames kept across decision points;
-0 = off), ``generation: {max_new_tokens: 128, temperature: 0}``.
+default ``frames.max``), ``session_cache`` (true), ``session_reprefill_every`` (cap // 2),
+``session_window`` (``reprefill`` | ``evict``), ``session_audio_padding`` (``tight``: a new audio
+part is zero-padded to its length + 201 samples, not to the feature window; same features),
+``frame_cache_mb`` (256: processed frames kept across decision points; 0 = off),
+``generation: {max_new_tokens: 128, temperature: 0}``.
 """
 
 from __future__ import annotations
@@ -38,6 +48,7 @@ from interactscope.adapters.base import (
     adapter_errors,
     options_of,
     output_of,
+    pixel_budget_side,
     where_of,
 )
 from interactscope.engines.qwen_mm import MODEL_TYPES, QwenEngine, Rendered
@@ -112,7 +123,40 @@ class TransformersAdapter(LocalEngineAdapter):
         return {
             **self.engine.describe(),
             "audio": "native waveform" if self.family == "omni" else "ASR transcript in text",
+            **self.memory_info(),
+            "session": self.session_options(),
         }
+
+    def session_options(self) -> dict[str, Any]:
+        """The Online Rolling options in force (recorded in ``run.json`` by ``describe``)."""
+        o = self.options
+        cap = o.session_max_frames or self.settings.frames.max
+        return {
+            "cache": o.session_cache,
+            "max_frames": cap,
+            "reprefill_every": reprefill_every(o, cap),
+            "window": o.session_window,
+            "audio_padding": o.session_audio_padding,
+        }
+
+    def consumer_max_side(self, width: int, height: int) -> int | None:
+        """Long side (px) to hold frames of display size ``width`` x ``height`` at: with a
+        ``processor_kwargs.max_pixels`` budget the smallest side at which the processor still
+        gives the same grid (:func:`~interactscope.adapters.base.budget_side`: 600 for 720p
+        at 200,704 px), capped at ``frames.max_side``; without one, ``frames.max_side``."""
+        pk = self.options.processor_options()
+        if "max_pixels" not in pk:
+            return self.settings.frames.max_side
+        hi = int(pk["max_pixels"])
+        lo = int(pk.get("min_pixels", min(3136, hi)))
+        return pixel_budget_side(width, height, hi, lo, self.settings.frames.max_side)
+
+    def consumer_rule(self) -> str:
+        pk = self.options.processor_options()
+        if "max_pixels" not in pk:
+            return super().consumer_rule()
+        budget = int(pk["max_pixels"])
+        return f"processor max_pixels={budget} (grid kept), {super().consumer_rule()}"
 
     def render(self, messages: list[dict[str, Any]]) -> Rendered:
         """The engine's rendering of prompt messages (see ``QwenEngine.render``)."""
@@ -174,9 +218,16 @@ class TransformersSession(Session):
     ``messages`` is the conversation so far (prompt parts with arrays, and the model's own
     answers as assistant turns; a silent answer is kept as the silence token). The stream frames
     held in the conversation are capped at ``session_max_frames`` (config; default
-    ``frames.max``): past it the oldest frames leave the conversation (their text labels stay;
-    ``extra["session_frames_dropped"]`` counts them), so a long video cannot grow the prompt
-    without bound. Audio parts are all kept."""
+    ``frames.max``): past it the oldest frames leave the conversation, ``session_reprefill_every``
+    (K, default cap // 2) at a time, so it holds cap - K + 1 to cap frames (K = 1: exactly the
+    cap; their text labels stay; ``extra["session_frames_dropped"]`` counts them). Audio parts
+    are all kept.
+
+    With ``session_cache: true`` (default) the KV cache is kept across steps
+    (:class:`interactscope.engines.qwen_session.KeptCache`): a step runs only its new tokens
+    through the model, and the conversation is prefilled again only when frames leave it (at
+    most once every K new frames). With ``false`` the whole conversation is re-encoded at each
+    step. Both give the same greedy answers for the same options."""
 
     def __init__(self, adapter: TransformersAdapter, interaction: Interaction):
         self.adapter = adapter
@@ -185,9 +236,27 @@ class TransformersSession(Session):
         self.previous: Any | None = None
         self.last_t: float | None = None
         self.steps = 0
-        cap = adapter.options.session_max_frames
+        o = adapter.options
+        cap = o.session_max_frames
         self.max_frames = int(cap) if cap else adapter.settings.frames.max
+        self.evict = o.session_window == "evict"  # whole parts leave, one step past the cap
+        self.drop_chunk = 1 if self.evict else reprefill_every(o, self.max_frames)
         self.frames_dropped = 0
+        self.results_shown = 0
+        self.kept: Any = None
+        if o.session_cache:
+            from interactscope.engines.qwen_session import KeptCache
+
+            self.kept = KeptCache(adapter.engine, o.session_audio_padding, evict=self.evict)
+
+    def _answer(self, request: DecisionRequest) -> AdapterOutput:
+        if self.kept is None:
+            return self.adapter.generate(self.messages, request)
+        with adapter_errors(where_of(request)):
+            res = self.kept.chat(self.messages)
+        return output_of(
+            res, session_prefills=self.kept.prefills, session_evictions=self.kept.evictions
+        )
 
     def step(self, request: DecisionRequest) -> AdapterOutput:
         from interactscope.protocol.prompts import online_turn
@@ -202,15 +271,22 @@ class TransformersSession(Session):
                 f"time (t={request.t:g} after {self.last_t:g})"
             )
         turn = online_turn(
-            request, self.previous, frames_as=self.adapter.frames_as, first=self.steps == 0
+            request,
+            self.previous,
+            frames_as=self.adapter.frames_as,
+            first=self.steps == 0,
+            results_shown=self.results_shown,
         )
         self.messages.extend(turn)
-        self.frames_dropped += _drop_oldest_frames(self.messages, self.max_frames)
-        out = self.adapter.generate(self.messages, request)
+        self.frames_dropped += _drop_oldest_frames(
+            self.messages, self.max_frames, self.drop_chunk, whole=self.evict
+        )
+        out = self._answer(request)
         answer = out.text.strip() or request.settings.silence_token
         self.messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
         self.previous = request.observation
         self.last_t = request.t
+        self.results_shown = len(request.tool_results or [])
         self.steps += 1
         out.extra["session_step"] = self.steps
         out.extra["session_messages"] = len(self.messages)
@@ -221,11 +297,24 @@ class TransformersSession(Session):
     def close(self) -> None:
         self.messages.clear()
         self.previous = None
+        if self.kept is not None:
+            self.kept.close()
 
 
-def _drop_oldest_frames(messages: list[dict[str, Any]], cap: int) -> int:
+def reprefill_every(options: QwenOptions, cap: int) -> int:
+    """K, the frames that leave at once past the cap ``cap``: ``session_reprefill_every``
+    (default ``cap // 2``, at least 1), at most ``cap``."""
+    k = options.session_reprefill_every or max(1, cap // 2)
+    return max(1, min(int(k), int(cap)))
+
+
+def _drop_oldest_frames(
+    messages: list[dict[str, Any]], cap: int, chunk: int = 1, *, whole: bool = False
+) -> int:
     """Remove the oldest stream frames (image parts that are not attachments, frames of video
-    parts) from ``messages`` in place until at most ``cap`` remain; returns how many went."""
+    parts) from ``messages`` in place when more than ``cap`` are held, until at most
+    ``cap - chunk + 1`` remain (``1 <= chunk <= cap``); with ``whole`` a video part leaves
+    whole (never cut); returns how many went."""
     slots: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
     total = 0
     for msg in messages:
@@ -240,9 +329,11 @@ def _drop_oldest_frames(messages: list[dict[str, Any]], cap: int) -> int:
                 slots.append((content, part))
                 total += len(part["video"])
     excess = total - cap
+    if excess > 0:
+        excess += max(1, min(chunk, cap)) - 1
     dropped = 0
     for content, part in slots:
-        if excess <= 0:
+        if excess <= 0 or (whole and part is slots[-1][1]):  # the newest part stays
             break
         if part["type"] == "image":
             content.remove(part)
@@ -250,7 +341,7 @@ def _drop_oldest_frames(messages: list[dict[str, Any]], cap: int) -> int:
             dropped += 1
             continue
         n = len(part["video"])
-        k = min(n, excess)
+        k = n if whole else min(n, excess)
         if k == n:
             content.remove(part)
         else:

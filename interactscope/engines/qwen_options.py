@@ -66,6 +66,12 @@ class QwenOptions(BackendOptions):
     attn_implementation: str | None = None
     min_audio_samples: int = Field(1600, ge=0)
     session_max_frames: int | None = Field(None, ge=1)
+    session_cache: bool = Field(True, description="Online Rolling: keep the KV cache")
+    session_reprefill_every: int | None = Field(
+        None, ge=1, description="frames past the cap leave this many at a time; default cap // 2"
+    )
+    session_audio_padding: Literal["tight", "window"] = "tight"
+    session_window: Literal["reprefill", "evict"] = "reprefill"
     frame_cache_mb: int = Field(256, ge=0, description="processed frames kept (MiB); 0 = off")
 
     def processor_options(self) -> dict[str, Any]:

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "LAYOUTS",
+    "ONLINE_RESULTS_HEADER",
     "PROMPT_VERSION",
     "SPEAK_PROMPTS",
     "SPEAK_PROMPT_VERSION",
@@ -494,6 +495,7 @@ def online_turn(
     text_only: bool = False,
     frames_as: str = "image",
     first: bool | None = None,
+    results_shown: int | None = None,
 ) -> list[dict[str, Any]]:
     """Messages to append for one Online Rolling step.
 
@@ -504,6 +506,9 @@ def online_turn(
     audio samples ``[len(previous.audio), len(audio))``, transcript words ending after
     ``previous.t``, then the current time and the ask. The model's own answers are appended by
     the session as assistant turns between steps, so ``history.n`` is not repeated here.
+    When ``request.tool_results`` is set (an environment executed the model's tool calls), a
+    later step's turn also lists the calls executed since the previous step with their results
+    (:func:`_new_results`), after the stream parts and before the current time.
 
     Args:
         request: this step's request (its ``observation`` at ``request.t``).
@@ -511,6 +516,8 @@ def online_turn(
             there is no observation, e.g. ``scene = none``).
         text_only, frames_as: as :func:`build_messages`.
         first: whether this is the session's first step (default: ``previous is None``).
+        results_shown: how many of ``request.tool_results`` earlier turns showed (the session's
+            count); ``None``: those with ``t >= previous.t`` are the new ones.
 
     Returns:
         A list of messages (system + user at the first step, user only afterwards).
@@ -525,6 +532,7 @@ def online_turn(
     if first:
         msgs = build_messages(request, text_only=text_only, frames_as=frames_as)
         body = _body_parts(request, obs, tp, text_only, tp.stream_replay_header, frames_as)
+        body += _results_parts(_new_results(request.tool_results, None, results_shown), None)
         msgs[1]["content"] = _merge_text(body + [now])
         return msgs
     parts: list[dict[str, Any]] = []
@@ -554,8 +562,43 @@ def online_turn(
                     or prev_att[att.path].transcript != att.transcript
                 ):
                     parts.append(_text(tp.attachment_audio_asr.format(text=att.transcript)))
+    parts += _results_parts(_new_results(request.tool_results, previous, results_shown), previous)
     parts.append(now)
     return [{"role": "user", "content": _merge_text(parts)}]
+
+
+ONLINE_RESULTS_HEADER = "Tool calls you made since {prev} and their results:"
+"""Header of the executed calls in an Online Rolling turn (``since the start`` without a
+previous step); the lines are :func:`interactscope.protocol.tools.fmt_results`'s."""
+
+
+def _new_results(
+    executed: Sequence[dict[str, Any]] | None,
+    previous: Observation | None,
+    shown: int | None,
+) -> list[dict[str, Any]]:
+    """The executed calls (``{t, name, arguments, result}``, time order) not shown yet: those
+    past the first ``shown``, or without a count those made at or after ``previous.t``."""
+    if not executed:
+        return []
+    if shown is not None:
+        return list(executed[shown:])
+    if previous is None:
+        return list(executed)
+    return [e for e in executed if float(e["t"]) >= float(previous.t) - 1e-9]
+
+
+def _results_parts(
+    executed: list[dict[str, Any]], previous: Observation | None
+) -> list[dict[str, Any]]:
+    """One text part listing ``executed`` under :data:`ONLINE_RESULTS_HEADER` (none if empty)."""
+    from interactscope.protocol.tools import fmt_results
+
+    if not executed:
+        return []
+    since = fmt_time(previous.t) if previous is not None else "the start"
+    lines = fmt_results(executed).split("\n")[1:]
+    return [_text("\n".join([ONLINE_RESULTS_HEADER.format(prev=since), *lines]))]
 
 
 def _last_pts(obs: Observation) -> float:
