@@ -364,7 +364,10 @@ def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:
         raise CollectError(str(exc)) from exc
     if settings.protocol == "online" and not adapter.supports_online:
         adapter.close()
-        raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
+        raise CollectError(
+            f"model {name!r} (backend {config['backend']}) has no Online Rolling; use a model "
+            "with backend transformers or openai (`interactscope models`), or protocol=offline"
+        )
     return adapter
 
 

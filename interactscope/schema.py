@@ -334,7 +334,11 @@ class StageTimings(BaseModel):
 
     def line(self) -> str:
         """The one-line form the CLI prints after ``collect``."""
-        share = "" if self.outside_model_share is None else f", {self.outside_model_share:.0%}"
+        share = (  # a share of a sub-second run is noise
+            ""
+            if self.outside_model_share is None or self.collect_s < 1.0
+            else f", {self.outside_model_share:.0%}"
+        )
         hit = self.prefix_cache_hit_rate
         return (
             f"load {self.load_s:.1f} s; decode {self.decode_s:.1f} / process "

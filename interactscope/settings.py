@@ -24,9 +24,35 @@ EXECUTION_SETTINGS: tuple[str, ...] = (
     "adapter.batch_size",
     "adapter.threads",
     "adapter.frame_cache_mb",
+    "adapter.batch_max_mb",
 )
 """Dotted settings that change how a run is executed, not what it measures: they may differ
 between a run and its resume (each invocation's values are recorded in ``run.json``)."""
+
+DEFAULT_BATCH_MAX_MB = 1024
+"""``adapter.batch_max_mb``: a plain Offline Probing batch (``respond_batch`` call) is cut
+before its requests' distinct host arrays (frames, audio, attachments; shared buffers counted
+once, :class:`interactscope.protocol.observation.ArrayBytes`) would pass this many MiB, as well
+as at ``batch_size`` points; a single point larger than it still goes alone. ``0``: no byte
+bound. A driver setting: not passed to the backend's options."""
+
+DRIVER_ADAPTER_KEYS = frozenset({"batch_max_mb"})
+"""``settings.adapter`` keys read by the collection driver, not backend options."""
+
+
+def batch_max_bytes(settings: Settings) -> int | None:
+    """``adapter.batch_max_mb`` in bytes (default :data:`DEFAULT_BATCH_MAX_MB`); None when 0.
+
+    Raises:
+        ValueError: not a number >= 0."""
+    raw = settings.adapter.get("batch_max_mb", DEFAULT_BATCH_MAX_MB)
+    try:
+        mb = float(raw)
+    except (TypeError, ValueError):
+        raise ValueError(f"adapter.batch_max_mb must be a number of MiB, got {raw!r}") from None
+    if not mb >= 0:
+        raise ValueError(f"adapter.batch_max_mb must be >= 0, got {raw!r}")
+    return int(mb * 2**20) if mb > 0 else None
 
 
 class _Group(BaseModel):

@@ -289,3 +289,20 @@ def test_score_warns_on_an_unfinished_run_naming_interactions(tmp_path):
     assert "the run never finished; 1 interaction(s) without or with partial records" in res.output
     assert "t2-cut: no records (9 decision points)" in res.output
     assert "Resume it by running the same `interactscope collect` command again" in res.output
+
+
+def test_score_on_an_unfinished_run_with_every_record_says_scores_are_complete(tmp_path):
+    # a crash after the last record was written: nothing is missing, so no resume advice
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    run = tmp_path / "run"
+    run_collect(model="oracle", bench=DEMO, out=run, progress=False)
+    m = json.loads((run / "run.json").read_text())
+    m["ended_at"] = None
+    (run / "run.json").write_text(json.dumps(m))
+    res = CliRunner().invoke(app, ["score", str(run), "--judge", "lexical"])
+    assert res.exit_code == 0, res.output
+    assert "every decision point has a record; the scores are complete" in res.output
+    assert "Resume it" not in res.output

@@ -206,3 +206,15 @@ def test_tiny_qwen_splits_processor_from_generate(tmp_path, batch_size):
     assert t.process_s == pytest.approx(sum(r.process_s for r in recs), abs=2e-3)
     assert t.collect_s + 2e-3 >= t.decode_s + t.process_s + t.model_s + t.write_s
     assert s.model_s == pytest.approx(t.model_s, abs=2e-3)
+
+
+def test_openai_adapter_forwards_the_servers_cached_prompt_tokens():
+    # the engine reads usage.prompt_tokens_details.cached_tokens into raw; the adapter must pass
+    # it on, or run.json's prefix_cache_hit_rate stays null for openai/vllm runs
+    from interactscope.adapters.openai_backend import to_output
+    from interactscope.engines.base import ChatResult
+
+    hit = to_output(ChatResult(text="<SILENT>", prompt_tokens=812, raw={"cached_tokens": 768}))
+    assert hit.extra["cached_tokens"] == 768
+    miss = to_output(ChatResult(text="<SILENT>", prompt_tokens=812, raw={}))
+    assert "cached_tokens" not in miss.extra

@@ -41,6 +41,7 @@ from interactscope.adapters.base import (
     Adapter,
     AdapterOutput,
     DecisionRequest,
+    FrameConsumer,
     Session,
     adapter_errors,
     options_of,
@@ -99,6 +100,8 @@ def to_output(result: ChatResult) -> AdapterOutput:
     """An engine answer as an adapter answer: native calls win (and make it non-silent); without
     them the driver classifies the text."""
     extra: dict[str, Any] = {"finish_reason": result.raw.get("finish_reason")}
+    if result.raw.get("cached_tokens") is not None:  # server prefix-cache hits (run.json timings)
+        extra["cached_tokens"] = result.raw["cached_tokens"]
     if result.tool_call_errors:
         extra["native_parse_error"] = "; ".join(result.tool_call_errors)
     calls = list(result.tool_calls) or None
@@ -113,7 +116,11 @@ def to_output(result: ChatResult) -> AdapterOutput:
     )
 
 
-class OpenAIAdapter(Adapter):
+LOW_DETAIL_SIDE = 512
+"""Long side (px) an OpenAI server reduces an ``image_detail: low`` image to (512 x 512 box)."""
+
+
+class OpenAIAdapter(FrameConsumer, Adapter):
     """Offline Probing and Online Rolling over an OpenAI-compatible endpoint.
 
     Thread-safe: :meth:`respond_batch` runs up to ``max_concurrency`` requests at once.
@@ -162,7 +169,23 @@ class OpenAIAdapter(Adapter):
             "native_tools": self.options.native_tools,
             "check_audio": self.options.check_audio,
             "audio_check": check,
+            **self.memory_info(),
         }
+
+    def consumer_max_side(self, width: int, height: int) -> int | None:
+        """Long side (px) to hold frames at: ``image_detail: low`` sends the server at most a
+        512 x 512 image (:data:`LOW_DETAIL_SIDE`, capped at ``frames.max_side``); otherwise
+        the server's own budget is unknown here and frames go as the observation gives them
+        (``frames.max_side``)."""
+        side = self.settings.frames.max_side
+        if self.options.image_detail == "low":
+            return LOW_DETAIL_SIDE if side is None else min(side, LOW_DETAIL_SIDE)
+        return side
+
+    def consumer_rule(self) -> str:
+        if self.options.image_detail == "low":
+            return f"image_detail=low ({LOW_DETAIL_SIDE} px), {super().consumer_rule()}"
+        return super().consumer_rule()
 
     def _build(self, request: DecisionRequest) -> list[dict[str, Any]]:
         from interactscope.protocol.prompts import build_messages

@@ -86,8 +86,11 @@ from interactscope.adapters.base import (
     AdapterError,
     AdapterOutput,
     DecisionRequest,
+    FrameConsumer,
     adapter_errors,
+    budget_side,
     options_of,
+    smart_resize,
     where_of,
 )
 from interactscope.engines.base import as_messages
@@ -100,24 +103,6 @@ from interactscope.settings import Settings
 log = logging.getLogger(__name__)
 
 __all__ = ["PreflightReport", "VLLMAdapter", "estimate_image_tokens", "smart_resize"]
-
-
-def smart_resize(
-    height: int, width: int, factor: int = 28, min_pixels: int = 3136, max_pixels: int = 12845056
-) -> tuple[int, int]:
-    """Qwen-VL's resize rule: both sides multiples of ``factor``, area within
-    [``min_pixels``, ``max_pixels``], aspect ratio kept as far as possible. Returns (h, w) px."""
-    h = max(factor, round(height / factor) * factor)
-    w = max(factor, round(width / factor) * factor)
-    if h * w > max_pixels:
-        beta = math.sqrt((height * width) / max_pixels)
-        h = max(factor, math.floor(height / beta / factor) * factor)
-        w = max(factor, math.floor(width / beta / factor) * factor)
-    elif h * w < min_pixels:
-        beta = math.sqrt(min_pixels / (height * width))
-        h = math.ceil(height * beta / factor) * factor
-        w = math.ceil(width * beta / factor) * factor
-    return h, w
 
 
 def estimate_image_tokens(
@@ -192,7 +177,15 @@ class PreflightReport:
         return dict(self.__dict__)
 
 
-class VLLMAdapter(Adapter):
+def _downscaled_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
+    """(w, h) after :func:`_downscale` (the same rounding)."""
+    if not max_side or max(w, h) <= max_side:
+        return w, h
+    scale = max_side / max(w, h)
+    return max(1, round(w * scale)), max(1, round(h * scale))
+
+
+class VLLMAdapter(FrameConsumer, Adapter):
     """Offline Probing with the ``vllm.LLM`` engine; see the module docstring for the options.
 
     The engine is created on first use (:meth:`preflight` or :meth:`respond_batch`).
@@ -243,7 +236,21 @@ class VLLMAdapter(Adapter):
             "frames_as": self.frames_as,
             "frames_max_side": self.max_side,
             "preflight": self._preflight.as_dict() if self._preflight else None,
+            **self.memory_info(),
         }
+
+    def consumer_max_side(self, width: int, height: int) -> int | None:
+        """Long side (px) to hold frames of display size ``width`` x ``height`` at: the
+        smallest side at which vLLM's processor (pixel budget ``max_pixels``, after this
+        adapter's own downscale to the run-wide ``max_side``, preflight's included) gives the
+        same grid (:func:`~interactscope.adapters.base.budget_side`), else ``max_side``."""
+        est = self.options.token_estimate
+        seen = _downscaled_size(width, height, self.max_side)
+        side = budget_side(width, height, self.max_pixels, est.min_pixels, seen=seen)
+        return side if side is not None else self.max_side
+
+    def consumer_rule(self) -> str:
+        return f"vLLM max_pixels={self.max_pixels} (grid kept), max_side={self.max_side}"
 
     # -- request construction ------------------------------------------------------------------
 
@@ -645,6 +652,8 @@ class VLLMAdapter(Adapter):
             "batch_size": batch,
             "frames_max_side": self.max_side,
         }
+        if res.raw.get("cached_tokens") is not None:  # prefix-cache hits (run.json timings)
+            extra["cached_tokens"] = res.raw["cached_tokens"]
         if built.videos:
             extra["frames_true"] = built.n_frames
             extra["frames_sent"] = sum(len(v) + len(v) % 2 for v in built.videos)

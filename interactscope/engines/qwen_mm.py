@@ -116,13 +116,15 @@ def _add_video(r: Rendered, frames: list[np.ndarray], pts: list[float], parts: l
     parts.append({"type": "video"})
 
 
-def _raw(r: Rendered, model_s: float) -> dict[str, Any]:
-    """``ChatResult.raw`` of one answer: frame and audio counts, model seconds."""
+def _raw(r: Rendered, model_s: float, process_s: float = 0.0) -> dict[str, Any]:
+    """``ChatResult.raw`` of one answer: frame and audio counts, ``model_s`` (``generate``
+    alone) and ``process_s`` (chat template + processor + copy to the device), seconds."""
     raw: dict[str, Any] = {
         "n_frames": r.n_frames,
         "n_frames_sent": r.n_frames_sent,
         "audio_samples": sum(r.audio_samples),
         "model_s": round(model_s, 4),
+        "process_s": round(process_s, 4),
     }
     if r.audio_dropped_s:
         raw["audio_dropped_s"] = round(r.audio_dropped_s, 3)
@@ -477,7 +479,7 @@ class QwenEngine:
         model_s = time.perf_counter() - t_model
         seq = out.sequences if hasattr(out, "sequences") else out
         text, n_out = self._decode(seq[0, n_in:])
-        raw = _raw(r, model_s)
+        raw = _raw(r, model_s, t_model - start)
         return ChatResult(
             text=text,
             prompt_tokens=n_in,
@@ -500,8 +502,9 @@ class QwenEngine:
         answers equal :meth:`chat`'s. A conversation that cannot be rendered or processed gets
         its :class:`EngineError` and the others are batched; when the batched ``generate`` fails
         (e.g. out of memory) the batch is halved and retried, down to one :meth:`chat` each. ``latency_s`` and
-        ``raw["model_s"]`` are the batch's times divided by its size; ``raw`` also has
-        ``batch_size``, ``batch_wall_s`` and ``batch_model_s`` (s).
+        ``raw["model_s"]`` are the batch's times divided by its size; ``raw["process_s"]`` is the
+        conversation's own rendering and processing plus its share of joining the rows;
+        ``raw`` also has ``batch_size``, ``batch_wall_s`` and ``batch_model_s`` (s).
         """
         if len(conversations) < 2:
             return chat_each(self, conversations, tools, **generation)
@@ -514,10 +517,13 @@ class QwenEngine:
             return [exc] * len(conversations)
         results: list[ChatResult | EngineError | None] = [None] * len(conversations)
         rows: list[tuple[int, Rendered, Any]] = []
+        process_s: dict[int, float] = {}
         for i, conv in enumerate(conversations):
+            t_row = time.perf_counter()
             try:
                 r = self.render(conv)
                 rows.append((i, r, self.process(r)))
+                process_s[i] = time.perf_counter() - t_row
             except EngineError as exc:
                 results[i] = exc
             except Exception as exc:  # noqa: BLE001 - one bad conversation fails its slot only
@@ -527,7 +533,7 @@ class QwenEngine:
         while pending:
             part = pending.pop(0)
             try:
-                self._answer_rows(part, results, gen_kw, start)
+                self._answer_rows(part, results, gen_kw, start, process_s)
             except Exception as exc:  # noqa: BLE001 - halve the batch, then one at a time
                 log.warning("batched generate of %d failed (%s); splitting", len(part), exc)
                 if len(part) > 1:
@@ -548,12 +554,15 @@ class QwenEngine:
         results: list[ChatResult | EngineError | None],
         gen_kw: dict[str, Any],
         start: float,
+        process_s: dict[int, float] | None = None,
     ) -> None:
         """One batched ``generate`` over processed ``rows`` (index, rendering, processor output);
-        fills ``results`` at each row's index."""
+        fills ``results`` at each row's index. ``process_s``: each row's own processing seconds
+        (by index); the joining of the rows is shared out equally on top."""
         import torch
 
         pad = self._pad_id()
+        t_join = time.perf_counter()
         inputs = self._on_device(collate_left([row[2] for row in rows], pad))
         width = int(inputs["input_ids"].shape[1])
         t_model = time.perf_counter()
@@ -563,9 +572,10 @@ class QwenEngine:
         wall = time.perf_counter() - start
         seq = out.sequences if hasattr(out, "sequences") else out
         n = len(rows)
+        join = (t_model - t_join) / n
         for b, (i, r, _) in enumerate(rows):
             text, n_out = self._decode(seq[b, width:])
-            raw = _raw(r, model_s / n)
+            raw = _raw(r, model_s / n, (process_s or {}).get(i, 0.0) + join)
             raw.update(batch_size=n, batch_wall_s=round(wall, 4), batch_model_s=round(model_s, 4))
             results[i] = ChatResult(
                 text=text,

@@ -6,11 +6,18 @@ decision time from memory:
 * video: only the 1 fps samples are kept -- the frame shown at grid second k is the last decoded
   frame with pts <= k (exact rational comparison in the stream's own time base), which is right
   for variable frame rate and B-frame reordering (the decoder hands frames out in presentation
-  order). Samples are stored as yuv420p frames (1.5 bytes/pixel) and converted to upright RGB on
-  request (LRU cache of 128 MiB), so a 10-minute 720p clip holds about 0.83 GB of samples + the
-  cache; a clip whose estimate exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled.
+  order). Samples are stored at the largest size any consumer uses, never the source's when
+  that is smaller: with ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that
+  size, converted once while decoding (3 B/pixel; requests get views of that one store), else
+  as yuv420p frames (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's
+  processor budget: ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
+  cache, 128 MiB by default, plus a weak registry so a frame a batch still holds is never converted
+  twice). At the source size a 10-minute 720p clip holds about 0.83 GB of samples + the cache;
+  at a 200,704-pixel budget (the Qwen configs: stored at 600x338) 0.18 GB. A clip whose estimate
+  exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled.
 * audio: the whole track resampled once to mono float32 at ``sample_rate`` (16 kHz: 3.8 MB per
-  minute), placed on the file clock (zeros before a late stream start).
+  minute), placed on the file clock (zeros before a late stream start) in a buffer zero-padded
+  to 1 s past the clip end; ``audio_until`` returns read-only views of it.
 
 Audio-only files (wav, flac, m4a, ...) are accepted: soundfile reads what libsndfile can, PyAV
 the rest; ``frames_until`` then returns ``[]``.
@@ -21,7 +28,9 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import weakref
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -77,6 +86,13 @@ class _Stored:
     frame: av.VideoFrame | None
     colorspace: int
     color_range: int
+    rgb: np.ndarray | None = None  # RGB mode: the upright frame at the stored size, read-only
+
+    @property
+    def nbytes(self) -> int:
+        if self.rgb is not None:
+            return int(self.rgb.nbytes)
+        return int(self.yuv.nbytes) if self.yuv is not None else self.width * self.height * 3
 
     def video_frame(self) -> av.VideoFrame:
         if self.frame is not None:
@@ -136,12 +152,35 @@ def _n_samples(t: float, sample_rate: int) -> int:
     return int(round(t * sample_rate))
 
 
-def _fit_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
-    """Scale (w, h) so the longer side is at most max_side (aspect kept, even sizes >= 2)."""
+def fit_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
+    """The (width, height) in px a (w, h) frame is downscaled to so that its longer side is at
+    most ``max_side`` (aspect kept, both sides rounded to even numbers >= 2); unchanged when
+    ``max_side`` is None or already met. The rule of ``frames_until(max_side=...)``."""
     if not max_side or max(w, h) <= max_side:
         return w, h
     s = max_side / max(w, h)
     return max(2, int(round(w * s / 2)) * 2), max(2, int(round(h * s / 2)) * 2)
+
+
+_fit_size = fit_size
+
+
+def _to_rgb(fr: av.VideoFrame, rot: int, max_side: int | None) -> np.ndarray:
+    """One stored sample as upright (H, W, 3) uint8 RGB fitted to ``max_side`` (one swscale
+    call: colour conversion and AREA scaling together; then the display rotation), read-only.
+    One swscale thread: the same pixels as more threads (checked), less CPU for these sizes."""
+    dw, dh = (fr.height, fr.width) if rot in (90, 270) else (fr.width, fr.height)
+    tw, th = _fit_size(dw, dh, max_side)
+    cw, chh = (th, tw) if rot in (90, 270) else (tw, th)
+    if (cw, chh) == (fr.width, fr.height):
+        img = fr.to_ndarray(format="rgb24", threads=1)
+    else:
+        img = fr.to_ndarray(format="rgb24", width=cw, height=chh, interpolation="AREA", threads=1)
+    if rot:
+        img = np.rot90(img, k=rot // 90)  # display matrix angle is counter-clockwise
+    img = np.ascontiguousarray(img)
+    img.setflags(write=False)
+    return img
 
 
 def _resample_array(x: np.ndarray, sr_in: int, sr_out: int) -> np.ndarray:
@@ -212,10 +251,20 @@ class _Decoder:
     :class:`CausalMedia`), resampled audio chunks and per-stream start/end times, all on the
     file clock (exact fractions of each stream's own time base)."""
 
-    def __init__(self, media: CausalMedia, origin: Fraction, store_side: int | None, audio: bool):
+    def __init__(
+        self,
+        media: CausalMedia,
+        origin: Fraction,
+        store_side: int | None,
+        audio: bool,
+        rgb_side: int | None = None,
+    ):
         self.media = media
         self.origin = origin
         self.store_side = store_side
+        self.rgb_side = rgb_side
+        # the consumer's side (a callable store_max_side): AREA, the anti-aliased downscale
+        self.interpolation = "AREA" if callable(media.store_max_side) else None
         sr = media.sample_rate
         self.resampler = av.AudioResampler(format="flt", layout="mono", rate=sr) if audio else None
         self.chunks: list[np.ndarray] = []
@@ -232,9 +281,19 @@ class _Decoder:
         self._tbs: dict[int, Fraction] = {}
 
     def store(self, frame: av.VideoFrame) -> int:
+        if self.rgb_side is not None:  # RGB mode: converted once, as frames_until would
+            st = _compact(frame)
+            img = _to_rgb(st.video_frame(), self.rotation or 0, self.rgb_side)
+            rgb = _Stored(
+                img.shape[1], img.shape[0], None, None, st.colorspace, st.color_range, img
+            )
+            self.media._stored.append(rgb)
+            return len(self.media._stored) - 1
         if self.store_side is not None:
             w, h = _fit_size(frame.width, frame.height, self.store_side)
-            frame = frame.reformat(width=w, height=h, format="yuv420p", threads=0)
+            frame = frame.reformat(
+                width=w, height=h, format="yuv420p", interpolation=self.interpolation, threads=1
+            )
         self.media._stored.append(_compact(frame))
         return len(self.media._stored) - 1
 
@@ -314,8 +373,10 @@ class _Decoder:
             self.ends[i] = self._tick_end[i] * self._tbs[i] - self.origin
         return error
 
-    def audio_track(self) -> np.ndarray | None:
-        """Flush the resampler; the mono track on the file clock from 0 (None if empty)."""
+    def audio_track(self, pad_to: int = 0) -> np.ndarray | None:
+        """Flush the resampler; the mono track on the file clock from 0 (None if empty), in a
+        buffer zero-padded to at least ``pad_to`` samples (the track is ``buf[:len]``; see
+        :attr:`CausalMedia._audio_buf`)."""
         if self.resampler is not None and self.audio_start is not None:
             try:
                 for o in self.resampler.resample(None):
@@ -325,10 +386,19 @@ class _Decoder:
         if not self.chunks:
             return None
         off = _n_samples(float(self.audio_start or 0), self.media.sample_rate)
-        lead = [np.zeros(off, np.float32)] if off > 0 else []
-        track = np.concatenate(lead + self.chunks).astype(np.float32, copy=False)
+        if off < 0:  # starts before the file clock: drop the first -off samples
+            track = np.concatenate(self.chunks).astype(np.float32, copy=False)[-off:]
+            self.chunks = [track]
+            off = 0
+        n = off + sum(len(ch) for ch in self.chunks)
+        buf = np.zeros(max(n, pad_to), np.float32)  # calloc: the zero tail costs no memory
+        i = off
+        for ch in self.chunks:
+            buf[i : i + len(ch)] = ch
+            i += len(ch)
         self.chunks.clear()
-        return track[-off:].copy() if off < 0 else track
+        self.media._audio_buf = buf
+        return buf[:n]
 
 
 class CausalMedia:
@@ -349,9 +419,20 @@ class CausalMedia:
             size: 0.83 GB of samples + 38 MB of audio + the cache).
         asr: settings for ``transcript_until`` (default: :class:`AsrSettings` defaults).
         rgb_cache_bytes: bytes of converted RGB frames kept (LRU; default 128 MiB).
-        store_max_side: store the samples downscaled so their long side is <= this (pixels);
-            saves memory and conversion time when every consumer asks for ``max_side`` <= it
-            (e.g. SPEC ``frames.max_side``). Frames are then never larger than this.
+        store_max_side: store the samples (yuv420p) downscaled so their long side is <= this
+            (pixels); saves memory and conversion time when every consumer asks for
+            ``max_side`` <= it. Frames are then never larger than this. Either a number or a
+            function ``(width, height) -> side | None`` of the display size the callers get
+            (the source fitted to ``rgb_max_side``), asked once when decoding starts: the
+            largest side the model's processor uses (``Adapter.consumer_max_side``); ``None``
+            or a side >= that size stores at it.
+        rgb_max_side: the ``max_side`` every caller passes to ``frames_until`` (SPEC
+            ``frames.max_side``): when it downscales the video (and ``store_max_side`` does
+            not go lower), each sample is converted once while decoding to upright RGB at that
+            size, exactly as ``frames_until(max_side=rgb_max_side)`` converts a full-size
+            sample (same pixels), and kept as such (3 B/pixel): every ``frames_until`` with
+            ``max_side`` None or >= it returns read-only views of that one store, no
+            conversion and no cache.
 
     Raises (from the first decoding call):
         MediaError: missing, 0-byte, unreadable file, or a file with neither decodable video nor
@@ -366,7 +447,8 @@ class CausalMedia:
         max_memory_bytes: int = 1 << 30,
         asr: AsrSettings | None = None,
         rgb_cache_bytes: int = 128 << 20,
-        store_max_side: int | None = None,
+        store_max_side: int | Callable[[int, int], int | None] | None = None,
+        rgb_max_side: int | None = None,
     ) -> None:
         self.path = Path(path)
         _check_file(self.path)
@@ -375,6 +457,10 @@ class CausalMedia:
         self.asr = asr
         self._rgb_cache_bytes = int(rgb_cache_bytes)
         self.store_max_side = store_max_side
+        self.rgb_max_side = rgb_max_side
+        self.stored_side: int | None = None  # long side the samples were stored at (None: source)
+        self.stored_as: str | None = None  # "rgb24" | "yuv420p" once decoded (None: no video)
+        self.rgb_conversions = 0  # RGB conversions done on request (not in the decode pass)
         self._rgb_bytes = 0
         self._lock = threading.RLock()
         self._loaded = False
@@ -385,6 +471,12 @@ class CausalMedia:
         self._audio: np.ndarray | None = None  # mono float32 on the file clock from 0
         self.audio_backend: str | None = None  # "pyav" | "soundfile" | None (no audio)
         self._rgb: OrderedDict[tuple[int, int | None], np.ndarray] = OrderedDict()
+        # every converted frame still referenced anywhere (e.g. by a batch of requests): found
+        # again after the LRU cache evicted it, so it is never converted (nor held) twice
+        self._handed: weakref.WeakValueDictionary[tuple[int, int | None], np.ndarray] = (
+            weakref.WeakValueDictionary()
+        )
+        self._audio_buf: np.ndarray | None = None  # the track + zero padding to the clip end
         self._transcript: Transcript | None = None
         self._strict_cache: dict[int, Transcript] = {}
         self.decode_count = 0  # how many times the file was decoded (1 after loading)
@@ -428,7 +520,10 @@ class CausalMedia:
             except Exception as exc:  # noqa: BLE001
                 log.debug("%s: soundfile read failed (%s); using PyAV", self.path, exc)
             else:
-                self._audio = _resample_array(data, int(sr), self.sample_rate)
+                track = _resample_array(data, int(sr), self.sample_rate)
+                self._audio_buf = np.zeros(len(track) + self.sample_rate, np.float32)
+                self._audio_buf[: len(track)] = track
+                self._audio = self._audio_buf[: len(track)]
                 self.audio_backend = "soundfile"
                 self.decode_count += 1
                 self._info = MediaInfo(
@@ -469,7 +564,8 @@ class CausalMedia:
         origin = file_origin(c)
         if v is not None:
             v.thread_type = "AUTO"
-        dec = _Decoder(self, origin, self._store_side(c, v, a, origin), a is not None)
+        side, rgb_side = self._store_sides(c, v, a, origin)
+        dec = _Decoder(self, origin, side, a is not None, rgb_side)
         error = dec.demux_all(c, [s for s in (v, a) if s is not None])
         if v is not None and dec.n_video_frames == 0:
             if a is None or dec.n_audio_frames == 0:
@@ -488,27 +584,43 @@ class CausalMedia:
             dec.emit(dec.prev, dec.prev_pts, None, int(math.floor(duration + Fraction(1, 10**9))))
         self._rotation = dec.rotation or 0
         if a is not None:
-            self._audio = dec.audio_track()
+            self._audio = dec.audio_track(_n_samples(float(duration) + 1, self.sample_rate))
             self.audio_backend = "pyav" if self._audio is not None else None
         self._info = self._make_info(c, v, a, dec, duration, origin)
+        if v is not None:
+            self.stored_as = "rgb24" if rgb_side is not None else "yuv420p"
+            self.stored_side = rgb_side if rgb_side is not None else side
 
-    def _store_side(self, c, v, a, origin: Fraction) -> int | None:
-        """Long side (px) to store 1 fps samples at: ``store_max_side``, lowered so the samples
-        estimated from the header duration fit the memory budget."""
-        store_side: int | None = self.store_max_side
+    def _store_sides(self, c, v, a, origin: Fraction) -> tuple[int | None, int | None]:
+        """(yuv side, RGB side) in px to store the 1 fps samples at, one of them None.
+
+        RGB mode (``rgb_max_side`` downscales the source and the consumer's side does not go
+        lower) when its samples estimated from the header duration fit the memory budget;
+        else yuv420p at ``store_max_side`` (a number, or the consumer's side for the display
+        size fitted to ``rgb_max_side``), lowered to fit the budget."""
         if v is None:
-            return store_side
+            return (None if callable(self.store_max_side) else self.store_max_side), None
         cw, ch = v.codec_context.width or 0, v.codec_context.height or 0
+        fw, fh = _fit_size(cw, ch, self.rgb_max_side)
+        side = self.store_max_side
+        if callable(side):
+            side = side(fw, fh) if cw and ch else None
+        if side is not None and cw and ch and side >= max(fw, fh):
+            side = None  # the consumer takes the frames at the callers' size
         est_s = (c.duration or 0) / 1e6 - float(origin)
         n_est = max(1.0, est_s + 2)
-        need = n_est * cw * ch * 1.5
         audio_est = n_est * self.sample_rate * 4 if a is not None else 0
         budget = max(1, self.max_memory_bytes - self._rgb_cache_bytes - int(audio_est))
+        rgb_mode = side is None and cw and ch and max(fw, fh) < max(cw, ch)
+        if rgb_mode and n_est * fw * fh * 3 <= budget + self._rgb_cache_bytes:
+            return None, int(self.rgb_max_side)
+        store_side = max(fw, fh) if rgb_mode else side
+        need = n_est * cw * ch * 1.5
         if cw and ch and need > budget:
-            side = max(16, int(max(cw, ch) * math.sqrt(budget / need)))
-            store_side = side if store_side is None else min(store_side, side)
+            bound = max(16, int(max(cw, ch) * math.sqrt(budget / need)))
+            store_side = bound if store_side is None else min(store_side, bound)
             log.info("%s: storing 1 fps frames downscaled to max side %d", self.path, store_side)
-        return store_side
+        return store_side, None
 
     def _make_info(self, c, v, a, dec: _Decoder, duration: Fraction, origin: Fraction):
         def _f(i: int | None, d: dict[int, Fraction]) -> float | None:
@@ -543,9 +655,7 @@ class CausalMedia:
     def held_bytes(self) -> int:
         """Bytes of media data this object holds now: stored 1 fps samples + RGB cache + audio
         track (bounded by ``max_memory_bytes`` up to the header-duration estimate)."""
-        frames = sum(
-            s.yuv.nbytes if s.yuv is not None else s.width * s.height * 3 for s in self._stored
-        )
+        frames = sum(s.nbytes for s in self._stored)
         audio = self._audio.nbytes if self._audio is not None else 0
         return frames + self._rgb_bytes + audio
 
@@ -556,28 +666,30 @@ class CausalMedia:
         return [s.second for s in self._samples]
 
     def _rgb_of(self, store: int, max_side: int | None) -> np.ndarray:
+        """Upright RGB of stored sample ``store`` at ``max_side``: the store itself in RGB mode
+        (when ``max_side`` does not ask for smaller), else converted once and kept while the
+        LRU cache or any caller (a batch of requests) still holds it."""
+        st = self._stored[store]
+        if st.rgb is not None and (
+            max_side is None or _fit_size(st.width, st.height, max_side) == (st.width, st.height)
+        ):
+            return st.rgb
         key = (store, max_side)
         with self._lock:
             img = self._rgb.get(key)
             if img is not None:
                 self._rgb.move_to_end(key)
                 return img
-        fr = self._stored[store].video_frame()
-        rot = self._rotation
-        dw, dh = (fr.height, fr.width) if rot in (90, 270) else (fr.width, fr.height)
-        tw, th = _fit_size(dw, dh, max_side)
-        cw, chh = (th, tw) if rot in (90, 270) else (tw, th)
-        if (cw, chh) == (fr.width, fr.height):
-            img = fr.to_ndarray(format="rgb24", threads=0)
-        else:
-            img = fr.to_ndarray(
-                format="rgb24", width=cw, height=chh, interpolation="AREA", threads=0
-            )
-        if rot:
-            img = np.rot90(img, k=rot // 90)  # display matrix angle is counter-clockwise
-        img = np.ascontiguousarray(img)
-        img.setflags(write=False)
+            img = self._handed.get(key)
+        if img is None:
+            if st.rgb is not None:  # a smaller size than stored: from the stored RGB
+                fr = av.VideoFrame.from_ndarray(np.ascontiguousarray(st.rgb), format="rgb24")
+                img = _to_rgb(fr, 0, max_side)
+            else:
+                img = _to_rgb(st.video_frame(), self._rotation, max_side)
+            self.rgb_conversions += 1
         with self._lock:
+            img = self._handed.setdefault(key, img)
             if key not in self._rgb:
                 self._rgb[key] = img
                 self._rgb_bytes += img.nbytes
@@ -606,7 +718,11 @@ class CausalMedia:
             max_side: if set, downscale so the longer side is at most this many pixels.
 
         Returns:
-            Frames in time order; each ``image`` is (H, W, 3) uint8 RGB, upright, read-only.
+            Frames in time order; each ``image`` is (H, W, 3) uint8 RGB, upright, read-only,
+            never larger than the stored samples (``store_max_side``/``rgb_max_side``). The
+            same sample at the same ``max_side`` is the same array object at every call while
+            anything holds it (RGB mode: always; otherwise the LRU cache or any caller), so
+            requests share frames instead of copying them.
             ``[]`` for audio-only files or t before the first frame.
 
         Raises:
@@ -644,7 +760,11 @@ class CausalMedia:
         Returns:
             float32 mono array of exactly ``round(t * sample_rate)`` samples; sample i is file
             time i / sample_rate. Zero-filled where the audio starts late, ends early, or the
-            file has no audio. A fresh array (safe to modify).
+            file has no audio. **Read-only**: at the decoded rate and up to 1 s past the clip
+            end it is a view of one buffer (the track, zero-padded once; for a file without
+            audio a shared zero buffer), so requests share it instead of copying
+            (``np.shares_memory`` between two calls is True); copy it before modifying. Past
+            that, or at another rate, a fresh (read-only) array.
 
         Raises:
             MediaError: the file cannot be decoded (first call only).
@@ -655,17 +775,35 @@ class CausalMedia:
         self._ensure()
         sr = self.sample_rate if sample_rate is None else int(sample_rate)
         n = _n_samples(t, sr)
-        out = np.zeros(n, np.float32)
-        if self._audio is None or n == 0:
-            return out
         if sr == self.sample_rate:
-            src = self._audio
-        else:
-            m = min(len(self._audio), _n_samples(t, self.sample_rate) + self.sample_rate // 10)
-            src = _resample_array(self._audio[:m], self.sample_rate, sr)
-        k = min(n, len(src))
-        out[:k] = src[:k]
+            buf = self._shared_audio(n)
+            if n <= len(buf):
+                view = buf[:n]
+                view.setflags(write=False)
+                return view
+        out = np.zeros(n, np.float32)
+        if self._audio is not None and n > 0:
+            if sr == self.sample_rate:
+                src = self._audio
+            else:
+                m = min(len(self._audio), _n_samples(t, self.sample_rate) + self.sample_rate // 10)
+                src = _resample_array(self._audio[:m], self.sample_rate, sr)
+            k = min(n, len(src))
+            out[:k] = src[:k]
+        out.setflags(write=False)
         return out
+
+    def _shared_audio(self, n: int) -> np.ndarray:
+        """The buffer ``audio_until`` views at the decoded rate: the zero-padded track, or (no
+        audio) a zero buffer grown to cover ``n`` samples (calloc'ed: costs no memory)."""
+        if self._audio is not None:
+            return self._audio_buf if self._audio_buf is not None else self._audio
+        with self._lock:
+            if self._audio_buf is None or len(self._audio_buf) < n:
+                dur = self._info.duration_s if self._info is not None else 0.0
+                size = max(n, _n_samples(dur + 1, self.sample_rate))
+                self._audio_buf = np.zeros(size, np.float32)
+            return self._audio_buf
 
     # ------------------------------------------------------------------ transcript
     def transcript(self) -> Transcript:

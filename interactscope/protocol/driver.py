@@ -33,7 +33,7 @@ from interactscope.protocol.types import (
     FatalAdapterError,
     RecordSink,
 )
-from interactscope.schema import Interaction, ResponseRecord, ToolCall
+from interactscope.schema import Interaction, ResponseRecord, StageTimings, ToolCall
 from interactscope.secrets import redact
 from interactscope.settings import Settings
 
@@ -42,7 +42,11 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class CollectSummary:
-    """Counts of one ``collect`` call (also written into ``run.json`` as ``summary``)."""
+    """Counts of one ``collect`` call (also written into ``run.json`` as ``summary``).
+
+    ``wall_s`` is the whole call, model load included; ``model_s`` the model's own seconds
+    (the records' engine-reported ``model_s``, else their ``latency_s``); ``timings`` splits the
+    wall time by stage (:class:`~interactscope.schema.StageTimings`)."""
 
     interactions: int = 0
     decision_points: int = 0
@@ -56,17 +60,23 @@ class CollectSummary:
     model_s: float = 0.0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    timings: StageTimings | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        """The counts as a plain dict (``run.json``'s ``summary``)."""
-        return dict(self.__dict__)
+        """The counts as a plain dict (``run.json``'s ``summary``; ``timings`` as a dict, or
+        ``None`` when this invocation measured none, e.g. ``collect --ray``)."""
+        out = dict(self.__dict__)
+        out["timings"] = self.timings.model_dump() if self.timings is not None else None
+        return out
 
     def line(self) -> str:
+        """The end-of-collect line: counts, wall time and where the time went."""
         return (
             f"{self.interactions} interactions, {self.decision_points} decision points: "
             f"{self.written} written, {self.already_present} already present, "
             f"{self.non_silent} non-silent, {self.suppressed} suppressed, {self.errors} errors "
             f"({len(self.failed_interactions)} interactions with errors), {self.wall_s:.1f} s"
+            + (f" ({self.timings.line()})" if self.timings is not None else "")
         )
 
 
@@ -112,9 +122,11 @@ def to_record(
 class _Observations:
     """Lazily builds one Observer per video (each file is decoded once)."""
 
-    def __init__(self, bench: Any, settings: Settings):
+    def __init__(self, bench: Any, settings: Settings, consumer_side: Any = None):
         self.bench = bench
         self.settings = settings
+        # the model's frame size (Adapter.consumer_max_side): frames are held at it from the start
+        self.consumer_side = consumer_side if callable(consumer_side) else None
         self._cache: dict[str, Any] = {}
 
     def get(self, interaction: Interaction) -> Any:
@@ -124,7 +136,10 @@ class _Observations:
 
             self._cache.clear()  # interactions are grouped by video: keep one decoded file
             self._cache[video.id] = Observer(
-                self.bench.media_path(video), self.settings, bench_root=self.bench.root
+                self.bench.media_path(video),
+                self.settings,
+                bench_root=self.bench.root,
+                consumer_side=self.consumer_side,
             )
         return self._cache[video.id]
 
@@ -157,14 +172,21 @@ def collect(
         A CollectSummary; failures are counted there and written on their records.
     """
     t0 = time.perf_counter()
-    summary = CollectSummary(interactions=len(interactions))
+    clock = StageTimings()
+    summary = CollectSummary(interactions=len(interactions), timings=clock)
     grids = {it.id: interaction_grid(bench, it, settings) for it in interactions}
     summary.decision_points = sum(len(g) for g in grids.values())
     summary.already_present = sum(
         1 for it in interactions for t in grids[it.id] if (it.id, t) in writer.done
     )
+    t_load = time.perf_counter()
     adapter.prepare(bench)
-    observations = _Observations(bench, settings) if adapter.needs_media else None
+    clock.load_s = time.perf_counter() - t_load
+    observations = (
+        _Observations(bench, settings, getattr(adapter, "consumer_max_side", None))
+        if adapter.needs_media
+        else None
+    )
     # group by video so each file is decoded once
     order = sorted(interactions, key=lambda it: (it.video_id, it.q, it.id))
     bar = tqdm(
@@ -181,24 +203,46 @@ def collect(
             pending = [t for t in grids[it.id] if (it.id, t) not in writer.done]
             if not pending:
                 continue
-            for rec in _collect_interaction(
-                _Context(bench, adapter, writer, settings, observations, tool_executor),
-                it,
-                pending,
-                batch_size,
-            ):
+            ctx = _Context(bench, adapter, writer, settings, observations, tool_executor, clock)
+            for rec in _collect_interaction(ctx, it, pending, batch_size):
+                t_write = time.perf_counter()
                 writer.append(rec)
+                clock.write_s += time.perf_counter() - t_write
                 bar.update(1)
                 _count(summary, rec)
     finally:
         bar.close()
-        summary.wall_s = round(time.perf_counter() - t0, 3)
+        wall = time.perf_counter() - t0
+        summary.wall_s = round(wall, 3)
         summary.model_s = round(summary.model_s, 3)
+        clock.collect_s = wall - clock.load_s
+        summary.timings = clock.derived()
     return summary
 
 
+def _number(extra: dict[str, Any], key: str) -> float | None:
+    v = extra.get(key)
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def _time_record(clock: StageTimings, rec: ResponseRecord) -> None:
+    """Add one record's engine-reported stage seconds and token counts to ``clock``: its
+    ``process_s`` and ``model_s`` (else ``latency_s`` as the model's), and ``cached_tokens``
+    (prefix-cache hits) against its prompt tokens where the engine reports it."""
+    extra = rec.model_extra or {}
+    model = _number(extra, "model_s")
+    clock.model_s += model if model is not None else (rec.latency_s or 0.0)
+    clock.process_s += _number(extra, "process_s") or 0.0
+    clock.prompt_tokens += rec.prompt_tokens or 0
+    clock.completion_tokens += rec.completion_tokens or 0
+    cached = _number(extra, "cached_tokens")
+    if cached is not None and rec.prompt_tokens:
+        clock.cached_tokens += int(cached)
+        clock.cached_of_prompt_tokens += rec.prompt_tokens
+
+
 def _count(summary: CollectSummary, rec: ResponseRecord) -> None:
-    """Add one written record to the summary counts."""
+    """Add one written record to the summary counts and stage timings."""
     summary.written += 1
     if rec.error:
         summary.errors += 1
@@ -207,7 +251,10 @@ def _count(summary: CollectSummary, rec: ResponseRecord) -> None:
         summary.suppressed += 1
     elif not rec.silent:
         summary.non_silent += 1
-    summary.model_s += rec.latency_s or 0.0
+    clock = summary.timings if summary.timings is not None else StageTimings()
+    before = clock.model_s
+    _time_record(clock, rec)
+    summary.model_s += clock.model_s - before
     summary.prompt_tokens += rec.prompt_tokens or 0
     summary.completion_tokens += rec.completion_tokens or 0
 
@@ -222,6 +269,7 @@ class _Context:
     settings: Settings
     observations: _Observations | None
     tools: ToolExecutor | None = None
+    clock: StageTimings = field(default_factory=StageTimings)
 
 
 class _Requests:
@@ -234,15 +282,20 @@ class _Requests:
         self.show_results = show_results
 
     def __call__(self, t: float) -> DecisionRequest:
-        obs = self.observer.observe(t, self.it) if self.observer is not None else None
-        n = self.ctx.settings.history.n
-        hist = self.ctx.sink.spoken(self.it.id)[-n:] if n else []
-        req = request_at(
-            self.ctx.bench, self.it, t, self.ctx.settings, observation=obs, history=hist
-        )
-        if self.show_results:
-            req.tool_results = results_so_far(self.ctx.sink.spoken(self.it.id))
-        return req
+        """The request at ``t``; its build time (media decode included) counts as ``decode_s``."""
+        start = time.perf_counter()
+        try:
+            obs = self.observer.observe(t, self.it) if self.observer is not None else None
+            n = self.ctx.settings.history.n
+            hist = self.ctx.sink.spoken(self.it.id)[-n:] if n else []
+            req = request_at(
+                self.ctx.bench, self.it, t, self.ctx.settings, observation=obs, history=hist
+            )
+            if self.show_results:
+                req.tool_results = results_so_far(self.ctx.sink.spoken(self.it.id))
+            return req
+        finally:
+            self.ctx.clock.decode_s += time.perf_counter() - start
 
 
 def _timed(fn: Any, request: DecisionRequest) -> AdapterOutput | BaseException:
@@ -271,23 +324,34 @@ def _collect_interaction(
 ) -> Iterator[ResponseRecord]:
     """The records of one interaction's pending decision points, by the strategy the settings
     call for: Online Rolling, plain Offline Probing (batched) or Offline Probing with the
-    history/cooldown controls (one point at a time)."""
+    history/cooldown controls (one point at a time).
+
+    Environment interactions (docs/protocol.md#environments): every request carries the calls
+    executed so far with their results (``request.tool_results``) in Online Rolling (the
+    session is the conversation the results return to), and in Offline Probing only with
+    ``environment.show_results``."""
     video = ctx.bench.video_of(it)
     if video.id in ctx.bench.media_errors:
         yield from _failed(it, pending, ctx.bench.media_errors[video.id])
         return
+    start = time.perf_counter()
     try:
         observer = ctx.observations.get(it) if ctx.observations is not None else None
     except Exception as exc:  # noqa: BLE001 - unreadable media fails this interaction only
         log.warning("interaction %s: %s", it.id, _error_text(exc))
-        yield from _failed(it, pending, _error_text(exc))
+        observer, unreadable = None, _error_text(exc)
+    else:
+        unreadable = None
+    ctx.clock.decode_s += time.perf_counter() - start
+    if unreadable is not None:
+        yield from _failed(it, pending, unreadable)
         return
     env = ctx.tools.open(it) if ctx.tools is not None else None
     if env is None:
         yield from _by_strategy(ctx, it, pending, _Requests(ctx, it, observer), batch_size)
         return
     try:
-        show = ctx.settings.environment.show_results and ctx.settings.protocol == "offline"
+        show = ctx.settings.protocol == "online" or ctx.settings.environment.show_results
         records = _by_strategy(ctx, it, pending, _Requests(ctx, it, observer, show), batch_size)
         yield from _executed(ctx, it, env, records)
     finally:
@@ -297,14 +361,44 @@ def _collect_interaction(
 def _by_strategy(
     ctx: _Context, it: Interaction, pending: list[float], requests: _Requests, batch_size: int
 ) -> Iterator[ResponseRecord]:
+    """Dispatch by protocol and controls. The video's frames are held at the model's size
+    (``adapter.consumer_max_side``, before its first decode). Plain Offline Probing cuts its
+    batches at ``batch_size`` points and before their requests' distinct host arrays
+    (:class:`~interactscope.protocol.observation.ArrayBytes`) pass ``adapter.batch_max_mb``
+    (a point larger than the bound goes alone)."""
+    from interactscope.protocol.observation import ArrayBytes
+    from interactscope.settings import batch_max_bytes
+
     s = ctx.settings
+    use = getattr(requests.observer, "use_consumer", None)
+    side = getattr(ctx.adapter, "consumer_max_side", None)
+    if use is not None and callable(side):
+        use(side)
     if s.protocol == "online":
         yield from _online(ctx, it, pending, requests)
-    elif s.history.n > 0 or s.cooldown_s > 0 or requests.show_results:
+        return
+    if s.history.n > 0 or s.cooldown_s > 0 or requests.show_results:
         yield from _offline_sequential(ctx, it, pending, requests)
-    else:
-        for start in range(0, len(pending), batch_size):
-            yield from _offline_batch(ctx, it, pending[start : start + batch_size], requests)
+        return
+    limit = batch_max_bytes(s)
+    built: dict[float, DecisionRequest | BaseException] = {}
+    held = ArrayBytes()
+    for t in pending:
+        if len(built) >= max(1, batch_size):
+            yield from _offline_batch(ctx, it, built)
+            built, held = {}, ArrayBytes()
+        try:
+            req = requests(t)
+        except Exception as exc:  # noqa: BLE001 - a bad observation fails that point
+            built[t] = exc
+            continue
+        if built and limit is not None and held.total + held.cost(req.observation) > limit:
+            yield from _offline_batch(ctx, it, built)
+            built, held = {}, ArrayBytes()
+        held.add(req.observation)
+        built[t] = req
+    if built:
+        yield from _offline_batch(ctx, it, built)
 
 
 def _executed(
@@ -326,17 +420,14 @@ def _executed(
 
 
 def _offline_batch(
-    ctx: _Context, it: Interaction, chunk: list[float], requests: _Requests
+    ctx: _Context, it: Interaction, built: dict[float, DecisionRequest | BaseException]
 ) -> Iterator[ResponseRecord]:
-    """Plain Offline Probing: one ``respond_batch`` call for independent decision points; the
-    batch's wall time is shared out as latency when the adapter gave none."""
-    reqs: list[DecisionRequest] = []
-    failed: dict[float, BaseException] = {}
-    for t in chunk:
-        try:
-            reqs.append(requests(t))
-        except Exception as exc:  # noqa: BLE001 - a bad observation fails that point
-            failed[t] = exc
+    """Plain Offline Probing: one ``respond_batch`` call for the independent decision points of
+    ``built`` (t -> its request, or the exception building it raised, recorded on that point);
+    the batch's wall time is shared out as latency when the adapter gave none."""
+    chunk = list(built)
+    reqs = [r for r in built.values() if isinstance(r, DecisionRequest)]
+    failed = {t: r for t, r in built.items() if not isinstance(r, DecisionRequest)}
     start = time.perf_counter()
     try:
         outs = ctx.adapter.respond_batch(reqs) if reqs else []

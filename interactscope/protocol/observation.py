@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from interactscope.settings import Settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AttachmentView", "Observation", "Observer", "ObservationError"]
+__all__ = ["ArrayBytes", "AttachmentView", "Observation", "Observer", "ObservationError"]
 
 
 class ObservationError(RuntimeError):
@@ -68,10 +69,13 @@ class Observation:
     Attributes:
         t: decision time (s).
         frames: causal 1 fps frames in time order (``Frame.pts_s <= t``; ``Frame.image``
-            (H, W, 3) uint8 RGB), at most ``frames.max``; ``[]`` for ``scene = none``.
+            (H, W, 3) uint8 RGB, read-only, shared with every other observation showing that
+            frame), at most ``frames.max``; ``[]`` for ``scene = none``.
         n_frames_available: 1 fps frames that exist at t before the ``frames.max`` cap.
         audio: ``native`` mode: float32 mono waveform [0, t], shape ``(round(t * sample_rate),)``
-            (audio attachments mixed in from q); ``None`` otherwise.
+            (audio attachments mixed in from q), read-only: a view of the media's one decoded
+            track shared by every observation (a copy only where an attachment is mixed in);
+            ``None`` otherwise.
         sample_rate: Hz of ``audio``.
         transcript: ``asr`` mode: the causal transcript text (``""`` when nothing was said yet);
             ``None`` otherwise.
@@ -122,6 +126,66 @@ class Observation:
         }
 
 
+RGB_CACHE_BYTES = 64 << 20
+"""LRU cache of converted frames an Observer's media keeps (yuv store only): 64 MiB, about 110
+frames at 600 x 338. Frames a batch still holds are found again without it, and under the
+``uniform`` cap the picks move every second anyway, so a larger cache mostly holds memory."""
+
+
+def _root(a: np.ndarray) -> Any:
+    while isinstance(a.base, np.ndarray):
+        a = a.base
+    return a.base if a.base is not None else a
+
+
+class ArrayBytes:
+    """Host bytes of the distinct arrays a group of observations holds (a batch's memory).
+
+    Each buffer counts once, however many observations (or views) share it: an array is keyed
+    by the root of its ``base`` chain and counts the most bytes any of its views spans (views
+    of the audio track are prefixes ``[0, t]``; frames are whole arrays). So 10 requests that
+    share one 1 MB frame count 1 MB; 10 requests with their own 1 MB audio copies count 10 MB.
+    """
+
+    def __init__(self) -> None:
+        self.total = 0
+        self._spans: dict[int, int] = {}
+        self._roots: list[Any] = []  # kept alive so an id is never reused while counting
+
+    def _arrays(self, obs: Observation) -> list[np.ndarray]:
+        out = [f.image for f in obs.frames if isinstance(getattr(f, "image", None), np.ndarray)]
+        if obs.audio is not None:
+            out.append(obs.audio)
+        for a in obs.attachments:
+            out.extend(x for x in (a.image, a.audio) if x is not None)
+        return out
+
+    def cost(self, obs: Observation | None) -> int:
+        """Bytes that adding ``obs`` would add to :attr:`total` (0 for ``None``)."""
+        if obs is None:
+            return 0
+        extra: dict[int, int] = {}
+        for arr in self._arrays(obs):
+            key = id(_root(arr))
+            have = max(self._spans.get(key, 0), extra.get(key, 0))
+            extra[key] = max(have, int(arr.nbytes))
+        return sum(v - self._spans.get(k, 0) for k, v in extra.items())
+
+    def add(self, obs: Observation | None) -> int:
+        """Count ``obs``'s arrays; returns the bytes it added."""
+        if obs is None:
+            return 0
+        added = self.cost(obs)
+        for arr in self._arrays(obs):
+            root = _root(arr)
+            key = id(root)
+            if key not in self._spans:
+                self._roots.append(root)
+            self._spans[key] = max(self._spans.get(key, 0), int(arr.nbytes))
+        self.total += added
+        return added
+
+
 def _n_samples(t: float, sr: int) -> int:
     return int(round(float(t) * sr))
 
@@ -152,6 +216,14 @@ class Observer:
             ``None``, an attachment is looked up relative to the media file's folder and each of
             its parents, then the working directory.
         media: an already-open ``CausalMedia`` of ``media_path`` (tests, sharing a decode).
+        consumer_side: the model's frame size, ``(width, height) -> long side | None`` of the
+            frames the observation would carry (``Adapter.consumer_max_side``); may also be
+            set with :meth:`use_consumer` before the first ``observe``.
+
+    Frames are stored at the largest size any consumer uses (docs/protocol.md, frames in
+    memory): at ``frames.max_side`` as RGB converted once (the same pixels the frames would
+    have had), lowered to ``consumer_side`` when the model's processor downscales further
+    (yuv420p at that size; the processor's grid, hence its token count, unchanged).
 
     Raises:
         MediaError: (from the first ``observe``) the file cannot be decoded.
@@ -164,6 +236,7 @@ class Observer:
         *,
         bench_root: str | Path | None = None,
         media: Any | None = None,
+        consumer_side: Callable[[int, int], int | None] | None = None,
     ) -> None:
         from interactscope.media import AsrSettings, CausalMedia
 
@@ -171,12 +244,41 @@ class Observer:
         self.settings = settings
         self.bench_root = Path(bench_root) if bench_root is not None else None
         self.sample_rate = int(settings.audio.sample_rate)
+        self.consumer_side = consumer_side
         self.media = media or CausalMedia(
             self.path,
             sample_rate=self.sample_rate,
             asr=AsrSettings(strict=settings.audio.asr_strict),
+            store_max_side=self._consumer,
+            rgb_max_side=settings.frames.max_side,
+            rgb_cache_bytes=RGB_CACHE_BYTES,
         )
         self._attachment_cache: dict[tuple[str, str], Any] = {}
+
+    def _consumer(self, width: int, height: int) -> int | None:
+        return self.consumer_side(width, height) if self.consumer_side is not None else None
+
+    def use_consumer(self, consumer_side: Callable[[int, int], int | None] | None) -> bool:
+        """Set the model's frame size rule (see the class docstring); returns False (and
+        changes nothing) when the media is already decoded, its frames already stored."""
+        if getattr(self.media, "_loaded", False):
+            return False
+        self.consumer_side = consumer_side
+        return True
+
+    def store_info(self) -> dict[str, Any]:
+        """How the 1 fps frames are held (for run.json / logs): ``frames_stored_as``
+        (``"rgb24"``, ``"yuv420p"`` or None before decoding / without video),
+        ``frames_stored_side`` (long side in px; None: the source's), ``held_mb`` (MiB of
+        media data held) and ``rgb_conversions`` (frames converted on request so far)."""
+        m = self.media
+        loaded = getattr(m, "_loaded", False)
+        return {
+            "frames_stored_as": getattr(m, "stored_as", None),
+            "frames_stored_side": getattr(m, "stored_side", None),
+            "held_mb": round(m.held_bytes / 2**20, 1) if loaded else 0.0,
+            "rgb_conversions": getattr(m, "rgb_conversions", 0),
+        }
 
     # ---------------------------------------------------------------- attachments
     def _resolve(self, rel: str, interaction: Interaction) -> Path:
@@ -280,34 +382,45 @@ class Observer:
             obs.transcript = tr.text
             obs.words = tuple(tr.words)
         if visible:
-            for att in interaction.query.attachments:
-                path = self._resolve(att.path, interaction)
-                if att.kind == "image":
-                    img = self._attachment_image(path)
-                    obs.attachments.append(AttachmentView("image", att.path, image=img))
-                    continue
-                view = AttachmentView("audio", att.path)
-                if s.audio.mode == "native":
-                    wav = self._attachment_audio(path)
-                    view.audio = wav
-                    start = _n_samples(q, self.sample_rate)
-                    n = max(0, min(len(wav), obs.audio_samples - start))
-                    view.heard_s = n / self.sample_rate
-                    if n:
-                        seg = obs.audio[start : start + n] + wav[:n]
-                        obs.audio[start : start + n] = np.clip(seg, -1.0, 1.0)
-                elif s.audio.mode == "asr":
-                    tm = int(round(t * 1000))
-                    heard = [
-                        w
-                        for w in self._attachment_words(path)
-                        if int(round((q + w.end_s) * 1000)) <= tm
-                    ]
-                    view.transcript = "".join(w.text for w in heard).strip()
-                    wav_len = len(self._attachment_audio(path)) / self.sample_rate
-                    view.heard_s = max(0.0, min(wav_len, t - q))
-                obs.attachments.append(view)
+            self._add_attachments(obs, t, q, interaction)
+        if obs.audio is not None and obs.audio.flags.writeable:
+            obs.audio.setflags(write=False)  # the same contract with or without attachments
         return obs
+
+    def _add_attachments(self, obs: Observation, t: float, q: float, it: Interaction) -> None:
+        """The visible query attachments of ``it`` at t; an audio one is mixed into
+        ``obs.audio`` (``native``: the stream's shared read-only waveform is copied first, only
+        then) or its heard words given (``asr``)."""
+        s = self.settings
+        for att in it.query.attachments:
+            path = self._resolve(att.path, it)
+            if att.kind == "image":
+                img = self._attachment_image(path)
+                obs.attachments.append(AttachmentView("image", att.path, image=img))
+                continue
+            view = AttachmentView("audio", att.path)
+            if s.audio.mode == "native":
+                wav = self._attachment_audio(path)
+                view.audio = wav
+                start = _n_samples(q, self.sample_rate)
+                n = max(0, min(len(wav), obs.audio_samples - start))
+                view.heard_s = n / self.sample_rate
+                if n:
+                    if not obs.audio.flags.writeable:
+                        obs.audio = obs.audio.copy()
+                    seg = obs.audio[start : start + n] + wav[:n]
+                    obs.audio[start : start + n] = np.clip(seg, -1.0, 1.0)
+            elif s.audio.mode == "asr":
+                tm = int(round(t * 1000))
+                heard = [
+                    w
+                    for w in self._attachment_words(path)
+                    if int(round((q + w.end_s) * 1000)) <= tm
+                ]
+                view.transcript = "".join(w.text for w in heard).strip()
+                wav_len = len(self._attachment_audio(path)) / self.sample_rate
+                view.heard_s = max(0.0, min(wav_len, t - q))
+            obs.attachments.append(view)
 
     def close(self) -> None:
         """Drop cached attachments (the media decode is dropped with the object)."""

@@ -112,8 +112,13 @@ def incomplete_warnings(run: str | Path, c: Completeness | None = None) -> list[
             return [f"{run}: cannot check completeness ({str(exc).splitlines()[0]})"]
     if c.complete:
         return []
-    head = f"{run}: " + ("the run never finished" if not c.finished else "the run lacks records")
     n = len(c.missing)
+    if not n:  # every record is there: only the end mark is missing (e.g. a crash after the last)
+        return [
+            f"{run}: collect did not record its end, but every decision point has a record; "
+            "the scores are complete."
+        ]
+    head = f"{run}: " + ("the run never finished" if not c.finished else "the run lacks records")
     out = [
         f"{head}; {n} interaction(s) without or with partial records count as misses. "
         "Resume it by running the same `interactscope collect` command again."
