@@ -4,10 +4,6 @@ Rolling requests carry the results executed so far, kill -9 + resume in Online R
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -20,8 +16,8 @@ from interactscope.collect import run_collect
 from interactscope.egobench.streaming import InteractionEnvironment, fresh_environment
 from interactscope.runlog import RunFolder, retried
 from interactscope.schema import ResponseRecord, ToolCall
-from tests.foundation_fixtures import REPO, interaction
-from tests.test_env_streaming import ADD, TARGET, WASH, env_bench
+from tests.foundation_fixtures import interaction
+from tests.test_env_streaming import ADD, TARGET, WASH, env_bench, kill_and_resume
 
 REMOVE = "remove_from_household_action_list"
 BOX = {**WASH, "name": "Board Game Box"}
@@ -207,20 +203,6 @@ def test_online_kill_9_midway_and_resume_gives_the_uninterrupted_hashes(tmp_path
     want = _final_hashes(tmp_path / "whole")
     assert set(want) == {"env1", "env2"}
     run = tmp_path / "run"
-    cmd = [sys.executable, "-c", SCRIPT, cfg, str(root), str(run)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stderr=subprocess.DEVNULL)
-    resp = run / "responses.jsonl"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if resp.exists() and resp.read_bytes().count(b"\n") >= 4:
-            break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    n = resp.read_bytes().count(b"\n")
-    assert 4 <= n < 9, "the kill should land inside the first interaction, after a write"
-    res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
+    kill_and_resume(SCRIPT, cfg, root, run)
     assert _final_hashes(run) == want
     assert len(RunFolder(run).responses()) == 18

@@ -234,7 +234,14 @@ def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     want = _final_hashes(tmp_path / "whole")
     assert set(want) == {"env1", "env2"}
     run = tmp_path / "run"
-    cmd = [sys.executable, "-c", SCRIPT, cfg, str(root), str(run)]
+    kill_and_resume(SCRIPT, cfg, root, run)
+    assert _final_hashes(run) == want
+
+
+def kill_and_resume(script: str, cfg: str, root: Path, run: Path) -> None:
+    """Run ``script`` (argv: cfg, bench, run) in a subprocess, SIGKILL it once 4 records are
+    written (inside the first interaction of 9 points), then run it again to completion."""
+    cmd = [sys.executable, "-c", script, cfg, str(root), str(run)]
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     proc = subprocess.Popen(cmd, env=env, cwd=REPO, stderr=subprocess.DEVNULL)
     resp = run / "responses.jsonl"
@@ -249,7 +256,6 @@ def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     assert 4 <= n < 9, "the kill should land inside the first interaction, after a write"
     res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
     assert res.returncode == 0, res.stderr
-    assert _final_hashes(run) == want
 
 
 def test_oracle_run_scored_by_the_cli_prints_the_new_columns(tmp_path):
