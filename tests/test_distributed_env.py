@@ -40,11 +40,11 @@ from interactscope.egobench.streaming_scores import write_environment_scores
 from interactscope.schema import ResponseRecord, ToolCall
 from interactscope.settings import Settings
 from tests.foundation_fixtures import interaction
+from tests.test_distributed_ray import NETNS_ENV, _loopback_only
 from tests.test_env_streaming import ADD, GET, TARGET, U1, WASH, env_bench
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_ENV = ROOT / "interactscope" / "data" / "demo-env"
-NETNS_ENV = "INTERACTSCOPE_RAY_NETNS"
 ME = "tests.test_distributed_env"
 
 PILLOW = {**WASH, "name": "Throw Pillow"}
@@ -400,14 +400,6 @@ def test_cli_unreachable_address_is_one_line(tmp_path) -> None:
 
 
 # --------------------------------------------------------------------------- real Ray
-
-
-def _loopback_only() -> bool:
-    try:
-        lines = Path("/proc/net/dev").read_text().splitlines()[2:]
-    except OSError:
-        return False
-    return {ln.split(":")[0].strip() for ln in lines} <= {"lo"}
 
 
 in_namespace = pytest.mark.skipif(
