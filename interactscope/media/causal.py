@@ -162,15 +162,12 @@ def fit_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
     return max(2, int(round(w * s / 2)) * 2), max(2, int(round(h * s / 2)) * 2)
 
 
-_fit_size = fit_size
-
-
 def _to_rgb(fr: av.VideoFrame, rot: int, max_side: int | None) -> np.ndarray:
     """One stored sample as upright (H, W, 3) uint8 RGB fitted to ``max_side`` (one swscale
     call: colour conversion and AREA scaling together; then the display rotation), read-only.
     One swscale thread: the same pixels as more threads (checked), less CPU for these sizes."""
     dw, dh = (fr.height, fr.width) if rot in (90, 270) else (fr.width, fr.height)
-    tw, th = _fit_size(dw, dh, max_side)
+    tw, th = fit_size(dw, dh, max_side)
     cw, chh = (th, tw) if rot in (90, 270) else (tw, th)
     if (cw, chh) == (fr.width, fr.height):
         img = fr.to_ndarray(format="rgb24", threads=1)
@@ -290,7 +287,7 @@ class _Decoder:
             self.media._stored.append(rgb)
             return len(self.media._stored) - 1
         if self.store_side is not None:
-            w, h = _fit_size(frame.width, frame.height, self.store_side)
+            w, h = fit_size(frame.width, frame.height, self.store_side)
             frame = frame.reformat(
                 width=w, height=h, format="yuv420p", interpolation=self.interpolation, threads=1
             )
@@ -601,7 +598,7 @@ class CausalMedia:
         if v is None:
             return (None if callable(self.store_max_side) else self.store_max_side), None
         cw, ch = v.codec_context.width or 0, v.codec_context.height or 0
-        fw, fh = _fit_size(cw, ch, self.rgb_max_side)
+        fw, fh = fit_size(cw, ch, self.rgb_max_side)
         side = self.store_max_side
         if callable(side):
             side = side(fw, fh) if cw and ch else None
@@ -671,7 +668,7 @@ class CausalMedia:
         LRU cache or any caller (a batch of requests) still holds it."""
         st = self._stored[store]
         if st.rgb is not None and (
-            max_side is None or _fit_size(st.width, st.height, max_side) == (st.width, st.height)
+            max_side is None or fit_size(st.width, st.height, max_side) == (st.width, st.height)
         ):
             return st.rgb
         key = (store, max_side)

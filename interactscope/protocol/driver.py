@@ -225,13 +225,18 @@ def _number(extra: dict[str, Any], key: str) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
+def _model_s(rec: ResponseRecord) -> float:
+    """The record's model seconds: the engine-reported ``model_s``, else its ``latency_s``."""
+    model = _number(rec.model_extra or {}, "model_s")
+    return model if model is not None else (rec.latency_s or 0.0)
+
+
 def _time_record(clock: StageTimings, rec: ResponseRecord) -> None:
     """Add one record's engine-reported stage seconds and token counts to ``clock``: its
     ``process_s`` and ``model_s`` (else ``latency_s`` as the model's), and ``cached_tokens``
     (prefix-cache hits) against its prompt tokens where the engine reports it."""
     extra = rec.model_extra or {}
-    model = _number(extra, "model_s")
-    clock.model_s += model if model is not None else (rec.latency_s or 0.0)
+    clock.model_s += _model_s(rec)
     clock.process_s += _number(extra, "process_s") or 0.0
     clock.prompt_tokens += rec.prompt_tokens or 0
     clock.completion_tokens += rec.completion_tokens or 0
@@ -251,10 +256,9 @@ def _count(summary: CollectSummary, rec: ResponseRecord) -> None:
         summary.suppressed += 1
     elif not rec.silent:
         summary.non_silent += 1
-    clock = summary.timings if summary.timings is not None else StageTimings()
-    before = clock.model_s
-    _time_record(clock, rec)
-    summary.model_s += clock.model_s - before
+    summary.model_s += _model_s(rec)
+    if summary.timings is not None:
+        _time_record(summary.timings, rec)
     summary.prompt_tokens += rec.prompt_tokens or 0
     summary.completion_tokens += rec.completion_tokens or 0
 
@@ -335,15 +339,14 @@ def _collect_interaction(
         yield from _failed(it, pending, ctx.bench.media_errors[video.id])
         return
     start = time.perf_counter()
+    observer, unreadable = None, None
     try:
         observer = ctx.observations.get(it) if ctx.observations is not None else None
     except Exception as exc:  # noqa: BLE001 - unreadable media fails this interaction only
-        log.warning("interaction %s: %s", it.id, _error_text(exc))
-        observer, unreadable = None, _error_text(exc)
-    else:
-        unreadable = None
+        unreadable = _error_text(exc)
     ctx.clock.decode_s += time.perf_counter() - start
     if unreadable is not None:
+        log.warning("interaction %s: %s", it.id, unreadable)
         yield from _failed(it, pending, unreadable)
         return
     env = ctx.tools.open(it) if ctx.tools is not None else None
@@ -361,8 +364,7 @@ def _collect_interaction(
 def _by_strategy(
     ctx: _Context, it: Interaction, pending: list[float], requests: _Requests, batch_size: int
 ) -> Iterator[ResponseRecord]:
-    """Dispatch by protocol and controls. The video's frames are held at the model's size
-    (``adapter.consumer_max_side``, before its first decode). Plain Offline Probing cuts its
+    """Dispatch by protocol and controls. Plain Offline Probing cuts its
     batches at ``batch_size`` points and before their requests' distinct host arrays
     (:class:`~interactscope.protocol.observation.ArrayBytes`) pass ``adapter.batch_max_mb``
     (a point larger than the bound goes alone)."""
@@ -370,10 +372,6 @@ def _by_strategy(
     from interactscope.settings import batch_max_bytes
 
     s = ctx.settings
-    use = getattr(requests.observer, "use_consumer", None)
-    side = getattr(ctx.adapter, "consumer_max_side", None)
-    if use is not None and callable(side):
-        use(side)
     if s.protocol == "online":
         yield from _online(ctx, it, pending, requests)
         return
