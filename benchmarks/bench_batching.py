@@ -28,7 +28,7 @@ sys.path.insert(0, str(REPO))
 
 
 def _requests(settings):
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.protocol.observation import Observer
     from tests.test_adapters_transformers import CITY, IT, _request
 
     ob = Observer(CITY, settings)
@@ -64,8 +64,8 @@ def main() -> None:
     ap.add_argument("--max-new-tokens", type=int, default=8)
     args = ap.parse_args()
 
-    from interactscope.adapters.transformers_backend import TransformersAdapter
-    from interactscope.settings import Settings
+    from interactscope.streaming.adapters.transformers_backend import TransformersAdapter
+    from interactscope.streaming.settings import Settings
     from tests.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()

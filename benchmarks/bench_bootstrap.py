@@ -32,7 +32,7 @@ import numpy as np
 import scipy
 from scipy import stats as sps
 
-from interactscope.analysis.stats import (
+from interactscope.stats import (
     Ratio,
     balanced_mean_bootstrap,
     bootstrap_metrics,

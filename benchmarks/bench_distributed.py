@@ -56,8 +56,8 @@ def _reexec_isolated() -> None:
 
 def _one(out: Path, latency: float, workers: int | None) -> tuple[float, float]:
     """(points per second in the collection phase, start-up seconds) of one fresh run."""
-    from interactscope.collect import run_collect
-    from interactscope.distributed import RayOptions, run_collect_ray
+    from interactscope.streaming.collect import run_collect
+    from interactscope.streaming.distributed import RayOptions, run_collect_ray
 
     kw = dict(
         model="oracle",

@@ -30,8 +30,8 @@ def _requests(seconds: int, w: int, h: int):
 
     from interactscope.media import Frame
     from interactscope.media.causal import select_indices
-    from interactscope.protocol.observation import Observation
-    from interactscope.settings import Settings
+    from interactscope.streaming.protocol.observation import Observation
+    from interactscope.streaming.settings import Settings
     from tests.test_adapters_transformers import _request
 
     rng = np.random.default_rng(0)
@@ -73,7 +73,7 @@ def main() -> None:
 
     from interactscope.engines.qwen_mm import QwenEngine
     from interactscope.engines.qwen_options import QwenOptions
-    from interactscope.protocol.prompts import build_messages
+    from interactscope.streaming.protocol.prompts import build_messages
     from tests.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()

@@ -88,7 +88,7 @@ def _plain(path: str) -> dict:
 
 def _observe(path: str, max_side: int | None) -> dict:
     from interactscope.media import CausalMedia
-    from interactscope.protocol.grid import decision_grid
+    from interactscope.streaming.protocol.grid import decision_grid
 
     t0 = time.perf_counter()
     cm = CausalMedia(path)
@@ -114,7 +114,7 @@ def _observe(path: str, max_side: int | None) -> dict:
 
 def _naive(path: str) -> dict:
     """Reopen and decode [0, t] for every 10th decision point; extrapolate to all of them."""
-    from interactscope.protocol.grid import decision_grid
+    from interactscope.streaming.protocol.grid import decision_grid
 
     with av.open(path) as c:
         dur = float(c.duration or 0) / 1e6
@@ -171,7 +171,7 @@ def bench_load(n_videos: int, repeat: int) -> None:
     """Print load_benchmark wall time at N and 4N videos (best of ``repeat``) and the ratio."""
     import logging
 
-    from interactscope.bench import load_benchmark
+    from interactscope.streaming.bench import load_benchmark
 
     logging.disable(logging.WARNING)  # the synthetic targets warn (3 targets within merge_s)
     times = {}

@@ -10,7 +10,7 @@ Run by hand (prints figures, asserts nothing):
 2. In a fresh process each (peak resident memory, ``ru_maxrss``, is that phase's own):
    * **plain**: one plain PyAV decode of every video and audio frame, nothing kept;
    * **observe-old**: the code before this change (``git show HEAD~N:...`` is not needed: the
-     old ``media/causal.py`` and ``protocol/observation.py`` are loaded from ``--old-ref``,
+     old ``media/causal.py`` and ``streaming/protocol/observation.py`` are loaded from ``--old-ref``,
      default ``HEAD``) building the observation of every decision point of a q = 0
      interaction over the whole clip (1 s grid, cap 32 uniform, native audio), each dropped
      after use: frames held at the source size, audio copied at every point;
@@ -44,7 +44,7 @@ sys.path.insert(0, str(ROOT))
 
 
 def _interaction():
-    from interactscope.schema import Interaction
+    from interactscope.streaming.schema import Interaction
 
     return Interaction.model_validate(
         {
@@ -62,7 +62,7 @@ def _old_modules(ref: str) -> tuple:
     tmp = Path(tempfile.mkdtemp(prefix="bench-memory-old-"))
     mods = []
     for name, rel in (("old_causal", "interactscope/media/causal.py"),
-                      ("old_observation", "interactscope/protocol/observation.py")):  # fmt: skip
+                      ("old_observation", "interactscope/streaming/protocol/observation.py")):  # fmt: skip
         src = subprocess.run(["git", "-C", str(ROOT), "show", f"{ref}:{rel}"], check=True,
                              capture_output=True, text=True).stdout  # fmt: skip
         (tmp / f"{name}.py").write_text(src)
@@ -75,13 +75,13 @@ def _old_modules(ref: str) -> tuple:
 
 
 def _observer(kind: str, path: str, args) -> object:
-    from interactscope.settings import Settings
+    from interactscope.streaming.settings import Settings
 
     if kind == "old":
         old_media, old_observer = _old_modules(args.old_ref)
         return old_observer(path, Settings(), media=old_media(path))
-    from interactscope.adapters.base import pixel_budget_side
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.adapters.base import pixel_budget_side
+    from interactscope.streaming.protocol.observation import Observer
 
     def side(w: int, h: int) -> int | None:
         return pixel_budget_side(w, h, args.max_pixels, 3136, None)
@@ -101,7 +101,7 @@ def _phase_plain(path: str, args) -> dict:
 
 
 def _phase_observe(ob, path: str, args) -> dict:
-    from interactscope.protocol.grid import decision_grid
+    from interactscope.streaming.protocol.grid import decision_grid
 
     it = _interaction()
     grid = decision_grid(0.0, ob.media.duration_s)
@@ -116,7 +116,7 @@ def _phase_observe(ob, path: str, args) -> dict:
 
 
 def _phase_batch(ob, kind: str, args) -> dict:
-    from interactscope.protocol.observation import ArrayBytes
+    from interactscope.streaming.protocol.observation import ArrayBytes
 
     it = _interaction()
     n = args.old_batch if kind == "old" else args.batch

@@ -119,7 +119,7 @@ def main() -> None:
     import logging
 
     logging.disable(logging.WARNING)
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     with tempfile.TemporaryDirectory() as tmp_s:
         tmp = args.keep or Path(tmp_s)

@@ -31,7 +31,7 @@ def _observation(t: float, settings):
 
     from interactscope.media import Frame
     from interactscope.media.causal import select_indices
-    from interactscope.protocol.observation import Observation
+    from interactscope.streaming.protocol.observation import Observation
 
     n = int(t) + 1
     keep = select_indices(n, settings.frames.max, settings.frames.cap_policy)
@@ -53,9 +53,9 @@ def _shared(a: list[int], b: list[int]) -> float:
 
 def measure(engine, bench, it, version: str, frames_as: str, policy: str, seconds: int):
     """(mean share within the cap, mean share beyond it, mean prompt tokens)."""
-    from interactscope.protocol.prompts import build_messages
-    from interactscope.protocol.requests import request_at
-    from interactscope.settings import Settings
+    from interactscope.streaming.protocol.prompts import build_messages
+    from interactscope.streaming.protocol.requests import request_at
+    from interactscope.streaming.settings import Settings
 
     s = Settings(prompt_version=version, frames={"cap_policy": policy})
     ids = []
@@ -75,9 +75,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=int, default=48, help="decision points t = 1..N")
     args = ap.parse_args()
 
-    from interactscope.bench import load_benchmark
     from interactscope.engines.qwen_mm import QwenEngine
     from interactscope.engines.qwen_options import QwenOptions
+    from interactscope.streaming.bench import load_benchmark
     from tests.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()

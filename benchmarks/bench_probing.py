@@ -5,7 +5,7 @@ Run by hand (prints figures, asserts nothing about time):
     . .venv/bin/activate && HF_HUB_OFFLINE=1 python benchmarks/bench_probing.py [--limit N]
         [--protocol offline|online] [--max-side PX] [--batch-size 16]
 
-It runs the real collection path (``interactscope.collect.run_collect``: benchmark loading,
+It runs the real collection path (``interactscope.streaming.collect.run_collect``: benchmark loading,
 decision grids, one decode per video, causal observations, prompt building, the ``transformers``
 backend, the run folder) with the tiny Qwen2.5-Omni thinker of ``tests/tiny_qwen.py`` in place of
 a checkpoint, and times each stage by wrapping it:
@@ -63,10 +63,10 @@ def main() -> None:
 
     import torch
 
-    from interactscope.adapters import registry
-    from interactscope.adapters import transformers_backend as tb
-    from interactscope.collect import run_collect
-    from interactscope.protocol import observation, prompts
+    from interactscope.streaming.adapters import registry
+    from interactscope.streaming.adapters import transformers_backend as tb
+    from interactscope.streaming.collect import run_collect
+    from interactscope.streaming.protocol import observation, prompts
     from tests.tiny_qwen import tiny_omni
 
     t0 = time.perf_counter()

@@ -47,7 +47,7 @@ def _observation(t: float, settings, audio):
 
     from interactscope.media import Frame
     from interactscope.media.causal import select_indices
-    from interactscope.protocol.observation import Observation
+    from interactscope.streaming.protocol.observation import Observation
 
     n = int(t) + 1
     keep = select_indices(n, settings.frames.max, settings.frames.cap_policy)
@@ -62,8 +62,8 @@ def _observation(t: float, settings, audio):
 def _requests(settings, points: int):
     import numpy as np
 
-    from interactscope.protocol.types import DecisionRequest
-    from interactscope.schema import Interaction, VideoRecord
+    from interactscope.streaming.protocol.types import DecisionRequest
+    from interactscope.streaming.schema import Interaction, VideoRecord
 
     it = Interaction.model_validate(
         {"id": "long", "video_id": "v", "task": "T1",
@@ -80,7 +80,7 @@ def _requests(settings, points: int):
 
 
 def _adapter(settings, max_new: int, **cfg):
-    from interactscope.adapters.transformers_backend import TransformersAdapter
+    from interactscope.streaming.adapters.transformers_backend import TransformersAdapter
     from tests.tiny_qwen import tiny_omni
 
     model, proc = tiny_omni()
@@ -130,7 +130,7 @@ def main() -> None:
     ap.add_argument("--check", action="store_true", help="also compare answers to re-encoding")
     args = ap.parse_args()
 
-    from interactscope.settings import Settings
+    from interactscope.streaming.settings import Settings
 
     s = Settings(frames={"max": args.frames_max})
     it, video, reqs = _requests(s, args.points)

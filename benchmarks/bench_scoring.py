@@ -19,9 +19,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from interactscope.judges.file import FileJudge
-from interactscope.schema import Interaction, ResponseRecord, ToolCall
-from interactscope.scoring.run import score_collection, write_scores
+from interactscope.streaming.judges.file import FileJudge
+from interactscope.streaming.schema import Interaction, ResponseRecord, ToolCall
+from interactscope.streaming.scoring.run import score_collection, write_scores
 
 # Task counts of Omni-InteractScope (docs/protocol.md#task-groups): interactions, targets.
 PAPER = {

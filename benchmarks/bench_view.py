@@ -23,8 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from interactscope.collect import run_collect  # noqa: E402
-from interactscope.scoring.run import score_run  # noqa: E402
+from interactscope.streaming.collect import run_collect  # noqa: E402
+from interactscope.streaming.scoring.run import score_run  # noqa: E402
 from interactscope.view import ViewSettings, write_view  # noqa: E402
 
 BUDGET_S = 5.0

@@ -15,7 +15,7 @@ SHARED = REPO.parent / "shared"  # ../shared beside the clone in CI and on devel
 @pytest.fixture(scope="session")
 def demo_bench() -> Path:
     """The bundled demo benchmark folder (package data, found as a user's install finds it)."""
-    from interactscope.resources import demo_benchmark_dir
+    from interactscope.core.resources import demo_benchmark_dir
 
     return demo_benchmark_dir()
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interactscope.collect import run_collect
-from interactscope.schema import RunManifest
-from interactscope.scoring.run import score_run
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.schema import RunManifest
+from interactscope.streaming.scoring.run import score_run
 from tests.foundation_fixtures import DEMO
 
 DEMO_RUNS = {
@@ -35,7 +35,7 @@ def make_demo_runs(root: Path, names=None, *, score: bool = True) -> dict[str, P
 
 
 def manifest(model: str = "m", settings: dict | None = None, fingerprint: str = "f") -> RunManifest:
-    """A minimal ``run.json`` for hand-made :class:`~interactscope.analysis.runs.ScoredRun`s."""
+    """A minimal ``run.json`` for hand-made :class:`~interactscope.streaming.analysis.runs.ScoredRun`s."""
     return RunManifest(
         model=model,
         backend=model,

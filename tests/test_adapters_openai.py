@@ -31,14 +31,14 @@ pytest.importorskip("openai")
 
 from stub_http import send_json
 
-from interactscope.adapters.base import AdapterError, AdapterOutput, DecisionRequest  # noqa: E402
-from interactscope.adapters.openai_backend import (  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError, AdapterOutput, DecisionRequest  # noqa: E402
+from interactscope.streaming.adapters.openai_backend import (  # noqa: E402
     OpenAIAdapter,
     to_openai_messages,
     to_openai_tools,
 )
-from interactscope.schema import Interaction, ToolCall, ToolSpec, VideoRecord  # noqa: E402
-from interactscope.settings import Settings  # noqa: E402
+from interactscope.streaming.schema import Interaction, ToolCall, ToolSpec, VideoRecord  # noqa: E402
+from interactscope.streaming.settings import Settings  # noqa: E402
 
 KEY_ENV = "INTERACTSCOPE_TEST_OPENAI_KEY"
 URL_ENV = "INTERACTSCOPE_TEST_OPENAI_URL"
@@ -488,7 +488,7 @@ def test_real_server_round_trip(smollm2_server, tmp_path: Path, monkeypatch) -> 
         assert out.prompt_tokens and out.prompt_tokens > 10
         assert out.completion_tokens and 0 < out.completion_tokens <= 12
     # the driver's parser classifies the reply (tool calls, if any, are parsed from text)
-    from interactscope.protocol.driver import to_record
+    from interactscope.streaming.protocol.driver import to_record
 
     rec = to_record("it-1", 2.0, outs[0], adapter.settings)
     assert rec.error is None and rec.text == outs[0].text
@@ -498,7 +498,7 @@ def test_real_server_round_trip(smollm2_server, tmp_path: Path, monkeypatch) -> 
 @pytest.mark.slow
 def test_real_server_with_build_messages(smollm2_server, tmp_path: Path, monkeypatch) -> None:
     """The real prompt builder (scene=none: request text only) through the real server."""
-    pytest.importorskip("interactscope.protocol.prompts")
+    pytest.importorskip("interactscope.streaming.protocol.prompts")
     monkeypatch.setenv(URL_ENV, smollm2_server["url"])
     adapter = OpenAIAdapter(
         "smollm2-serve",
@@ -548,7 +548,7 @@ def test_real_server_collect_end_to_end(smollm2_server, tmp_path, monkeypatch) -
     interaction (scene=none: request text only; a 4 s grid to keep it short), answered by the
     real loopback server: one
     record per decision point, none failed, tokens counted, the key never in run.json."""
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     monkeypatch.setenv(URL_ENV, smollm2_server["url"])
     monkeypatch.setenv(KEY_ENV, SECRET)
@@ -585,7 +585,7 @@ def av_clip(tmp_path_factory) -> Path:
 
 
 def _observe(path: Path, request: DecisionRequest) -> DecisionRequest:
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.protocol.observation import Observer
 
     obs = Observer(path, request.settings, bench_root=path.parent).observe(
         request.t, request.interaction
@@ -664,7 +664,7 @@ def test_null_content_without_tool_calls_is_an_error(stub: Stub, tmp_path, monke
     assert "content null" in msg and "finish_reason length" in msg
     assert "t=2s" in msg and "127.0.0.1" in msg
 
-    from interactscope.protocol.driver import to_record
+    from interactscope.streaming.protocol.driver import to_record
 
     rec = to_record("it-1", 2.0, out, Settings())
     assert rec.error and not rec.silent
@@ -742,7 +742,7 @@ def _stub_config(path: Path, **extra: Any) -> Path:
 
 
 def test_collect_from_q0_completes_with_audio_checked(stub: Stub, tmp_path, av_clip) -> None:
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     stub.responder = lambda body: (
         200,
@@ -763,7 +763,7 @@ def test_collect_from_q0_completes_with_audio_checked(stub: Stub, tmp_path, av_c
 
 
 def test_collect_stops_when_audio_is_dropped(stub: Stub, tmp_path, av_clip) -> None:
-    from interactscope.collect import CollectError, run_collect
+    from interactscope.streaming.collect import CollectError, run_collect
 
     stub.responder = lambda body: (200, completion("<SILENT>", prompt_tokens=50), {})
     bench = _tiny_bench(tmp_path / "bench", av_clip)

@@ -19,16 +19,16 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from interactscope.adapters import registry  # noqa: E402
-from interactscope.adapters.base import AdapterError, DecisionRequest  # noqa: E402
-from interactscope.adapters.transformers_backend import TransformersAdapter  # noqa: E402
-from interactscope.collect import run_collect  # noqa: E402
 from interactscope.media import CausalMedia, Frame  # noqa: E402
-from interactscope.protocol.grid import decision_grid  # noqa: E402
-from interactscope.protocol.observation import Observation, Observer  # noqa: E402
-from interactscope.runlog import RunFolder  # noqa: E402
-from interactscope.schema import Interaction, ToolSpec, VideoRecord  # noqa: E402
-from interactscope.settings import Settings  # noqa: E402
+from interactscope.streaming.adapters import registry  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError, DecisionRequest  # noqa: E402
+from interactscope.streaming.adapters.transformers_backend import TransformersAdapter  # noqa: E402
+from interactscope.streaming.collect import run_collect  # noqa: E402
+from interactscope.streaming.protocol.grid import decision_grid  # noqa: E402
+from interactscope.streaming.protocol.observation import Observation, Observer  # noqa: E402
+from interactscope.streaming.runlog import RunFolder  # noqa: E402
+from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord  # noqa: E402
+from interactscope.streaming.settings import Settings  # noqa: E402
 from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
 from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
 
@@ -367,7 +367,7 @@ def test_missing_weights_fail_with_a_clear_message_and_no_download(tmp_path, mon
 
 # ------------------------------------------------------------------------------ frame cache
 def _processed(engine, reqs, frames_as):
-    from interactscope.protocol.prompts import build_messages
+    from interactscope.streaming.protocol.prompts import build_messages
 
     out = []
     for r in reqs:
@@ -417,7 +417,7 @@ def test_frame_cache_gives_the_same_processor_outputs_processing_each_frame_once
 
 
 def _request_messages(req, frames_as):
-    from interactscope.protocol.prompts import build_messages
+    from interactscope.streaming.protocol.prompts import build_messages
 
     return build_messages(req, frames_as=frames_as)
 

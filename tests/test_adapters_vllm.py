@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from interactscope.adapters.base import AdapterError, AdapterOutput, DecisionRequest
-from interactscope.schema import Interaction, VideoRecord
-from interactscope.settings import Settings
+from interactscope.streaming.adapters.base import AdapterError, AdapterOutput, DecisionRequest
+from interactscope.streaming.schema import Interaction, VideoRecord
+from interactscope.streaming.settings import Settings
 
 SR = 16000
 IMAGE = "<|vision_bos|><|IMAGE|><|vision_eos|>"
@@ -158,7 +158,7 @@ def fake_messages(request: DecisionRequest, h: int = 56, w: int = 84) -> list[di
 
 
 def make_adapter(monkeypatch, settings: Settings | None = None, h=56, w=84, **cfg: Any):
-    from interactscope.adapters.vllm_backend import VLLMAdapter
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
 
     config: dict[str, Any] = {
         "backend": "vllm",
@@ -177,7 +177,7 @@ def make_adapter(monkeypatch, settings: Settings | None = None, h=56, w=84, **cf
 
 
 def test_missing_vllm_is_a_clear_error(monkeypatch) -> None:
-    from interactscope.adapters.vllm_backend import VLLMAdapter
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
 
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm -> ImportError
     with pytest.raises(AdapterError, match=r"interactscope\[vllm\]"):
@@ -185,7 +185,7 @@ def test_missing_vllm_is_a_clear_error(monkeypatch) -> None:
 
 
 def test_registry_knows_the_backend() -> None:
-    from interactscope.adapters.registry import BACKENDS, adapter_class
+    from interactscope.streaming.adapters.registry import BACKENDS, adapter_class
 
     assert "vllm" in BACKENDS
     assert adapter_class("vllm").backend == "vllm"
@@ -327,9 +327,9 @@ def test_real_observation_is_causal(
 ) -> None:
     """Observer + build_messages + the adapter: the engine gets exactly the causal frames and
     round(t * 16000) audio samples, and the prompt states the silence token and stream time."""
-    from interactscope.adapters.vllm_backend import VLLMAdapter
-    from interactscope.protocol.observation import Observer
-    from interactscope.protocol.prompts import fmt_time
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
+    from interactscope.streaming.protocol.observation import Observer
+    from interactscope.streaming.protocol.prompts import fmt_time
 
     settings = Settings()
     request = make_request(tmp_path, t)
@@ -419,8 +419,8 @@ def test_real_qwen_omni_processor_accepts_the_engine_input(fake_vllm, tmp_path, 
     pytest.importorskip("transformers")
     from tiny_qwen import PIXELS, tiny_omni
 
-    from interactscope.adapters.vllm_backend import VLLMAdapter
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
+    from interactscope.streaming.protocol.observation import Observer
 
     _, processor = tiny_omni()
     ckpt = tmp_path / "tiny-omni"
@@ -469,7 +469,7 @@ def test_real_qwen_omni_processor_accepts_the_engine_input(fake_vllm, tmp_path, 
 
 
 def _vllm_configs() -> list[str]:
-    from interactscope.adapters.registry import available_models, load_model_config
+    from interactscope.streaming.adapters.registry import available_models, load_model_config
 
     return [n for n in available_models() if load_model_config(n)[1].get("backend") == "vllm"]
 
@@ -479,8 +479,8 @@ def test_shipped_qwen_configs_drive_the_engine(fake_vllm, monkeypatch, tmp_path,
     """The shipped Qwen configs (keys shared with the transformers backend) load through the
     registry and reach the engine: limits, context, engine args, video items (with metadata for
     Qwen3-VL), every frame count from 1 to 32."""
-    from interactscope.adapters.registry import build_adapter, load_model_config
-    from interactscope.settings import apply_overrides
+    from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+    from interactscope.streaming.settings import apply_overrides
 
     _, cfg = load_model_config(name)
     settings = Settings(**apply_overrides(Settings().model_dump(), cfg.get("settings") or {}))
@@ -518,8 +518,8 @@ def test_prepare_preflights_every_interaction(fake_vllm, monkeypatch, tmp_path) 
     and a context too small fails before the run with the interaction and t named."""
     from foundation_fixtures import interaction, write_bench
 
-    from interactscope.adapters.vllm_backend import VLLMAdapter
-    from interactscope.bench import load_benchmark
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
+    from interactscope.streaming.bench import load_benchmark
 
     root = write_bench(
         tmp_path / "bench",

@@ -10,39 +10,42 @@ import pytest
 
 PKG = Path(__file__).resolve().parents[1] / "interactscope"
 
-# Layer of each top-level module or sub-package, in flow order (docs/architecture.md). A module may
-# import from its own layer or any layer above it (smaller number), never from a lower one.
+# Layer of each top-level module or sub-package (and of each module inside ``streaming/``), in
+# flow order (docs/architecture.md). A module may import from its own layer or any layer above it
+# (smaller number), never from a lower one.
 LAYERS: dict[str, int] = {
-    "__init__": 0,
-    "__main__": 14,
-    "schema": 0,
-    "settings": 0,
-    "tasks": 0,
-    "resources": 0,
-    "model_configs": 0,
-    "secrets": 0,
+    "_aliases": 0,
+    "core": 0,
     "media": 1,
-    "bench": 2,
-    "runlog": 3,
-    "engines": 4,
-    "protocol": 5,
-    "adapters": 6,
-    "judges": 7,
-    "scoring": 8,
-    "analysis": 9,
-    "stats": 9,
-    "compare": 9,
-    "controls": 9,
-    "beyond": 9,
-    "report": 9,
-    "importers": 9,
-    "egobench": 10,
-    "view": 11,
-    "collect": 12,
-    "distributed": 12,
-    "demo": 12,
-    "cli": 13,
+    "engines": 2,
+    "replies": 3,
+    "runs": 3,
+    "stats": 3,
+    "egobench": 4,
+    "streaming.__init__": 5,
+    "streaming.tasks": 5,
+    "streaming.schema": 5,
+    "streaming.settings": 5,
+    "streaming.bench": 6,
+    "streaming.runlog": 7,
+    "streaming.protocol": 8,
+    "streaming.adapters": 9,
+    "streaming.judges": 10,
+    "streaming.scoring": 11,
+    "streaming.analysis": 12,
+    "streaming.importers": 12,
+    "streaming.environments": 13,
+    "view": 14,
+    "streaming.collect": 15,
+    "streaming.distributed": 15,
+    "streaming.demo": 15,
+    "cli": 16,
+    "__init__": 17,
 }
+
+# The shared spine: these import nothing from either benchmark.
+SPINE = ("core", "media", "engines", "replies", "runs", "stats")
+BENCHMARKS = ("streaming", "egobench")
 
 # Imports of model clients allowed only inside the engine layer.
 MODEL_CLIENTS = ("openai", "vllm", "transformers", "torch", "llama_cpp")
@@ -54,9 +57,18 @@ def _modules() -> list[Path]:
     return sorted(p for p in PKG.rglob("*.py") if "data" not in p.relative_to(PKG).parts[:1])
 
 
+def _unit(parts: list[str] | tuple[str, ...]) -> str:
+    """The LAYERS key of a module given as path parts under the package (``streaming`` is split
+    one level further)."""
+    parts = list(parts)
+    if parts and parts[0] == "streaming" and len(parts) > 1:
+        return "streaming." + parts[1]
+    return parts[0] if parts else "__init__"
+
+
 def _top(path: Path) -> str:
     rel = path.relative_to(PKG)
-    return rel.parts[0] if len(rel.parts) > 1 else rel.stem
+    return _unit([*rel.parts[:-1], rel.stem])
 
 
 def _imported(tree: ast.AST) -> list[tuple[int, str]]:
@@ -83,10 +95,35 @@ def test_no_import_runs_upward() -> None:
             parts = name.split(".")
             if parts[0] != "interactscope" or len(parts) < 2:
                 continue
-            dst_layer = LAYERS.get(parts[1])
+            dst_layer = LAYERS.get(_unit(parts[1:]))
             if src_layer is not None and dst_layer is not None and dst_layer > src_layer:
                 upward.append(f"{path.relative_to(PKG.parent)}:{line} imports {name}")
     assert not upward, "imports against the flow:\n" + "\n".join(upward)
+
+
+def test_spine_imports_no_benchmark() -> None:
+    found = []
+    for path in _modules():
+        if _top(path).split(".")[0] not in SPINE:
+            continue
+        for line, name in _imported(ast.parse(path.read_text())):
+            parts = name.split(".")
+            if parts[0] == "interactscope" and len(parts) > 1 and parts[1] in BENCHMARKS:
+                found.append(f"{path.relative_to(PKG.parent)}:{line} imports {name}")
+    assert not found, "the shared spine imports a benchmark:\n" + "\n".join(found)
+
+
+def test_package_uses_no_old_import_path() -> None:
+    from interactscope._aliases import new_name
+
+    old = []
+    for path in _modules():
+        for line, name in _imported(ast.parse(path.read_text())):
+            if name.startswith("interactscope.") and new_name(name):
+                old.append(f"{path.relative_to(PKG.parent)}:{line} imports {name}")
+    assert not old, (
+        "old import paths (interactscope/_aliases.py) inside the package:\n" + "\n".join(old)
+    )
 
 
 def test_only_engines_import_model_clients() -> None:
@@ -116,4 +153,5 @@ def test_layer_table_names_real_modules(name: str) -> None:
     # A stale entry would hide a renamed module from the checks above.
     if name == "__main__":
         pytest.skip("no interactscope/__main__.py: the CLI's entry point is interactscope.cli")
-    assert (PKG / f"{name}.py").exists() or (PKG / name).is_dir()
+    rel = name.replace(".", "/")
+    assert (PKG / f"{rel}.py").exists() or (PKG / rel).is_dir()

@@ -17,8 +17,8 @@ import torch  # noqa: E402
 from interactscope.engines.base import EngineError  # noqa: E402
 from interactscope.engines.qwen_mm import QwenEngine, collate_left  # noqa: E402
 from interactscope.engines.qwen_options import QwenOptions  # noqa: E402
-from interactscope.protocol.observation import Observer  # noqa: E402
-from interactscope.settings import Settings  # noqa: E402
+from interactscope.streaming.protocol.observation import Observer  # noqa: E402
+from interactscope.streaming.settings import Settings  # noqa: E402
 from tests.test_adapters_transformers import CITY, IT, _adapter, _request  # noqa: E402
 from tests.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
 

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from interactscope.bench import BenchmarkError, load_benchmark
+from interactscope.streaming.bench import BenchmarkError, load_benchmark
 from tests.foundation_fixtures import DEMO, interaction, write_bench
 
 

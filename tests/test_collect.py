@@ -12,11 +12,11 @@ from collections import Counter
 
 import pytest
 
-from interactscope.adapters import registry
-from interactscope.adapters.base import Adapter, AdapterOutput, Session
-from interactscope.collect import run_collect
-from interactscope.protocol.grid import decision_grid
-from interactscope.runlog import RunFolder
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput, Session
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.protocol.grid import decision_grid
+from interactscope.streaming.runlog import RunFolder
 from tests.foundation_fixtures import DEMO, interaction, write_bench
 from tests.test_runlog import DEMO_POINTS
 

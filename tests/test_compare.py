@@ -8,15 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.collect import run_collect
-from interactscope.compare import (
-    CompareError,
-    compare_runs,
-    metric_ratios,
-    paired_table,
-    run_label,
-)
-from interactscope.scoring.run import score_run
+from interactscope.streaming.analysis.compare import compare_runs, metric_ratios, paired_table
+from interactscope.streaming.analysis.errors import CompareError
+from interactscope.streaming.analysis.runs import run_label
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.scoring.run import score_run
 from tests.foundation_fixtures import DEMO, interaction, write_bench
 from tests.report_fixtures import make_demo_runs, manifest
 
@@ -60,7 +56,7 @@ def test_identical_runs_give_zero_width_zero_intervals(runs):
 
 # blind-fire must call the most frequent T1 tool among those each interaction is offered; it
 # picks the benchmark-wide one (add_to_household_action_list, which t1-taxi is not offered) until
-# interactscope/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
+# interactscope/streaming/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
 # remove the mark with that change. Today's value is 1/5 (only t1-home-chores/k1).
 def test_blind_fire_t1_joint_is_two_of_five(runs):
     c = compare_runs(runs["oracle"], runs["blind-fire"], n_resamples=B)

@@ -7,10 +7,9 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from interactscope.beyond import allocate_lenient, latency_shifted
 from interactscope.cli import app
-from interactscope.compare import CompareError, ScoredRun
-from interactscope.controls import (
+from interactscope.streaming.analysis.beyond_paper import allocate_lenient, latency_shifted
+from interactscope.streaming.analysis.controls import (
     blind_fire,
     constant_tool,
     policy_controls,
@@ -20,7 +19,9 @@ from interactscope.controls import (
     schedule_control,
     simulate_blind_fire,
 )
-from interactscope.schema import Interaction, ResponseRecord, ToolCall
+from interactscope.streaming.analysis.errors import CompareError
+from interactscope.streaming.analysis.runs import ScoredRun
+from interactscope.streaming.schema import Interaction, ResponseRecord, ToolCall
 from tests.report_fixtures import make_demo_runs, manifest
 
 B = 500
@@ -268,9 +269,9 @@ def test_latency_shift_moves_responses():
 
 
 def test_latency_aware_rescoring_end_to_end(tmp_path):
-    from interactscope.collect import run_collect
-    from interactscope.compare import rescore
-    from interactscope.runlog import RunFolder
+    from interactscope.streaming.analysis.runs import rescore
+    from interactscope.streaming.collect import run_collect
+    from interactscope.streaming.runlog import RunFolder
     from tests.foundation_fixtures import interaction, write_bench
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
@@ -291,9 +292,9 @@ def test_latency_aware_rescoring_end_to_end(tmp_path):
 def test_lenient_frame_end_to_end(tmp_path):
     """A run folder with a wrong tool call at τ−2 and the right one at τ+1 (a separate group):
     the paper's rule scores 0, the lenient allocation 1."""
-    from interactscope.beyond import lenient_frame
-    from interactscope.collect import run_collect
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.analysis.beyond_paper import lenient_frame
+    from interactscope.streaming.collect import run_collect
+    from interactscope.streaming.scoring.run import score_run
     from tests.foundation_fixtures import interaction, write_bench
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
@@ -324,8 +325,8 @@ def test_lenient_frame_end_to_end(tmp_path):
 
 
 def test_cli_and_report_loop_over_the_registry():
-    from interactscope.analysis.controls import CONTROLS, registered
     from interactscope.cli.analysis import control_app
+    from interactscope.streaming.analysis.controls import CONTROLS, registered
 
     names = [s.name for s in registered()]
     assert names == ["request-prior", "blind-fire", "scene", "policy", "schedule"]
@@ -347,7 +348,7 @@ def test_a_registered_control_becomes_a_command():
     import inspect
 
     import interactscope.cli.analysis as cli_analysis
-    from interactscope.analysis.controls.registry import (
+    from interactscope.streaming.analysis.controls.registry import (
         CONTROLS,
         ControlParam,
         ControlSpec,
@@ -372,7 +373,6 @@ def test_a_registered_control_becomes_a_command():
 
 
 def test_one_error_type():
-    from interactscope.analysis import AnalysisError
-    from interactscope.compare import CompareError as OldCompareError
+    from interactscope.streaming.analysis import AnalysisError
 
-    assert OldCompareError is AnalysisError is CompareError
+    assert AnalysisError is CompareError

@@ -9,8 +9,8 @@ import pandas as pd
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.demo import DemoSettings, leaderboard, run_panel
-from interactscope.egobench.streaming_scores import EnvTotals
+from interactscope.streaming.demo import DemoSettings, leaderboard, run_panel
+from interactscope.streaming.environments.scores import EnvTotals
 from tests.foundation_fixtures import DEMO
 
 

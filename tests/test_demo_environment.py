@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.collect import run_collect
+from interactscope.streaming.collect import run_collect
 from tests.foundation_fixtures import DEMO
 
 # The paper's outcome of each target of the ten interactions the demo had before

@@ -14,11 +14,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from interactscope.adapters import registry
-from interactscope.adapters.base import Adapter, AdapterOutput
-from interactscope.bench import load_benchmark
-from interactscope.collect import CollectError, run_collect
-from interactscope.distributed import (
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput
+from interactscope.streaming.bench import load_benchmark
+from interactscope.streaming.collect import CollectError, run_collect
+from interactscope.streaming.distributed import (
     INSTALL_HINT,
     InteractionWorker,
     RayOptions,
@@ -27,8 +27,8 @@ from interactscope.distributed import (
     check_resources,
     require_ray,
 )
-from interactscope.schema import ResponseRecord
-from interactscope.settings import Settings
+from interactscope.streaming.schema import ResponseRecord
+from interactscope.streaming.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "annotations" / "demo"
@@ -133,7 +133,7 @@ class _Done:
 
 
 def test_queue_is_longest_grid_first_and_skips_finished(demo) -> None:
-    from interactscope.protocol.driver import interaction_grid
+    from interactscope.streaming.protocol.driver import interaction_grid
 
     s = Settings()
     grids = {it.id: interaction_grid(demo, it, s) for it in demo.interactions}
@@ -324,7 +324,7 @@ class _Pool:
     def __init__(self, outcome):
         from types import SimpleNamespace
 
-        from interactscope.distributed import WorkerStats
+        from interactscope.streaming.distributed import WorkerStats
 
         self.ray, self.options = _Ray(), RayOptions(workers=2, max_attempts=3)
         self.stats = [WorkerStats(slot=i) for i in range(2)]
@@ -343,7 +343,7 @@ class _Pool:
 
 
 def test_interaction_losing_its_worker_every_time_gets_error_records() -> None:
-    from interactscope.distributed import DistributedInfo, WorkResult, _Driver
+    from interactscope.streaming.distributed import DistributedInfo, WorkResult, _Driver
 
     def outcome(iid, done, spoken):
         if iid == "a":
@@ -387,7 +387,7 @@ def test_cross_interaction_batches_give_the_per_interaction_records(demo, serial
 def test_group_formation_fills_up_to_the_batch(demo) -> None:
     from collections import deque
 
-    from interactscope.distributed import _Driver
+    from interactscope.streaming.distributed import _Driver
 
     d = _Driver(None, None, None, None, 10)
     q = deque([("a", [0.0] * 12, []), ("b", [0.0] * 4, [0.0]), ("c", [0.0] * 5, []),

@@ -23,11 +23,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from interactscope.adapters import registry
-from interactscope.adapters.base import Adapter, AdapterOutput
-from interactscope.bench import load_benchmark
-from interactscope.collect import CollectError, run_collect
-from interactscope.distributed import (
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput
+from interactscope.streaming.bench import load_benchmark
+from interactscope.streaming.collect import CollectError, run_collect
+from interactscope.streaming.distributed import (
     InteractionWorker,
     RayOptions,
     _Driver,
@@ -36,9 +36,9 @@ from interactscope.distributed import (
     ray_instance,
     run_collect_ray,
 )
-from interactscope.egobench.streaming_scores import write_environment_scores
-from interactscope.schema import ResponseRecord, ToolCall
-from interactscope.settings import Settings
+from interactscope.streaming.environments.scores import write_environment_scores
+from interactscope.streaming.schema import ResponseRecord, ToolCall
+from interactscope.streaming.settings import Settings
 from tests.foundation_fixtures import interaction
 from tests.test_distributed_ray import NETNS_ENV, _loopback_only
 from tests.test_env_streaming import ADD, GET, TARGET, U1, WASH, env_bench
@@ -413,7 +413,7 @@ def real_ray(tmp_path_factory):
     """One private local Ray for the module; ``run_collect_ray`` uses it as it is."""
     import ray
 
-    from interactscope.distributed import _local_init_kwargs
+    from interactscope.streaming.distributed import _local_init_kwargs
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")

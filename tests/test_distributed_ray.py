@@ -59,7 +59,7 @@ def _by_key(run: Path) -> dict[tuple[str, float], dict]:
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory) -> dict[tuple[str, float], dict]:
     """The serial oracle run's records (89 decision points on the demo, DEMO_POINTS)."""
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     out = tmp_path_factory.mktemp("serial") / "run"
     run_collect(model="oracle", bench=DEMO, out=out, progress=False)
@@ -106,7 +106,7 @@ def _kill_first_worker_after_first_write(out: Path, done: list[str]) -> None:
 
 
 def test_killed_worker_is_replaced_and_nothing_is_duplicated(tmp_path, serial) -> None:
-    from interactscope.distributed import RayOptions, run_collect_ray
+    from interactscope.streaming.distributed import RayOptions, run_collect_ray
 
     out = tmp_path / "killed"
     done: list[str] = []

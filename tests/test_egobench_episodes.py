@@ -331,7 +331,7 @@ def test_model_agent_text_mode_calls_reach_the_environment_and_results_come_back
 
 
 def test_model_agent_native_mode_sends_tools_and_tool_messages() -> None:
-    from interactscope.schema import ToolCall as EngineCall
+    from interactscope.streaming.schema import ToolCall as EngineCall
 
     v, t = _retail1()
 

@@ -306,7 +306,7 @@ class Native(Scripted):
 
 
 def test_native_history_stays_valid_after_deferral_and_rejection():
-    from interactscope.schema import ToolCall as EngineCall
+    from interactscope.streaming.schema import ToolCall as EngineCall
 
     ids = iter(range(100))
 

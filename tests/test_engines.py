@@ -27,7 +27,7 @@ from interactscope.engines import (
     load_engine,
 )
 from interactscope.engines.config import merge_options
-from interactscope.schema import ToolCall, ToolSpec
+from interactscope.streaming.schema import ToolCall, ToolSpec
 
 LIGHTS = ToolSpec(
     name="lights_on",
@@ -55,9 +55,9 @@ def test_unknown_option_is_one_line_naming_the_key_and_the_valid_ones() -> None:
 
 def test_set_adapter_typo_is_refused_for_blind_fire() -> None:
     """``--set adapter.dleay_s=5`` used to be accepted and the default 3 s delay used."""
-    from interactscope.adapters.base import AdapterError
-    from interactscope.adapters.registry import build_adapter, load_model_config
-    from interactscope.collect import resolve_settings
+    from interactscope.streaming.adapters.base import AdapterError
+    from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+    from interactscope.streaming.collect import resolve_settings
 
     name, cfg = load_model_config("blind-fire")
     with pytest.raises(AdapterError) as err:
@@ -87,9 +87,9 @@ def test_merge_options_precedence() -> None:
 
 
 def test_every_shipped_model_config_parses() -> None:
-    from interactscope.adapters.registry import available_models, load_model_config
     from interactscope.engines import engine_class
     from interactscope.engines.config import parse_options
+    from interactscope.streaming.adapters.registry import available_models, load_model_config
 
     for name in available_models():
         _, cfg = load_model_config(name)

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.adapters import registry
-from interactscope.adapters.base import Adapter, AdapterOutput, Session
-from interactscope.bench import load_benchmark
-from interactscope.collect import run_collect
-from interactscope.egobench.streaming import InteractionEnvironment, fresh_environment
-from interactscope.runlog import RunFolder, retried
-from interactscope.schema import ResponseRecord, ToolCall
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput, Session
+from interactscope.streaming.bench import load_benchmark
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.environments.execution import InteractionEnvironment, fresh_environment
+from interactscope.streaming.runlog import RunFolder, retried
+from interactscope.streaming.schema import ResponseRecord, ToolCall
 from tests.foundation_fixtures import interaction
 from tests.test_env_streaming import ADD, TARGET, WASH, env_bench, kill_and_resume
 
@@ -170,8 +170,8 @@ def test_online_rolling_requests_carry_the_results_so_far(tmp_path, scripted, pr
 
 SCRIPT = """
 import sys
-from interactscope.adapters import registry
-from interactscope.collect import run_collect
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.collect import run_collect
 registry.BACKENDS["scripted-retry"] = "tests.test_env_retry:Scripted"
 run_collect(model=sys.argv[1], bench=sys.argv[2], out=sys.argv[3], progress=False,
             overrides={"protocol": "online"})

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.adapters import registry
-from interactscope.adapters.base import Adapter, AdapterOutput
-from interactscope.bench import BenchmarkError, load_benchmark
-from interactscope.collect import run_collect
-from interactscope.egobench.streaming_scores import score_environments, totals
-from interactscope.protocol.prompts import build_messages
-from interactscope.runlog import RunFolder
-from interactscope.schema import ToolCall
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput
+from interactscope.streaming.bench import BenchmarkError, load_benchmark
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.environments.scores import score_environments, totals
+from interactscope.streaming.protocol.prompts import build_messages
+from interactscope.streaming.runlog import RunFolder
+from interactscope.streaming.schema import ToolCall
 from tests.foundation_fixtures import REPO, interaction, write_bench
 
 EGO = REPO / "interactscope" / "egobench" / "data"
@@ -205,8 +205,8 @@ def test_no_environment_keeps_records_and_settings_as_before(tmp_path, scripted)
 
 SCRIPT = """
 import sys
-from interactscope.adapters import registry
-from interactscope.collect import run_collect
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.collect import run_collect
 registry.BACKENDS["scripted"] = "tests.test_env_streaming:Scripted"
 run_collect(model=sys.argv[1], bench=sys.argv[2], out=sys.argv[3], progress=False)
 """

@@ -2,7 +2,7 @@
 
 import pytest
 
-from interactscope.protocol import decision_grid
+from interactscope.streaming.protocol import decision_grid
 
 
 def test_issue_example_q_3_4_d_7():

@@ -11,11 +11,12 @@ import time
 
 import pytest
 
-from interactscope.collect import CollectError, run_collect, run_completeness
-from interactscope.judges.base import Judge, JudgeItem, Verdict
-from interactscope.judges.cache import VerdictCache
-from interactscope.judges.runner import run_judge
-from interactscope.runlog import RunFolder, RunLockedError, RunLogError, run_lock
+from interactscope.runs.common import RunLockedError, RunLogError, run_lock
+from interactscope.streaming.collect import CollectError, run_collect, run_completeness
+from interactscope.streaming.judges.base import Judge, JudgeItem, Verdict
+from interactscope.streaming.judges.cache import VerdictCache
+from interactscope.streaming.judges.runner import run_judge
+from interactscope.streaming.runlog import RunFolder
 from tests.foundation_fixtures import DEMO, interaction, write_bench
 from tests.test_runlog import DEMO_POINTS
 
@@ -144,7 +145,7 @@ def test_summary_after_resume_counts_every_record(tmp_path):
 
 
 def test_execution_settings_may_change_on_resume(tmp_path, monkeypatch):
-    from interactscope.adapters import registry
+    from interactscope.streaming.adapters import registry
 
     # a backend that takes any option (the baselines reject options they do not know)
     monkeypatch.setitem(registry.BACKENDS, "talkative", "tests.test_collect:Talkative")
@@ -242,7 +243,7 @@ def test_verdicts_are_cached_as_they_arrive(tmp_path):
 
 # ----------------------------------------------------------------------------- storable text
 def test_lone_surrogates_in_replies_are_stored_with_a_flag(tmp_path):
-    from interactscope.schema import ResponseRecord
+    from interactscope.streaming.schema import ResponseRecord
 
     r = ResponseRecord(interaction_id="a", t=1, text="ok \ud800", error=None)
     assert r.text == "ok \ufffd" and r.text_replaced
@@ -266,7 +267,7 @@ def test_merge_into_a_locked_folder_is_refused(tmp_path, shards):
     out = tmp_path / "m"
     with run_lock(out, "collect"):
         with pytest.raises(RunLogError, match="in use by process"):
-            from interactscope.collect import run_merge
+            from interactscope.streaming.collect import run_merge
 
             run_merge([shards["1/2"], shards["2/2"]], out)
 

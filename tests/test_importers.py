@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from interactscope.bench import load_benchmark
 from interactscope.cli import app
-from interactscope.importers import ImporterError, import_benchmark
-from interactscope.importers.common import hms_to_s
-from interactscope.importers.omnimmi import derive_reference, source_of_clip
-from interactscope.importers.ovo import split_camel
+from interactscope.streaming.bench import load_benchmark
+from interactscope.streaming.importers import ImporterError, import_benchmark
+from interactscope.streaming.importers.common import hms_to_s
+from interactscope.streaming.importers.omnimmi import derive_reference, source_of_clip
+from interactscope.streaming.importers.ovo import split_camel
 
 DATA = Path(__file__).parent / "data"
 SB = DATA / "peers_streamingbench" / "questions_proactive.sample.json"

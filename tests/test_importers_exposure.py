@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.importers import ImporterError, audit_exposure
-from interactscope.importers.exposure import (
+from interactscope.streaming.importers import ImporterError, audit_exposure
+from interactscope.streaming.importers.exposure import (
     audit_omnimmi_si,
     audit_proassist,
     ceil_cut,

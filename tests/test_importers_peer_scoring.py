@@ -9,8 +9,8 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.importers.peer_scoring import PeerScoringError, score_peer
-from interactscope.schema import Interaction, Query, ResponseRecord, Target
+from interactscope.streaming.importers.peer_scoring import PeerScoringError, score_peer
+from interactscope.streaming.schema import Interaction, Query, ResponseRecord, Target
 
 
 def _it(iid: str, targets: list[Target], text: str = "Tell me.", task: str = "T2") -> Interaction:

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import interactscope.cli.judges  # noqa: F401 - registers compare-judges on the app
-from interactscope.analysis.judge_agreement import cohen_kappa, compare_judges
 from interactscope.cli import app
+from interactscope.streaming.analysis.judge_agreement import cohen_kappa, compare_judges
 from tests.media_fixtures import write_silent_video
 
 TAUS = (2.0, 5.0, 8.0)  # windows [0, 4], [3, 7], [6, 10]; the oracle answers at τ
@@ -20,7 +20,7 @@ TAUS = (2.0, 5.0, 8.0)  # windows [0, 4], [3, 7], [6, 10]; the oracle answers at
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory):
     """Oracle run: T2 interactions a, b and T3 interaction c, three targets each (9 pairs)."""
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     root = tmp_path_factory.mktemp("agree")
     bench = root / "bench"

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from stub_http import send_json
 
-from interactscope.judges import (
+from interactscope.streaming.judges import (
     Judge,
     JudgeError,
     JudgeItem,
@@ -24,8 +24,8 @@ from interactscope.judges import (
     run_judge,
     toolset_match,
 )
-from interactscope.judges.file import FileJudge
-from interactscope.schema import ToolCall
+from interactscope.streaming.judges.file import FileJudge
+from interactscope.streaming.schema import ToolCall
 
 
 class CountingJudge(Judge):

@@ -17,8 +17,15 @@ import numpy as np
 import pytest
 from stub_http import send_json
 
-from interactscope.judges import JudgeError, JudgeItem, Verdict, VerdictCache, make_judge, run_judge
-from interactscope.judges.frames import window_times
+from interactscope.streaming.judges import (
+    JudgeError,
+    JudgeItem,
+    Verdict,
+    VerdictCache,
+    make_judge,
+    run_judge,
+)
+from interactscope.streaming.judges.frames import window_times
 from tests.media_fixtures import read_code, write_av_clip, write_coded_video
 
 pytest.importorskip("openai")
@@ -71,7 +78,7 @@ def coded_clip(path: Path, first_tick: int = 0) -> Path:
 def run_dir(tmp_path_factory):
     """A benchmark of a visual target (τ = 5 s, coded clip) and an auditory one (τ = 4 s, a clip
     with a 440 Hz tone), collected with the oracle (one response per target, at τ)."""
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     root = tmp_path_factory.mktemp("frames")
     bench = root / "bench"
@@ -125,7 +132,7 @@ def test_window_times_are_lo_middle_hi():
 
 
 def test_visual_target_request_carries_three_frames_at_the_window_times(server, run_dir, tmp_path):
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.scoring.run import score_run
 
     score_run(
         run_dir,
@@ -147,7 +154,7 @@ def test_visual_target_request_carries_three_frames_at_the_window_times(server, 
 
 
 def test_auditory_target_without_audio_gets_no_media_and_it_is_recorded(server, run_dir, tmp_path):
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.scoring.run import score_run
 
     res = score_run(
         run_dir,
@@ -164,7 +171,7 @@ def test_auditory_target_without_audio_gets_no_media_and_it_is_recorded(server, 
 
 
 def test_auditory_target_with_audio_gets_the_window_waveform(server, run_dir, tmp_path):
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.scoring.run import score_run
 
     score_run(
         run_dir,
@@ -184,7 +191,7 @@ def test_auditory_target_with_audio_gets_the_window_waveform(server, run_dir, tm
 
 
 def test_rescoring_makes_no_calls_and_gives_identical_files(server, run_dir, tmp_path):
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.scoring.run import score_run
 
     cache = tmp_path / "v.sqlite"
     score_run(run_dir, judge="openai:m+frames", cache_path=cache, out_dir=tmp_path / "a")

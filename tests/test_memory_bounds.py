@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from interactscope.adapters.base import budget_side, smart_resize
 from interactscope.media import CausalMedia
 from interactscope.media.causal import fit_size
-from interactscope.protocol.observation import ArrayBytes, Observation, Observer
-from interactscope.protocol.types import AdapterOutput, DecisionRequest
-from interactscope.schema import Interaction, VideoRecord
-from interactscope.settings import DEFAULT_BATCH_MAX_MB, Settings, batch_max_bytes
+from interactscope.streaming.adapters.base import budget_side, smart_resize
+from interactscope.streaming.protocol.observation import ArrayBytes, Observation, Observer
+from interactscope.streaming.protocol.types import AdapterOutput, DecisionRequest
+from interactscope.streaming.schema import Interaction, VideoRecord
+from interactscope.streaming.settings import DEFAULT_BATCH_MAX_MB, Settings, batch_max_bytes
 from tests.foundation_fixtures import CITY  # 720x404, 7.6 s, 8 distinct 1 fps frames, audio
 from tests.media_fixtures import write_silent_video
 
@@ -174,7 +174,7 @@ class _Recorder:
 def _chunks(batch_size: int, batch_max_mb: float | None, shared_audio: bool = False):
     """Batch sizes of 10 points that share one 0.5 MiB frame and each hold 1 MiB of audio
     (their own copy, or with ``shared_audio`` the prefix [0, t] of one track)."""
-    from interactscope.protocol import driver
+    from interactscope.streaming.protocol import driver
 
     adapter = {} if batch_max_mb is None else {"batch_max_mb": batch_max_mb}
     settings = Settings(adapter=adapter)
@@ -221,7 +221,7 @@ def test_batch_max_mb_setting():
     with pytest.raises(ValueError, match="batch_max_mb"):
         batch_max_bytes(Settings(adapter={"batch_max_mb": -1}))
     # a driver setting: not refused as an unknown backend option, recorded by the adapter
-    from interactscope.adapters.openai_backend import OpenAIAdapter
+    from interactscope.streaming.adapters.openai_backend import OpenAIAdapter
 
     oa = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1"}
     ad = OpenAIAdapter("o", oa, Settings(adapter={"batch_max_mb": 8}))
@@ -255,7 +255,7 @@ def tiny():
 
 def _processed(tiny, settings: Settings, observer_of):
     """What the tiny Qwen2.5-Omni's processor makes of the request at t = 5 s."""
-    from interactscope.adapters.transformers_backend import TransformersAdapter
+    from interactscope.streaming.adapters.transformers_backend import TransformersAdapter
 
     model, proc = tiny
     spy = _Spy(proc)
@@ -327,9 +327,9 @@ class _Sink:
 def test_collect_holds_frames_at_the_adapters_consumer_side(tmp_path):
     """End to end through ``driver.collect``: an adapter whose consumer uses a 100 px long side
     gets the 720x404 video's frames at 100 x 56 (404 * 100 / 720 = 56.1 -> 56), held so."""
-    from interactscope.bench import load_benchmark
-    from interactscope.protocol.driver import collect
-    from interactscope.protocol.types import Adapter
+    from interactscope.streaming.bench import load_benchmark
+    from interactscope.streaming.protocol.driver import collect
+    from interactscope.streaming.protocol.types import Adapter
     from tests.foundation_fixtures import interaction, write_bench
 
     class Small(Adapter):
@@ -362,8 +362,8 @@ def test_vllm_and_openai_consumer_sides(monkeypatch):
     import sys
     import types
 
-    from interactscope.adapters.openai_backend import OpenAIAdapter
-    from interactscope.adapters.vllm_backend import VLLMAdapter
+    from interactscope.streaming.adapters.openai_backend import OpenAIAdapter
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
 
     fake = types.ModuleType("vllm")  # the engine is never started: only its options are read
     fake.LLM, fake.SamplingParams, fake.__version__ = object, object, "0.0.fake"

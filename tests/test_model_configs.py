@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.model_configs import (
+from interactscope.core.model_configs import (
     ModelConfigError,
     list_models,
     resolve_model_config,
 )
-from interactscope.resources import bundled_models_dir, demo_benchmark_dir
+from interactscope.core.resources import bundled_models_dir, demo_benchmark_dir
 
 ORACLE_LOCAL = "backend: oracle\ntolerance_s: 2.0\nnotes: local copy\n"
 
@@ -49,7 +49,7 @@ def test_unknown_model_lists_available(tmp_path, monkeypatch) -> None:
 
 
 def test_collect_records_config_path_and_hash(tmp_path, monkeypatch, caplog) -> None:
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     (tmp_path / "configs" / "models").mkdir(parents=True)
     (tmp_path / "configs" / "models" / "oracle.yaml").write_text(ORACLE_LOCAL)
@@ -63,7 +63,7 @@ def test_collect_records_config_path_and_hash(tmp_path, monkeypatch, caplog) -> 
 
 
 def test_unknown_setting_lists_the_valid_keys_of_its_group() -> None:
-    from interactscope.collect import CollectError, resolve_settings
+    from interactscope.streaming.collect import CollectError, resolve_settings
 
     with pytest.raises(
         CollectError, match=r"grid\.stepp: unknown setting; valid here: grid\.step_s"

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import soundfile as sf
 
-from interactscope.schema import Interaction
-from interactscope.settings import Settings
+from interactscope.streaming.schema import Interaction
+from interactscope.streaming.settings import Settings
 from tests.foundation_fixtures import CITY  # 7.6 s, 1 fps frames at 0..7 s, speech from 2.0 s
 
 SR = 16000
@@ -35,7 +35,7 @@ def media():
 
 
 def _observer(settings=None, media=None, **kw):
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.protocol.observation import Observer
 
     return Observer(CITY, settings or Settings(), media=media, **kw)
 
@@ -97,7 +97,7 @@ def bench_with_attachments(tmp_path):
 
 
 def test_audio_attachment_is_mixed_in_from_q(bench_with_attachments):
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.protocol.observation import Observer
 
     root, tone, img = bench_with_attachments
     it = _it(q=2.0, attachments=[{"kind": "audio", "path": "media/query.wav"},
@@ -128,7 +128,7 @@ def test_audio_attachment_is_mixed_in_from_q(bench_with_attachments):
 
 
 def test_attachment_resolved_without_bench_root_and_missing_one_fails(bench_with_attachments):
-    from interactscope.protocol.observation import ObservationError, Observer
+    from interactscope.streaming.protocol.observation import ObservationError, Observer
 
     root, _tone, img = bench_with_attachments
     ob = Observer(root / "media" / "city.mp4", Settings())  # looks up from the media's folder

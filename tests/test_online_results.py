@@ -7,11 +7,11 @@ from pathlib import Path
 
 import numpy as np
 
-from interactscope.protocol.observation import Observation
-from interactscope.protocol.prompts import online_turn
-from interactscope.protocol.types import DecisionRequest
-from interactscope.schema import Interaction, ToolSpec, VideoRecord
-from interactscope.settings import Settings
+from interactscope.streaming.protocol.observation import Observation
+from interactscope.streaming.protocol.prompts import online_turn
+from interactscope.streaming.protocol.types import DecisionRequest
+from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord
+from interactscope.streaming.settings import Settings
 
 IT = Interaction.model_validate(
     {

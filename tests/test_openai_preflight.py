@@ -26,7 +26,7 @@ from test_adapters_openai import (  # noqa: E402
     make_request,
 )
 
-from interactscope.adapters.base import AdapterError  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 
 
 @pytest.fixture

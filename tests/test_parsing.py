@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from interactscope.protocol import parse_response
-from interactscope.protocol.parsing import is_silence
+from interactscope.replies import is_silence
+from interactscope.streaming.protocol import parse_response
 
 
 def test_fenced_json_then_prose_is_one_call():

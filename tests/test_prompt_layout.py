@@ -16,19 +16,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interactscope.bench import load_benchmark
 from interactscope.media import Frame
 from interactscope.media.asr import Word
-from interactscope.protocol.observation import Observation
-from interactscope.protocol.prompts import (
+from interactscope.streaming.bench import load_benchmark
+from interactscope.streaming.protocol.observation import Observation
+from interactscope.streaming.protocol.prompts import (
     build_messages,
     messages_to_text,
     online_turn,
     render_text,
 )
-from interactscope.protocol.requests import request_at
-from interactscope.schema import Interaction, ResponseRecord
-from interactscope.settings import Settings
+from interactscope.streaming.protocol.requests import request_at
+from interactscope.streaming.schema import Interaction, ResponseRecord
+from interactscope.streaming.settings import Settings
 
 REPO = Path(__file__).resolve().parents[1]
 FIXTURE = REPO / "tests" / "data" / "prompts_v1_demo.json"
@@ -247,7 +247,7 @@ def test_prefix_layout_online_replay_and_history():
 
 def test_prefix_layout_defers_an_attachment_transcript():
     """A spoken request's transcript so far grows with t: in v2 it follows the frames."""
-    from interactscope.protocol.observation import AttachmentView
+    from interactscope.streaming.protocol.observation import AttachmentView
 
     req = _request(1.0, audio={"mode": "asr"})
     req.observation.attachments = [AttachmentView(kind="audio", path="q.wav", transcript="hi")]
@@ -258,7 +258,7 @@ def test_prefix_layout_defers_an_attachment_transcript():
 
 
 def test_layout_of_versions():
-    from interactscope.protocol.prompts import PROMPT_VERSION, layout_of
+    from interactscope.streaming.protocol.prompts import PROMPT_VERSION, layout_of
 
     assert PROMPT_VERSION == Settings().prompt_version == "v1"
     assert (layout_of(), layout_of("v1"), layout_of("v2")) == ("classic", "classic", "prefix")
@@ -295,7 +295,7 @@ def test_stride_cap_keeps_earlier_picks_until_the_stride_doubles():
 
 
 def test_stride_policy_is_a_setting_used_by_the_observer():
-    from interactscope.protocol.observation import Observer
+    from interactscope.streaming.protocol.observation import Observer
     from tests.foundation_fixtures import CITY, interaction
 
     s = Settings(frames={"max": 3, "cap_policy": "stride"})

@@ -40,7 +40,7 @@ def test_text_only_model_gets_no_pixels() -> None:
 
 
 def test_dry_run_prints_each_interaction_and_makes_no_folder(tmp_path, demo_bench) -> None:
-    from interactscope.bench import load_benchmark
+    from interactscope.streaming.bench import load_benchmark
 
     out = tmp_path / "run"
     r = _run("collect", "--model", "oracle", "--bench", DEMO, "--out", str(out), "--dry-run")

@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from interactscope.adapters.base import DecisionRequest
 from interactscope.media import Frame
-from interactscope.protocol import prompts
-from interactscope.protocol.observation import AttachmentView, Observation
-from interactscope.protocol.prompts import (
+from interactscope.streaming.adapters.base import DecisionRequest
+from interactscope.streaming.protocol import prompts
+from interactscope.streaming.protocol.observation import AttachmentView, Observation
+from interactscope.streaming.protocol.prompts import (
     PROMPT_VERSION,
     TEMPLATES,
     build_messages,
@@ -20,8 +20,8 @@ from interactscope.protocol.prompts import (
     online_turn,
     render_text,
 )
-from interactscope.schema import Interaction, ResponseRecord, ToolSpec, VideoRecord
-from interactscope.settings import Settings
+from interactscope.streaming.schema import Interaction, ResponseRecord, ToolSpec, VideoRecord
+from interactscope.streaming.settings import Settings
 
 TOOLS = [
     ToolSpec(name="take_photo", description="Take a photo.", parameters={"type": "object"}),

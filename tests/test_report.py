@@ -10,14 +10,15 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.compare import ScoredRun, run_table
-from interactscope.report import (
+from interactscope.streaming.analysis.compare import run_table
+from interactscope.streaming.analysis.report import (
     assistance_table,
     build_report,
     classify,
     pair_runs,
     sequence_outcomes,
 )
+from interactscope.streaming.analysis.runs import ScoredRun
 from tests.report_fixtures import make_demo_runs, manifest
 
 B = 300
@@ -78,7 +79,7 @@ def test_hand_checkable_values(report):
 
 # blind-fire must call the most frequent T1 tool among those each interaction is offered; it
 # picks the benchmark-wide one (add_to_household_action_list, which t1-taxi is not offered) until
-# interactscope/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
+# interactscope/streaming/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
 # remove the mark with that change. Today: joint 1/5, hit 1, wrong 3, missed 1.
 def test_hand_checkable_blind_fire_values(report):
     _, out, _ = report
@@ -210,7 +211,7 @@ def test_failure_breakdown_includes_t8(report):
 
 
 def test_tolerance_figure_title_names_only_present_conditions():
-    from interactscope.analysis.figures import _scene_words
+    from interactscope.streaming.analysis.figures import _scene_words
 
     both = pd.DataFrame({"scene": ["full", "none"]})
     assert _scene_words(both) == "with and without scene input"

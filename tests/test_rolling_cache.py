@@ -15,16 +15,16 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from interactscope.adapters.base import DecisionRequest  # noqa: E402
-from interactscope.adapters.transformers_backend import (  # noqa: E402
+from interactscope.engines.qwen_session import tight_audio_length  # noqa: E402
+from interactscope.media import Frame  # noqa: E402
+from interactscope.streaming.adapters.base import DecisionRequest  # noqa: E402
+from interactscope.streaming.adapters.transformers_backend import (  # noqa: E402
     TransformersAdapter,
     _drop_oldest_frames,
 )
-from interactscope.engines.qwen_session import tight_audio_length  # noqa: E402
-from interactscope.media import Frame  # noqa: E402
-from interactscope.protocol.observation import Observation  # noqa: E402
-from interactscope.schema import Interaction, VideoRecord  # noqa: E402
-from interactscope.settings import Settings  # noqa: E402
+from interactscope.streaming.protocol.observation import Observation  # noqa: E402
+from interactscope.streaming.schema import Interaction, VideoRecord  # noqa: E402
+from interactscope.streaming.settings import Settings  # noqa: E402
 from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
 
 SR = 16000

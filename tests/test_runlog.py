@@ -7,8 +7,9 @@ from collections import Counter
 
 import pytest
 
-from interactscope.collect import CollectError, run_collect
-from interactscope.runlog import RunFolder, RunLogError, in_shard, merge_runs, parse_shard
+from interactscope.runs.common import RunLogError, in_shard, parse_shard
+from interactscope.streaming.collect import CollectError, run_collect
+from interactscope.streaming.runlog import RunFolder, merge_runs
 from tests.foundation_fixtures import DEMO, interaction, write_bench
 
 # Demo grid sizes (q .. D per second plus q and D): hand-counted from interactions.jsonl and the

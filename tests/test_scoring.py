@@ -7,13 +7,13 @@ import random
 
 import pytest
 
-from interactscope.schema import Interaction, ResponseRecord, Target, ToolCall
-from interactscope.scoring import (
+from interactscope.streaming.schema import Interaction, ResponseRecord, Target, ToolCall
+from interactscope.streaming.scoring import (
     allocate_first_response,
     match_order_preserving,
     match_with_unjudged,
 )
-from interactscope.scoring.core import pairs_that_matter, score_interaction
+from interactscope.streaming.scoring.core import pairs_that_matter, score_interaction
 
 
 def tgt(tid: str, tau: float | None = None, interval: tuple[float, float] | None = None, **kw):

@@ -11,10 +11,10 @@ import sys
 
 import pytest
 
-from interactscope.judges import make_judge
-from interactscope.schema import Interaction, ResponseRecord
-from interactscope.scoring.core import score_interaction
-from interactscope.scoring.run import load_run_inputs, score_collection, score_run
+from interactscope.streaming.judges import make_judge
+from interactscope.streaming.schema import Interaction, ResponseRecord
+from interactscope.streaming.scoring.core import score_interaction
+from interactscope.streaming.scoring.run import load_run_inputs, score_collection, score_run
 from tests.foundation_fixtures import DEMO
 
 CLI = [sys.executable, "-m", "interactscope.cli"]

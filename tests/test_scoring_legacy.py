@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.scoring.results import ScoreSummary
-from interactscope.scoring.run import score_run
+from interactscope.streaming.scoring.results import ScoreSummary
+from interactscope.streaming.scoring.run import score_run
 from tests.foundation_fixtures import DEMO
 
 LEGACY = Path(__file__).parent / "data" / "legacy_runs"

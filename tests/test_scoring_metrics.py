@@ -5,8 +5,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from interactscope.scoring.frames import CLUSTER_COLUMNS
-from interactscope.scoring.metrics import (
+from interactscope.streaming.scoring.frames import CLUSTER_COLUMNS
+from interactscope.streaming.scoring.metrics import (
     METRICS,
     compute_metrics,
     format_tables,
@@ -14,8 +14,13 @@ from interactscope.scoring.metrics import (
     metric_ratios,
     table_columns,
 )
-from interactscope.scoring.results import Interval, ScoreSummary, ScoringOptions, format_interval
-from interactscope.tasks import (
+from interactscope.streaming.scoring.results import (
+    Interval,
+    ScoreSummary,
+    ScoringOptions,
+    format_interval,
+)
+from interactscope.streaming.tasks import (
     ASSISTANCE_TASKS,
     OUTCOMES,
     SIX_TASK_MEAN_TASKS,

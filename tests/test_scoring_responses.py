@@ -8,10 +8,10 @@ import shutil
 import pandas as pd
 import pytest
 
-from interactscope.schema import Interaction, ResponseRecord
-from interactscope.scoring.core import score_interaction
-from interactscope.scoring.responses import RESPONSE_COLUMNS, responses_frame
-from interactscope.scoring.run import score_run
+from interactscope.streaming.schema import Interaction, ResponseRecord
+from interactscope.streaming.scoring.core import score_interaction
+from interactscope.streaming.scoring.responses import RESPONSE_COLUMNS, responses_frame
+from interactscope.streaming.scoring.run import score_run
 from tests.foundation_fixtures import DEMO
 
 
@@ -108,7 +108,7 @@ def test_frame_columns_and_order():
 def demo_oracle(tmp_path_factory):
     if not (DEMO / "benchmark.json").exists():
         pytest.skip("demo benchmark not present")
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     run = tmp_path_factory.mktemp("resp") / "oracle"
     run_collect(model="oracle", bench=DEMO, out=run, progress=False)

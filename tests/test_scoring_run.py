@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.judges import Judge, Verdict
-from interactscope.schema import Interaction, ResponseRecord, ToolCall
-from interactscope.scoring.run import score_collection
+from interactscope.streaming.judges import Judge, Verdict
+from interactscope.streaming.schema import Interaction, ResponseRecord, ToolCall
+from interactscope.streaming.scoring.run import score_collection
 
 DEMO = Path(__file__).resolve().parents[1] / "annotations" / "demo"
 D = 20  # every hand-built clip is probed from q = 0 to 20 s
@@ -196,7 +196,7 @@ def test_cluster_table_keeps_numerators_and_denominators(hand_collection):
     ]
     assert c["probed_s"].sum() == pytest.approx(240.0)
     # Recomputing from the cluster table alone gives the same metrics (what a bootstrap does).
-    from interactscope.scoring.metrics import compute_metrics
+    from interactscope.streaming.scoring.metrics import compute_metrics
 
     assert compute_metrics(res.clusters) == res.metrics
 
@@ -205,7 +205,7 @@ def test_cluster_table_keeps_numerators_and_denominators(hand_collection):
 
 
 def _collect(model: str, out: Path) -> None:
-    from interactscope.collect import run_collect
+    from interactscope.streaming.collect import run_collect
 
     run_collect(model=model, bench=DEMO, out=out, progress=False)
 
@@ -222,7 +222,7 @@ def demo_runs(tmp_path_factory):
 
 def _verdict_file(run: Path, path: Path) -> None:
     """A human verdict file saying yes to every non-silent response of the run."""
-    from interactscope.runlog import RunFolder
+    from interactscope.streaming.runlog import RunFolder
 
     folder = RunFolder(run)
     bench = folder.benchmark(probe_media=False, media_errors="record")
@@ -243,7 +243,7 @@ def _verdict_file(run: Path, path: Path) -> None:
 
 @pytest.mark.parametrize("judge", ["lexical", "file", "embedding"])
 def test_demo_oracle_scores_one_silent_scores_zero(demo_runs, judge, tmp_path):
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.scoring.run import score_run
 
     if judge == "embedding":
         pytest.importorskip("torch")
@@ -263,7 +263,7 @@ def test_demo_oracle_scores_one_silent_scores_zero(demo_runs, judge, tmp_path):
 
 
 def test_rescore_is_byte_identical(demo_runs, tmp_path):
-    from interactscope.scoring.run import score_run
+    from interactscope.streaming.scoring.run import score_run
 
     run = demo_runs / "oracle"
     first = tmp_path / "a"
@@ -306,7 +306,7 @@ def test_cli_score(demo_runs):
 
 @pytest.mark.filterwarnings("ignore::Warning")
 def test_metric_ratios_feed_the_bootstrap(hand_collection):
-    from interactscope.scoring.metrics import metric_ratios
+    from interactscope.streaming.scoring.metrics import metric_ratios
 
     interactions, records, clusters = hand_collection
     res = score_collection(interactions, records, clusters, ContainsJudge())

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from interactscope.secrets import (
+from interactscope.core.secrets import (
     MASK,
     RedactingFilter,
     install_log_redaction,

@@ -9,14 +9,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from interactscope.adapters import registry
-from interactscope.adapters.base import Adapter, AdapterOutput
-from interactscope.collect import run_collect
 from interactscope.engines.openai_compat import to_chat_result
 from interactscope.engines.vllm_engine import VLLMEngine
-from interactscope.protocol.driver import CollectSummary
-from interactscope.runlog import RunFolder
-from interactscope.schema import StageTimings
+from interactscope.streaming.adapters import registry
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.protocol.driver import CollectSummary
+from interactscope.streaming.runlog import RunFolder
+from interactscope.streaming.schema import StageTimings
 from tests.foundation_fixtures import interaction, write_bench
 
 MODEL_S = 50.0  # far above any real wall time: the outside share clips to 0
@@ -183,9 +183,9 @@ def test_tiny_qwen_splits_processor_from_generate(tmp_path, batch_size):
     ``model_s`` (``generate`` alone) within its latency, and the run's stages sum them."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from interactscope.bench import load_benchmark
-    from interactscope.protocol.driver import collect
-    from interactscope.settings import Settings
+    from interactscope.streaming.bench import load_benchmark
+    from interactscope.streaming.protocol.driver import collect
+    from interactscope.streaming.settings import Settings
     from tests.test_adapters_transformers import _adapter
     from tests.tiny_qwen import tiny_omni
 
@@ -211,8 +211,8 @@ def test_tiny_qwen_splits_processor_from_generate(tmp_path, batch_size):
 def test_openai_adapter_forwards_the_servers_cached_prompt_tokens():
     # the engine reads usage.prompt_tokens_details.cached_tokens into raw; the adapter must pass
     # it on, or run.json's prefix_cache_hit_rate stays null for openai/vllm runs
-    from interactscope.adapters.openai_backend import to_output
     from interactscope.engines.base import ChatResult
+    from interactscope.streaming.adapters.openai_backend import to_output
 
     hit = to_output(ChatResult(text="<SILENT>", prompt_tokens=812, raw={"cached_tokens": 768}))
     assert hit.extra["cached_tokens"] == 768

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from scipy import stats as sps
 
-from interactscope.analysis.stats import (
+from interactscope.stats import (
     BalancedBootstrapResult,
     BootstrapOptions,
     PairedDifference,
@@ -451,10 +451,3 @@ def test_bootstrap_options_defaults_and_errors():
         BootstrapOptions.of(confidence=1.5)
     with pytest.raises(ValueError, match="bootstrap option resamples"):
         BootstrapOptions.of(resamples=10)
-
-
-def test_old_import_path_is_the_same_module():
-    import interactscope.analysis.stats as new
-    import interactscope.stats as old
-
-    assert old.cluster_bootstrap is new.cluster_bootstrap and old.Ratio is new.Ratio

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.adapters.base import AdapterError, DecisionRequest, output_of
-from interactscope.adapters.cascade import CascadeAdapter, speak_probability
-from interactscope.demo import DemoSettings, _cpu_overrides
 from interactscope.engines.base import ChatResult
-from interactscope.protocol.driver import to_record
-from interactscope.protocol.prompts import SPEAK_PROMPTS, render_speak, render_text
-from interactscope.schema import Interaction, VideoRecord
-from interactscope.settings import Settings
+from interactscope.streaming.adapters.base import AdapterError, DecisionRequest, output_of
+from interactscope.streaming.adapters.cascade import CascadeAdapter, speak_probability
+from interactscope.streaming.demo import DemoSettings, _cpu_overrides
+from interactscope.streaming.protocol.driver import to_record
+from interactscope.streaming.protocol.prompts import SPEAK_PROMPTS, render_speak, render_text
+from interactscope.streaming.schema import Interaction, VideoRecord
+from interactscope.streaming.settings import Settings
 
 ANSWER = "A cyclist just passed on your left."
 

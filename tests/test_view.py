@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.schema import Interaction, ResponseRecord
+from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.view import ViewError, ViewSettings, build_view, render_page
 from interactscope.view.classify import classify_interaction
 from tests.test_view_fixtures import collect_oracle, make_pair

@@ -16,8 +16,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from interactscope.collect import run_collect
-from interactscope.scoring.run import score_run
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.scoring.run import score_run
 from tests.foundation_fixtures import DEMO
 
 MARK_TEXT = '"name": "search_web"'  # the oracle's t1-taxi answer

@@ -19,7 +19,7 @@ def _corpus() -> list[str]:
     """The prompt wording itself, so the tiny BPE compresses real prompts to few tokens."""
     from dataclasses import astuple
 
-    from interactscope.protocol.prompts import TEMPLATES
+    from interactscope.streaming.protocol.prompts import TEMPLATES
 
     words = [str(x) for tp in TEMPLATES.values() for x in astuple(tp)]
     words += [

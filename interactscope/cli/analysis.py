@@ -1,5 +1,5 @@
 """Analysis commands: compare, report and the evidence controls (``control NAME``, one command
-per control registered in :mod:`interactscope.analysis.controls`)."""
+per control registered in :mod:`interactscope.streaming.analysis.controls`)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from interactscope.cli.app import app
 from interactscope.cli.common import fail
 
 B_HELP = "Bootstrap resamples B."
-B_DEFAULT = 10_000  # the paper's B; interactscope.analysis.stats.B_DEFAULT (not imported: startup)
+B_DEFAULT = 10_000  # the paper's B; interactscope.stats.B_DEFAULT (not imported: startup)
 
 
 @app.command()
@@ -35,10 +35,10 @@ def compare(
     Clusters are matched by id (the same resampled clusters for both runs). Percent metrics
     differ in percentage points, output volume in responses/min. Runs over different benchmarks
     or interaction sets are refused."""
-    from interactscope.analysis import AnalysisError
-    from interactscope.analysis.compare import compare_runs
-    from interactscope.analysis.output import write_table
-    from interactscope.analysis.stats import BootstrapOptions
+    from interactscope.stats import BootstrapOptions
+    from interactscope.streaming.analysis import AnalysisError
+    from interactscope.streaming.analysis.compare import compare_runs
+    from interactscope.streaming.analysis.output import write_table
 
     try:
         c = compare_runs(
@@ -80,9 +80,9 @@ def report(
     Roles come from run.json: scene=none runs feed the request/timing priors and the scene
     ablation, history.n/cooldown_s runs the T8-A policy controls, grid.step_s runs the schedule
     control, each paired with the main run of the same model. See OUT/report.md."""
-    from interactscope.analysis import AnalysisError
-    from interactscope.analysis.report import build_report
-    from interactscope.analysis.stats import BootstrapOptions
+    from interactscope.stats import BootstrapOptions
+    from interactscope.streaming.analysis import AnalysisError
+    from interactscope.streaming.analysis.report import build_report
 
     try:
         opts = BootstrapOptions.of(n_resamples=resamples, seed=seed)
@@ -143,8 +143,8 @@ def _control_command(spec: Any) -> Any:
     """A typer command running one registered control from its declared parameters."""
 
     def command(**kwargs: Any) -> None:
-        from interactscope.analysis import AnalysisError
-        from interactscope.analysis.stats import BootstrapOptions
+        from interactscope.stats import BootstrapOptions
+        from interactscope.streaming.analysis import AnalysisError
 
         out, resamples = kwargs.pop("out"), kwargs.pop("resamples")
         try:
@@ -162,7 +162,7 @@ def _control_command(spec: Any) -> Any:
 
 
 def _register_controls() -> None:
-    from interactscope.analysis.controls.registry import registered
+    from interactscope.streaming.analysis.controls.registry import registered
 
     for spec in registered():
         control_app.command(spec.name)(_control_command(spec))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import typer
 
-from interactscope.resources import package_version
+from interactscope.core.resources import package_version
 
 
 def _version(value: bool) -> None:

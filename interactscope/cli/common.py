@@ -13,7 +13,7 @@ from typing import Any
 import typer
 import yaml
 
-from interactscope.secrets import install_log_redaction, redact
+from interactscope.core.secrets import install_log_redaction, redact
 
 CHATTY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "faster_whisper")
 """Libraries whose INFO lines (one per HTTP request, one per transcription) would bury the

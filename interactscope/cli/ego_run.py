@@ -31,7 +31,7 @@ def _run(
     from interactscope.egobench.run_folder import EgoRunError
     from interactscope.egobench.runner import RunRequest, execute, prepare
     from interactscope.media import MediaError
-    from interactscope.runlog import RunLogError
+    from interactscope.runs.common import RunLogError
 
     try:
         req = RunRequest(

@@ -38,7 +38,7 @@ def import_cmd(
     OUT/import-report.json (converted, dropped and why, fields ignored) and validate it.
 
     Missing videos are listed, not fatal. Exit code 1 when the result has other problems."""
-    from interactscope.importers import ImporterError, import_benchmark
+    from interactscope.streaming.importers import ImporterError, import_benchmark
 
     try:
         rep = import_benchmark(
@@ -89,8 +89,8 @@ def audit_exposure_cmd(
 ) -> None:
     """How many seconds of media after the query/probe time the peer's own pipeline shows the
     model, and whether the reference is in its prompt: mean, max, share of items affected."""
-    from interactscope.importers import ImporterError, audit_exposure
-    from interactscope.importers.exposure import format_table, write_csv
+    from interactscope.streaming.importers import ImporterError, audit_exposure
+    from interactscope.streaming.importers.exposure import format_table, write_csv
 
     try:
         rows, summary = audit_exposure(format_name, src, videos=videos, pipeline=pipeline)
@@ -115,9 +115,13 @@ def score_peer_cmd(
 ) -> None:
     """Score a run with a peer benchmark's own rule (substring match, ±2 s without allocation,
     ...); writes RUN/peer-scores/VARIANT.json and prints the rate."""
-    from interactscope.bench import BenchmarkError, load_benchmark
-    from interactscope.importers.peer_scoring import VARIANTS, PeerScoringError, score_peer
-    from interactscope.schema import ResponseRecord, RunManifest
+    from interactscope.streaming.bench import BenchmarkError, load_benchmark
+    from interactscope.streaming.importers.peer_scoring import (
+        VARIANTS,
+        PeerScoringError,
+        score_peer,
+    )
+    from interactscope.streaming.schema import ResponseRecord, RunManifest
 
     if variant == "list":
         for name, (_, desc) in VARIANTS.items():

@@ -31,10 +31,10 @@ def compare_judges_cmd(
     pairs, and the pairs they judged differently (text, both outcomes, a link into RUN/view.html
     when it exists). Writes nothing but the verdict cache (and --out)."""
     setup_logging(verbose)
-    from interactscope.analysis.judge_agreement import compare_judges, format_agreement
-    from interactscope.bench import BenchmarkError
-    from interactscope.judges import JudgeError
-    from interactscope.runlog import RunLogError
+    from interactscope.runs.common import RunLogError
+    from interactscope.streaming.analysis.judge_agreement import compare_judges, format_agreement
+    from interactscope.streaming.bench import BenchmarkError
+    from interactscope.streaming.judges import JudgeError
 
     try:
         rep = compare_judges(

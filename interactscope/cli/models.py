@@ -18,7 +18,7 @@ def models(
 
     Use a name with `interactscope collect --model NAME`; copy a bundled file into
     ./configs/models/ to change it (the local copy then shadows the bundled one)."""
-    from interactscope.model_configs import list_models
+    from interactscope.core.model_configs import list_models
 
     rows = list_models()
     if as_json:

@@ -21,13 +21,13 @@ def build_previews(
 ) -> list[Any]:
     """Previews for ``[(interaction id or None = every interaction, t or None = its first
     decision point), ...]``. Raises ``typer.Exit`` with one line on any bad input."""
-    from interactscope.adapters.base import AdapterError
-    from interactscope.adapters.registry import load_model_config
-    from interactscope.bench import BenchmarkError, load_benchmark
-    from interactscope.collect import CollectError, resolve_settings
-    from interactscope.protocol.observation import Observer
-    from interactscope.protocol.preview import preview_prompt
-    from interactscope.protocol.requests import interaction_grid
+    from interactscope.streaming.adapters.base import AdapterError
+    from interactscope.streaming.adapters.registry import load_model_config
+    from interactscope.streaming.bench import BenchmarkError, load_benchmark
+    from interactscope.streaming.collect import CollectError, resolve_settings
+    from interactscope.streaming.protocol.observation import Observer
+    from interactscope.streaming.protocol.preview import preview_prompt
+    from interactscope.streaming.protocol.requests import interaction_grid
 
     try:
         _, config = load_model_config(model)
@@ -64,7 +64,7 @@ def _find(b: Any, iid: str) -> Any:
 
 def echo_previews(previews: list[Any], as_json: bool) -> None:
     """Print previews as text (one block each) or as one JSON list."""
-    from interactscope.protocol.preview import format_preview
+    from interactscope.streaming.protocol.preview import format_preview
 
     if as_json:
         typer.echo(json.dumps([p.model_dump() for p in previews], indent=2))

@@ -44,7 +44,7 @@ GPUS_PER_WORKER = typer.Option(
 def ray_options(
     ray: bool, address: str | None, workers: int | None, gpus_per_worker: float | None
 ) -> Any | None:
-    """The :class:`~interactscope.distributed.RayOptions` the options ask for, or None without
+    """The :class:`~interactscope.streaming.distributed.RayOptions` the options ask for, or None without
     ``--ray``/``--ray-address``.
 
     Ends the command with one line (exit 1) when ``--workers``/``--gpus-per-worker`` come
@@ -55,7 +55,7 @@ def ray_options(
         return None
     if importlib.util.find_spec("ray") is None:
         fail(f"--ray needs Ray, which is not installed: {INSTALL_HINT}")
-    from interactscope.distributed import LOCAL, RayOptions
+    from interactscope.streaming.distributed import LOCAL, RayOptions
 
     return RayOptions(
         address=address or LOCAL,
@@ -68,9 +68,9 @@ def collector(options: Any | None) -> Callable[..., Any]:
     """``run_collect`` without Ray options, else ``run_collect_ray`` bound to them (both take
     the same keyword arguments)."""
     if options is None:
-        from interactscope.collect import run_collect
+        from interactscope.streaming.collect import run_collect
 
         return run_collect
-    from interactscope.distributed import run_collect_ray
+    from interactscope.streaming.distributed import run_collect_ray
 
     return partial(run_collect_ray, ray_options=options)

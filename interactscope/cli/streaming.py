@@ -23,7 +23,7 @@ from interactscope.cli.common import (
     setup_logging,
     split_list,
 )
-from interactscope.resources import demo_benchmark_dir
+from interactscope.core.resources import demo_benchmark_dir
 
 DEMO_BENCH = demo_benchmark_dir()  # package data: works from any directory after `pip install .`
 DEFAULT_DEMO_MODEL = "cascade"
@@ -48,7 +48,7 @@ def validate(
     Video files that do not exist are listed in one warning (an imported benchmark whose videos
     are fetched later still validates); `collect` refuses such a benchmark. Exit code 0 when
     clean, 1 when there are problems."""
-    from interactscope.bench import BenchmarkError, load_benchmark
+    from interactscope.streaming.bench import BenchmarkError, load_benchmark
 
     missing = "raise" if strict_media else "report"
     try:
@@ -86,7 +86,7 @@ def schema(
 ) -> None:
     """Print the JSON Schema of benchmark.json and of one interactions.jsonl line (or, with
     --out, write them as two files any JSON Schema validator can use)."""
-    from interactscope.bench import benchmark_json_schema, write_json_schemas
+    from interactscope.streaming.bench import benchmark_json_schema, write_json_schemas
 
     if out is None:
         typer.echo(json.dumps(benchmark_json_schema(), indent=2))
@@ -166,7 +166,7 @@ def collect(
     setup_logging(verbose)
     if dry_run:
         return _dry_run(model, bench, set_)
-    from interactscope.collect import CollectError
+    from interactscope.streaming.collect import CollectError
 
     opts = ray_options.ray_options(ray, ray_address, workers, gpus_per_worker)
     run = ray_options.collector(opts)
@@ -224,7 +224,7 @@ def _interrupted(out: Path) -> None:
 
 def _exit_on_record_errors(out: Path) -> None:
     """After the summary: name the interactions whose records carry errors, exit non-zero."""
-    from interactscope.runlog import RunFolder
+    from interactscope.streaming.runlog import RunFolder
 
     totals = RunFolder(out).manifest.summary or {}
     failed = totals.get("failed_interactions") or {}
@@ -247,9 +247,9 @@ def run_guard(run: Path, purpose: str) -> Iterator[Any]:
     """Lock a run folder for ``purpose``, warn when it is incomplete, and turn a full disk into
     one line (used by ``score``). Yields the run's completeness (``None`` when it could not be
     checked)."""
-    from interactscope.bench import BenchmarkError
-    from interactscope.runlog import RunLockedError, RunLogError, run_lock
-    from interactscope.scoring.completeness import incomplete_warnings, run_completeness
+    from interactscope.runs.common import RunLockedError, RunLogError, run_lock
+    from interactscope.streaming.bench import BenchmarkError
+    from interactscope.streaming.scoring.completeness import incomplete_warnings, run_completeness
 
     if not run.is_dir():
         fail(f"{run}: not a run folder (no such folder)")
@@ -353,9 +353,9 @@ def score(
     (byte-identical on re-score) and prints the paper's tables. Targets whose decision points
     all carry infrastructure errors are left out of every score and named in a warning."""
     setup_logging(verbose)
-    from interactscope.judges import JudgeError
-    from interactscope.runlog import RunLogError
-    from interactscope.scoring.run import score_run
+    from interactscope.runs.common import RunLogError
+    from interactscope.streaming.judges import JudgeError
+    from interactscope.streaming.scoring.run import score_run
 
     try:
         with run_guard(run, "score") as completeness:
@@ -392,7 +392,7 @@ def _environment_scores(
 ) -> tuple[list[str], dict[str, Any] | None]:
     """Environment interactions' scores beside the paper's (``environment_scores.json``): the
     printable lines and the file's content; ``([], None)`` without environments."""
-    from interactscope.egobench.streaming_scores import (
+    from interactscope.streaming.environments.scores import (
         read_environment_scores,
         write_environment_scores,
     )
@@ -433,8 +433,8 @@ def merge(
     Refuses shards with different settings, models, benchmarks or N, overlapping interactions,
     and (unless --allow-incomplete) missing shards, unfinished shards or missing decision
     points, listing what is missing."""
-    from interactscope.collect import run_merge
-    from interactscope.runlog import RunLogError
+    from interactscope.runs.common import RunLogError
+    from interactscope.streaming.collect import run_merge
 
     try:
         with disk_errors(out):
@@ -471,7 +471,7 @@ def demo(
 
     With --model NAME: collect and score that model alone (e.g. --model oracle, scores 1.0)."""
     setup_logging(False)
-    from interactscope.collect import CollectError, run_collect
+    from interactscope.streaming.collect import CollectError, run_collect
 
     if model is None:
         _demo_panel(out or Path("runs") / "demo", judge, cpu_limit, resamples)
@@ -490,10 +490,10 @@ def demo(
 
 
 def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
-    from interactscope.collect import CollectError
-    from interactscope.compare import CompareError
-    from interactscope.demo import DemoSettings, run_panel
-    from interactscope.judges import JudgeError
+    from interactscope.streaming.analysis.errors import CompareError
+    from interactscope.streaming.collect import CollectError
+    from interactscope.streaming.demo import DemoSettings, run_panel
+    from interactscope.streaming.judges import JudgeError
 
     settings = DemoSettings(judge=judge, cpu_limit=cpu_limit, resamples=resamples)
     try:

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.core.model_configs import ModelConfigError, resolve_model_config
 from interactscope.engines import ENGINES, EngineError, load_engine
-from interactscope.model_configs import ModelConfigError, resolve_model_config
 
 
 class ChatModelError(ValueError):

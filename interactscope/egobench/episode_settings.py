@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from interactscope.settings import apply_overrides
+from interactscope.core.settings import apply_overrides
 
 Mode = Literal["easy", "hard", "static"]
 

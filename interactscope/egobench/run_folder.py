@@ -5,7 +5,7 @@
 An episode is written only once it has ended, flushed and fsynced, so a killed run loses at
 most the episode in progress: reopening drops a torn last line with a warning and the
 unfinished episode is played again; nothing is duplicated or skipped. Writers hold the
-folder's lock (:func:`interactscope.runlog.run_lock`)."""
+folder's lock (:func:`interactscope.runs.common.run_lock`)."""
 
 from __future__ import annotations
 
@@ -19,8 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from interactscope.core.settings import diff_settings
 from interactscope.egobench.records import EpisodeRecord, Variant
-from interactscope.runlog import (
+from interactscope.runs.common import (
     git_revision,
     host_facts,
     now_iso,
@@ -29,7 +30,6 @@ from interactscope.runlog import (
     run_lock,
     write_manifest,
 )
-from interactscope.settings import diff_settings
 
 log = logging.getLogger(__name__)
 

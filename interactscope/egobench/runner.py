@@ -28,7 +28,7 @@ from interactscope.egobench.run_folder import (
     open_episodes,
 )
 from interactscope.egobench.user_sim import ModelUser, ScriptedUser, SimulatedUser, default_script
-from interactscope.runlog import in_shard, parse_shard, run_lock
+from interactscope.runs.common import in_shard, parse_shard, run_lock
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interactscope.schema import ToolCall, ToolSpec
+from interactscope.core.records import ToolCall, ToolSpec
 
 __all__ = [
     "AudioPart",

@@ -9,7 +9,7 @@ back parsed (name + arguments dict) in :attr:`ChatResult.tool_calls`.
 
 The base URL and the API key come from environment variables named in the options
 (``base_url_env``, ``api_key_env``); keys are never read from files or the command line, and
-every error text passes through :func:`interactscope.secrets.redact` (the key variable is
+every error text passes through :func:`interactscope.core.secrets.redact` (the key variable is
 registered there). The ``openai`` client retries connection errors, 408/409/429/5xx with
 exponential backoff (``max_retries``, ``Retry-After`` honoured) within ``timeout_s`` seconds per
 request; a failure names the server's URL.
@@ -35,6 +35,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from interactscope.core.records import ToolSpec
+from interactscope.core.secrets import redact, register_key_env
 from interactscope.engines.base import (
     AudioPart,
     ChatResult,
@@ -48,8 +50,6 @@ from interactscope.engines.base import (
 )
 from interactscope.engines.config import BackendOptions
 from interactscope.engines.toolcalls import native_tool_call
-from interactscope.schema import ToolSpec
-from interactscope.secrets import redact, register_key_env
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +81,7 @@ class OpenAIOptions(BackendOptions):
     image_detail: Literal["low", "high", "auto"] | None = None
     extra_body: dict[str, Any] = Field(default_factory=dict, description="merged into requests")
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    # read by the streaming adapter over this engine (interactscope.adapters.openai_backend)
+    # read by the streaming adapter over this engine (interactscope.streaming.adapters.openai_backend)
     native_tools: bool = Field(True, description="offer the T1 catalogue as native tools")
     check_audio: bool = Field(
         True, description="verify the server consumes input_audio (first request with >= 1 s)"

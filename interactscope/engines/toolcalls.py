@@ -2,7 +2,7 @@
 (single quotes, ``True``/``None``, or JSON's ``true``/``false``/``null``), or a mapping.
 
 Used for the native tool-call fields of chat backends here and for tool calls found in answer
-text (``interactscope.protocol.parsing``). Never raises: what cannot be read is kept under
+text (``interactscope.replies``). Never raises: what cannot be read is kept under
 ``_unparsed`` with a reason.
 """
 
@@ -12,7 +12,7 @@ import ast
 import json
 from typing import Any
 
-from interactscope.schema import ToolCall
+from interactscope.core.records import ToolCall
 
 __all__ = ["native_tool_call", "parse_arguments", "python_literal"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from interactscope.judges.toolset import toolset_match
-from interactscope.schema import Interaction, ResponseRecord
-from interactscope.scoring import allocate_first_response, match_order_preserving
+from interactscope.streaming.judges.toolset import toolset_match
+from interactscope.streaming.schema import Interaction, ResponseRecord
+from interactscope.streaming.scoring import allocate_first_response, match_order_preserving
 from interactscope.view.model import Mark
 
 __all__ = ["classify_interaction"]

@@ -17,7 +17,7 @@ from pathlib import Path
 from PIL import Image
 
 from interactscope.media import AsrSettings, CausalMedia, MediaError, select_indices
-from interactscope.settings import Settings
+from interactscope.streaming.settings import Settings
 from interactscope.view.model import FramesAt, ViewSettings
 
 __all__ = ["FrameSource", "point_key"]

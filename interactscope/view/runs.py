@@ -12,10 +12,11 @@ from typing import Any
 
 import pandas as pd
 
-from interactscope.bench import Benchmark, BenchmarkError
-from interactscope.runlog import RunFolder, RunLogError
-from interactscope.schema import ResponseRecord, RunManifest
-from interactscope.settings import Settings
+from interactscope.runs.common import RunLogError
+from interactscope.streaming.bench import Benchmark, BenchmarkError
+from interactscope.streaming.runlog import RunFolder
+from interactscope.streaming.schema import ResponseRecord, RunManifest
+from interactscope.streaming.settings import Settings
 
 __all__ = ["LoadedRun", "ViewError", "load_run"]
 

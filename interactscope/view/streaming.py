@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from interactscope.schema import Interaction
+from interactscope.streaming.schema import Interaction
 from interactscope.view.classify import classify_interaction
 from interactscope.view.frames import FrameSource
 from interactscope.view.model import (

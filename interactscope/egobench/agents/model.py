@@ -8,13 +8,13 @@ import json
 from string import Template
 from typing import Any
 
+from interactscope.core.records import ToolCall as EngineToolCall
+from interactscope.core.records import ToolSpec as EngineToolSpec
 from interactscope.egobench.agents.base import AgentStep, EpisodeContext, ToolEvent
 from interactscope.egobench.prompts import load_prompts
 from interactscope.egobench.records import ToolCall
 from interactscope.engines import EngineError, Message, TextPart, VideoPart
-from interactscope.protocol.parsing import parse_response
-from interactscope.schema import ToolCall as EngineToolCall
-from interactscope.schema import ToolSpec as EngineToolSpec
+from interactscope.replies import parse_response
 
 _NEVER_SILENT = "\x00never-silent\x00"
 

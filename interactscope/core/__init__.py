@@ -1,0 +1,1 @@
+"""Records, settings base, errors and package resources both benchmarks use."""

@@ -1,0 +1,83 @@
+"""The settings base both benchmarks use: dotted overrides, flattening, option models with
+one-line errors, and the human-readable difference of two settings dicts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+_Options = TypeVar("_Options", bound=BaseModel)
+
+
+def flatten(d: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"grid": {"step_s": 1}}`` -> ``{"grid.step_s": 1}``."""
+    out: dict[str, Any] = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict) and v:
+            out.update(flatten(v, key + "."))
+        else:
+            out[key] = v
+    return out
+
+
+def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+    """Deep-merge ``overrides`` (nested dicts or dotted keys like ``"grid.step_s"``) into ``base``."""
+    out = {k: (dict(v) if isinstance(v, dict) else v) for k, v in base.items()}
+    for key, value in overrides.items():
+        parts = key.split(".")
+        node = out
+        for p in parts[:-1]:
+            node = node.setdefault(p, {})
+            if not isinstance(node, dict):
+                raise ValueError(f"setting {key!r}: {p!r} is not a group")
+        leaf = parts[-1]
+        if isinstance(value, dict) and isinstance(node.get(leaf), dict):
+            node[leaf] = apply_overrides(node[leaf], value)
+        else:
+            node[leaf] = value
+    return out
+
+
+def options_with(
+    cls: type[_Options],
+    options: _Options | None,
+    overrides: dict[str, Any],
+    what: str,
+    valid: str,
+) -> _Options:
+    """An options model: ``options`` (default: ``cls()``'s defaults) with ``overrides`` (``None``
+    values ignored).
+
+    Raises:
+        ValueError: an unknown option or an invalid value, in one line:
+            ``<what> option <field>: <why> (valid: <valid>)``.
+    """
+    base = options.model_dump() if options is not None else {}
+    base.update({k: v for k, v in overrides.items() if v is not None})
+    try:
+        return cls(**base)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        raise ValueError(
+            f"{what} option {'.'.join(map(str, e['loc']))}: {e['msg']} (valid: {valid})"
+        ) from None
+
+
+def _ignored(key: str, ignore: Iterable[str]) -> bool:
+    return any(key == k or key.startswith(k + ".") for k in ignore)
+
+
+def diff_settings(a: dict[str, Any], b: dict[str, Any], *, ignore: Iterable[str] = ()) -> list[str]:
+    """Human-readable list of dotted settings whose values differ between two settings dicts,
+    ``"key: old != new"`` sorted by key; keys in (or under) ``ignore`` are left out."""
+    ignore = tuple(ignore)
+    fa = {k: v for k, v in flatten(a).items() if not _ignored(k, ignore)}
+    fb = {k: v for k, v in flatten(b).items() if not _ignored(k, ignore)}
+    return [
+        f"{k}: {fa.get(k, '<unset>')!r} != {fb.get(k, '<unset>')!r}"
+        for k in sorted(set(fa) | set(fb))
+        if fa.get(k, "<unset>") != fb.get(k, "<unset>")
+    ]

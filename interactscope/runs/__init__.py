@@ -1,0 +1,1 @@
+"""The append-only run folder both benchmarks write."""

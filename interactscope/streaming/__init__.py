@@ -1,0 +1,1 @@
+"""The streaming benchmark (Omni-InteractScope): tasks, benchmark folders, protocol, adapters, judges, scoring, analysis, importers, collection."""

@@ -1,0 +1,182 @@
+"""Baselines that need no model (docs/protocol.md, controls).
+
+- ``silent``: always silent; scores 0 with every target ``missed``.
+- ``oracle``: answers each target's reference (T1: its tool calls) at the decision point nearest
+  the target time (τ, or the interval midpoint) inside its window; checks that a perfect model
+  scores 1.0.
+- ``blind-fire``: answers every interaction once, at the first decision point ≥ q + ``delay_s``,
+  with the benchmark's most frequent T1 tool among those the interaction is offered (T1; an
+  environment interaction's catalogue is its environment's tools) or a fixed sentence (other
+  tasks).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from interactscope.streaming.adapters.base import (
+    Adapter,
+    AdapterOutput,
+    DecisionRequest,
+    options_of,
+)
+from interactscope.streaming.protocol.grid import decision_grid
+from interactscope.streaming.schema import Interaction, Target, ToolCall, VideoRecord
+from interactscope.streaming.settings import Settings
+
+
+class BaselineOptions(BaseModel):
+    """Options every baseline takes (model config, ``options:`` or ``--set adapter.KEY``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    simulate_latency_s: float = Field(
+        0.0, ge=0, description="sleep per call (exercise progress bars, kills, resume)"
+    )
+
+
+class OracleOptions(BaselineOptions):
+    tolerance_s: float = Field(2.0, ge=0, description="answer inside target time +- this")
+
+
+class BlindFireOptions(BaselineOptions):
+    delay_s: float = Field(3.0, ge=0, description="answer once at q + delay_s")
+    text: str | None = Field(None, description="the fixed sentence for non-T1 tasks")
+
+
+def _simulate_latency(options: BaselineOptions) -> None:
+    if options.simulate_latency_s > 0:
+        time.sleep(options.simulate_latency_s)
+
+
+class _Baseline(Adapter):
+    Options: type[BaselineOptions] = BaselineOptions
+
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
+        super().__init__(name, config, settings)
+        self.options = options_of(self.Options, name, config, settings)
+
+
+class SilentAdapter(_Baseline):
+    backend = "silent"
+    needs_media = False
+    supports_online = False
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        _simulate_latency(self.options)
+        return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+
+
+def oracle_time(target: Target, grid: list[float], tolerance_s: float = 2.0) -> float:
+    """The decision point at which a perfect model answers ``target``: the grid point nearest the
+    target time (τ or interval midpoint) among those inside its window; ties go to the earlier
+    point; if no grid point lies in the window, the nearest grid point overall."""
+    lo, hi = target.window(tolerance_s)
+    inside = [g for g in grid if lo - 1e-9 <= g <= hi + 1e-9]
+    pool = inside or grid
+    return min(pool, key=lambda g: (abs(g - target.anchor_s), g))
+
+
+def _tool_text(names: list[str]) -> str:
+    calls = [{"name": n, "arguments": {}} for n in names]
+    return "```json\n" + json.dumps(calls if len(calls) != 1 else calls[0]) + "\n```"
+
+
+def _oracle_calls(tg: Target, names: list[str]) -> list[ToolCall]:
+    """A T1 target's expected ``calls`` with their arguments (environment interactions), then
+    its other tool names as bare calls; without ``calls`` just the bare names (the paper)."""
+    full = [ToolCall(name=c.name, arguments=dict(c.arguments)) for c in tg.calls or []]
+    named = {c.name for c in full}
+    return full + [ToolCall(name=n) for n in names if n not in named]
+
+
+class OracleAdapter(_Baseline):
+    backend = "oracle"
+    needs_media = False
+    Options = OracleOptions
+
+    def _plan(self, interaction: Interaction, video: VideoRecord) -> dict[float, Target]:
+        grid = decision_grid(
+            interaction.q, video.duration_s or interaction.q, self.settings.grid.step_s
+        )
+        tol = float(self.options.tolerance_s)
+        plan: dict[float, Target] = {}
+        for tg in interaction.targets:
+            plan.setdefault(oracle_time(tg, grid, tol), tg)
+        return plan
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        _simulate_latency(self.options)
+        tg = self._plan(request.interaction, request.video).get(round(request.t, 3))
+        if tg is None:
+            return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+        if request.interaction.task == "T1":
+            names = list(tg.tools or [])
+            return AdapterOutput(
+                text=_tool_text(names),
+                silent=False,
+                tool_calls=_oracle_calls(tg, names),
+                latency_s=0.0,
+            )
+        return AdapterOutput(text=tg.reference, silent=False, tool_calls=[], latency_s=0.0)
+
+
+def _most_frequent(counts: Counter[str], among: set[str] | None) -> str | None:
+    """The most frequent name of ``counts`` in ``among`` (``None``: any); ties broken by name so
+    the choice is reproducible; ``None`` when there is none."""
+    pool = [(n, k) for n, k in counts.items() if among is None or n in among]
+    return min(pool, key=lambda kv: (-kv[1], kv[0]))[0] if pool else None
+
+
+class BlindFireAdapter(_Baseline):
+    """Options (model config or ``--set adapter.delay_s=3``): ``delay_s`` (default 3 s, the paper's
+    best fixed delay), ``text`` (the fixed sentence for non-T1 tasks)."""
+
+    backend = "blind-fire"
+    needs_media = False
+    DEFAULT_TEXT = "Heads up: what you asked about is happening now."
+    Options = BlindFireOptions
+
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
+        super().__init__(name, config, settings)
+        self.delay_s = float(self.options.delay_s)
+        self.text = self.options.text if self.options.text is not None else self.DEFAULT_TEXT
+        self.tool: str | None = None
+        self.counts: Counter[str] = Counter()
+        self.env_tools: dict[str, str | None] = {}
+
+    def prepare(self, bench: Any) -> None:
+        for it in bench.interactions:
+            if it.task == "T1":
+                for tg in it.targets:
+                    self.counts.update(tg.tools or [])
+        catalogue = set(bench.tools)
+        self.tool = _most_frequent(self.counts, catalogue) or _most_frequent(self.counts, None)
+        if self.tool is None and bench.tools:
+            self.tool = next(iter(bench.tools))
+        envs = getattr(bench, "environments", None) or {}
+        self.env_tools = {e: _most_frequent(self.counts, set(v.tools)) for e, v in envs.items()}
+
+    def describe(self) -> dict[str, Any]:
+        out = {"delay_s": self.delay_s, "tool": self.tool, "text": self.text}
+        return {**out, "environment_tools": self.env_tools} if self.env_tools else out
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        it = request.interaction
+        grid = decision_grid(it.q, request.video.duration_s or it.q, self.settings.grid.step_s)
+        due = [g for g in grid if g >= round(it.q + self.delay_s, 3) - 1e-9]
+        if not due or round(request.t, 3) != due[0]:
+            return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+        offered = {t.name for t in request.tools}
+        tool = (_most_frequent(self.counts, offered) if offered else None) or self.tool
+        if it.task == "T1" and tool:
+            return AdapterOutput(
+                text=_tool_text([tool]), silent=False, tool_calls=[ToolCall(name=tool)],
+                latency_s=0.0,
+            )  # fmt: skip
+        return AdapterOutput(text=self.text, silent=False, tool_calls=[], latency_s=0.0)

@@ -1,0 +1,79 @@
+"""Adapter registry: ``--model NAME`` -> model config (:mod:`interactscope.core.model_configs`) -> backend class.
+
+A model config is data: ``backend`` (a key of ``BACKENDS``), ``checkpoint``, optional
+``settings`` overrides merged into the run's Settings (e.g. ``audio: {mode: asr}``), and
+backend options. Backends are imported lazily so that heavy optional dependencies (torch, vLLM,
+openai) are needed only by the models that use them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from typing import Any
+
+from interactscope.core import model_configs
+from interactscope.streaming.adapters.base import Adapter, AdapterError
+from interactscope.streaming.settings import Settings
+
+log = logging.getLogger(__name__)
+
+BACKENDS: dict[str, str] = {
+    "silent": "interactscope.streaming.adapters.baselines:SilentAdapter",
+    "oracle": "interactscope.streaming.adapters.baselines:OracleAdapter",
+    "blind-fire": "interactscope.streaming.adapters.baselines:BlindFireAdapter",
+    "openai": "interactscope.streaming.adapters.openai_backend:OpenAIAdapter",
+    "vllm": "interactscope.streaming.adapters.vllm_backend:VLLMAdapter",
+    "transformers": "interactscope.streaming.adapters.transformers_backend:TransformersAdapter",
+    "cascade": "interactscope.streaming.adapters.cascade:CascadeAdapter",
+}
+"""Backend name -> "module:Class". Add new backends here."""
+
+
+def available_models() -> list[str]:
+    """Every model config name that ``--model`` accepts (see :mod:`interactscope.core.model_configs`)."""
+    return model_configs.available_models()
+
+
+def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
+    """Resolve ``name`` (a config name or a path to a YAML file) to (name, config mapping).
+
+    The mapping gains ``_path`` and ``_sha256`` (recorded in run.json). A local config that
+    shadows a bundled one of the same name is said on stderr (logging WARNING).
+
+    Raises:
+        AdapterError: no such config (the message lists the available ones), bad YAML, or no
+            ``backend`` key.
+    """
+    try:
+        resolved = model_configs.resolve_model_config(name)
+    except model_configs.ModelConfigError as exc:
+        raise AdapterError(str(exc)) from None
+    if resolved.shadows:
+        log.warning(
+            "model config %s shadows the bundled %s (remove or rename it to use the bundled one)",
+            resolved.path,
+            resolved.shadows,
+        )
+    cfg = dict(resolved.config)
+    cfg["_path"] = resolved.path
+    cfg["_sha256"] = resolved.sha256
+    return resolved.name, cfg
+
+
+def adapter_class(backend: str) -> type[Adapter]:
+    if backend not in BACKENDS:
+        raise AdapterError(f"unknown backend {backend!r}; known: {', '.join(sorted(BACKENDS))}")
+    module, cls = BACKENDS[backend].split(":")
+    try:
+        mod = importlib.import_module(module)
+    except ImportError as exc:
+        raise AdapterError(
+            f"backend {backend!r} needs a package that is not installed ({exc}); "
+            "see the README's Models section for the extra to install"
+        ) from exc
+    return getattr(mod, cls)
+
+
+def build_adapter(name: str, config: dict[str, Any], settings: Settings) -> Adapter:
+    return adapter_class(config["backend"])(name, config, settings)

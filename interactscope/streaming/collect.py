@@ -1,0 +1,401 @@
+"""``interactscope collect`` and ``merge``: model config + settings + benchmark -> run folder.
+
+Glue between the benchmark loader, the adapter registry, the run folder and the driver. The run
+folder is created only once the adapter is built (a bad key or model leaves nothing behind) and
+is locked while it is written (docs/protocol.md, run folder).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from interactscope.runs.common import (
+    LOCK,
+    MANIFEST,
+    RunLogError,
+    git_revision,
+    host_facts,
+    in_shard,
+    now_iso,
+    package_versions,
+    parse_shard,
+    run_lock,
+)
+from interactscope.streaming.adapters.base import AdapterError
+from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+from interactscope.streaming.bench import Benchmark, BenchmarkError, load_benchmark
+from interactscope.streaming.protocol.driver import CollectSummary, collect, interaction_grid
+from interactscope.streaming.runlog import RESPONSES, RunFolder, merge_runs, open_run
+from interactscope.streaming.schema import BenchmarkInfo, Invocation, RunManifest
+from interactscope.streaming.scoring.completeness import (
+    Completeness,
+    benchmark_with_durations,
+    expected_grids,
+    incomplete_warnings,
+    run_completeness,
+)
+from interactscope.streaming.settings import Settings, apply_overrides, execution_settings
+from interactscope.streaming.tasks import TASKS
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "Completeness",
+    "CollectError",
+    "Subset",
+    "expected_grids",
+    "incomplete_warnings",
+    "resolve_settings",
+    "run_collect",
+    "run_completeness",
+    "run_merge",
+]
+
+
+class CollectError(RuntimeError):
+    """Collection cannot start (bad benchmark, unknown model, settings mismatch on resume)."""
+
+
+class Subset(BaseModel):
+    """The interactions a run covers when not the whole benchmark (``collect --only / --task``),
+    recorded in ``run.json`` as ``subset``; a resume must ask for the same subset.
+
+    Attributes:
+        only: interaction ids (sorted), or ``None`` for no restriction.
+        tasks: task ids (in the task table's order), or ``None`` for no restriction.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    only: list[str] | None = None
+    tasks: list[str] | None = None
+
+    @classmethod
+    def of(cls, only: Sequence[str] | None, tasks: Sequence[str] | None) -> Subset | None:
+        """The subset asked for, or ``None`` when neither list is given.
+
+        Raises:
+            CollectError: an unknown task id (the message lists the valid ones).
+        """
+        if not only and not tasks:
+            return None
+        bad = [t for t in tasks or [] if t not in TASKS]
+        if bad:
+            raise CollectError(f"--task {','.join(bad)}: unknown task; valid: {', '.join(TASKS)}")
+        keep_tasks = [t for t in TASKS if t in set(tasks or [])] or None
+        return cls(only=sorted(set(only)) if only else None, tasks=keep_tasks)
+
+    def select(self, interactions: list[Any]) -> list[Any]:
+        """The interactions in the subset, in benchmark order.
+
+        Raises:
+            CollectError: an id in ``only`` that is not in the benchmark (or shard), or an empty
+                selection.
+        """
+        if self.only is not None:
+            known = {it.id for it in interactions}
+            unknown = [i for i in self.only if i not in known]
+            if unknown:
+                shown = ", ".join(unknown[:10]) + (", ..." if len(unknown) > 10 else "")
+                raise CollectError(f"--only: no interaction {shown} in the benchmark (or shard)")
+        out = [
+            it
+            for it in interactions
+            if (self.only is None or it.id in self.only)
+            and (self.tasks is None or it.task in self.tasks)
+        ]
+        if not out:
+            raise CollectError(f"no interaction matches {self.describe()}")
+        return out
+
+    def describe(self) -> str:
+        parts = [f"--only {','.join(self.only)}"] if self.only else []
+        return " ".join(parts + ([f"--task {','.join(self.tasks)}"] if self.tasks else []))
+
+
+def resolve_settings(config: dict[str, Any], overrides: dict[str, Any]) -> Settings:
+    """Defaults <- the model config's ``settings`` <- command-line overrides (dotted keys).
+
+    Raises:
+        CollectError: an unknown setting or a value of the wrong type, naming the setting.
+    """
+    try:
+        merged = apply_overrides(Settings().model_dump(), config.get("settings") or {})
+        merged = apply_overrides(merged, overrides)
+        return Settings.model_validate(merged)
+    except ValueError as exc:  # ValidationError is a ValueError
+        if isinstance(exc, ValidationError):
+            msgs = [_setting_problem(e) for e in exc.errors()]
+        else:
+            msgs = [str(exc)]
+        if len(msgs) == 1:
+            raise CollectError(f"invalid setting {msgs[0]} (see --set)") from exc
+        raise CollectError("invalid settings:\n  " + "\n  ".join(msgs)) from exc
+
+
+def _setting_problem(err: Any) -> str:
+    """One pydantic error as ``key: message``; an unknown key also lists the valid ones there."""
+    loc = tuple(err["loc"])
+    if err["type"] != "extra_forbidden":
+        return f"{'.'.join(map(str, loc))}: {err['msg']}"
+    model: Any = Settings
+    try:
+        for part in loc[:-1]:
+            model = model.model_fields[part].annotation
+        fields = list(model.model_fields)
+    except (AttributeError, KeyError):  # not a nested settings group: no list to offer
+        return f"{'.'.join(map(str, loc))}: unknown setting"
+    valid = ", ".join(f"{'.'.join(map(str, (*loc[:-1], k)))}" for k in fields)
+    return f"{'.'.join(map(str, loc))}: unknown setting; valid here: {valid}"
+
+
+def new_manifest(
+    b: Benchmark,
+    name: str,
+    config: dict[str, Any],
+    settings: Settings,
+    interactions: list[Any],
+    shard: str | None,
+    command: list[str] | None,
+    retry_errors: bool,
+    *,
+    subset: Subset | None = None,
+) -> RunManifest:
+    facts = host_facts()
+    settings_json = settings.model_dump(mode="json")
+    started = now_iso()
+    return RunManifest(
+        model=name,
+        backend=config["backend"],
+        protocol=settings.protocol,
+        settings=settings_json,
+        benchmark=BenchmarkInfo(
+            name=b.name,
+            version=b.version,
+            path=str(b.root),
+            fingerprint=b.fingerprint,
+            n_interactions=len(b.interactions),
+        ),
+        shard=shard,
+        interaction_ids=sorted(it.id for it in interactions),
+        packages=package_versions(),
+        git_revision=git_revision(),
+        host=facts["host"],
+        python=facts["python"],
+        command=command,
+        model_config={k: v for k, v in config.items() if not k.startswith("_")},
+        model_config_path=config.get("_path"),
+        model_config_sha256=config.get("_sha256"),
+        started_at=started,
+        video_durations={
+            v: (None if v in b.media_errors else b.videos[v].duration_s)
+            for v in sorted({it.video_id for it in interactions})
+        },
+        invocations=[
+            Invocation(
+                started_at=started,
+                command=command,
+                execution=execution_settings(settings_json),
+                retry_errors=retry_errors,
+            )
+        ],
+        **({"subset": subset.model_dump(exclude_none=True)} if subset is not None else {}),
+    )
+
+
+def prepare_run(
+    model: str,
+    bench: str | Path,
+    overrides: dict[str, Any],
+    shard: str | None,
+    limit: int | None,
+    *,
+    subset: Subset | None = None,
+) -> tuple[Benchmark, str, dict[str, Any], Settings, list[Any]]:
+    try:
+        b = load_benchmark(bench, media_errors="record")
+        name, config = load_model_config(model)
+        shard_t = parse_shard(shard)
+    except (BenchmarkError, AdapterError, ValueError) as exc:
+        raise CollectError(str(exc)) from exc
+    settings = resolve_settings(config, overrides)
+    interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
+    if subset is not None:
+        interactions = subset.select(interactions)
+    if limit is not None:
+        interactions = interactions[:limit]
+    return b, name, config, settings, interactions
+
+
+def run_collect(
+    *,
+    model: str,
+    bench: str | Path,
+    out: str | Path,
+    protocol: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    shard: str | None = None,
+    limit: int | None = None,
+    batch_size: int | None = None,
+    retry_errors: bool = False,
+    progress: bool = True,
+    command: list[str] | None = None,
+    only: Sequence[str] | None = None,
+    tasks: Sequence[str] | None = None,
+) -> CollectSummary:
+    """Create or resume the run folder ``out`` and collect every pending decision point.
+
+    The folder is locked for the whole collection; when collection fails before writing any
+    record, a folder this call created is removed again. ``only`` (interaction ids) and
+    ``tasks`` (task ids) restrict the run to a subset, recorded in ``run.json`` (``subset``);
+    resuming needs the same subset. They apply after ``shard`` and before ``limit``.
+
+    Returns:
+        This invocation's counts; ``run.json``'s ``summary`` holds the counts of every record.
+
+    Raises:
+        CollectError: with a message naming what is wrong (benchmark problems, unknown model,
+            invalid settings, a run folder holding different settings or locked by another
+            process).
+    """
+    overrides = dict(overrides or {})
+    if protocol is not None:
+        overrides["protocol"] = protocol
+    sub = Subset.of(only, tasks)
+    b, name, config, settings, interactions = prepare_run(
+        model, bench, overrides, shard, limit, subset=sub
+    )
+    t_build = time.perf_counter()
+    adapter = _build(name, config, settings)
+    build_s = time.perf_counter() - t_build
+    manifest = new_manifest(
+        b, name, config, settings, interactions, shard, command, retry_errors, subset=sub
+    )
+    outp = Path(out)
+    created = not outp.exists()
+    try:
+        with run_lock(outp, "collect"):
+            writer = open_run_folder(outp, manifest, b, settings, interactions, retry_errors)
+            try:
+                summary = collect(
+                    b,
+                    adapter,
+                    writer,
+                    settings,
+                    interactions,
+                    batch_size=batch_size or int(config.get("batch_size", 16)),
+                    progress=progress,
+                    tool_executor=tool_executor(b),
+                )
+                _add_build_time(summary, build_s)
+                writer.manifest.adapter = adapter.describe()
+                writer.finish(summary.as_dict())
+            except BaseException:
+                writer.close()
+                if created and not writer.done:
+                    remove_new_run(outp)
+                raise
+    except RunLogError as exc:
+        raise CollectError(str(exc)) from exc
+    except AdapterError as exc:  # e.g. a preflight or key check in prepare()
+        raise CollectError(str(exc)) from exc
+    finally:
+        adapter.close()
+    return summary
+
+
+def open_run_folder(
+    outp: Path,
+    manifest: RunManifest,
+    b: Benchmark,
+    settings: Settings,
+    interactions: list[Any],
+    retry_errors: bool,
+) -> Any:
+    """``open_run`` for this collect: Online Rolling redoes partial interactions; a retry keeps
+    environment interactions in time order (docs/protocol.md#environments)."""
+    redo = None
+    if settings.protocol == "online":
+        redo = {it.id: interaction_grid(b, it, settings) for it in interactions}
+    return open_run(
+        outp,
+        manifest,
+        retry_errors=retry_errors,
+        redo_partial=redo,
+        in_order={it.id for it in interactions if it.query.environment},
+    )
+
+
+def _add_build_time(summary: CollectSummary, build_s: float) -> None:
+    """Count building the adapter as model load (``timings.load_s``) and in ``wall_s``."""
+    summary.wall_s = round(summary.wall_s + build_s, 3)
+    if summary.timings is not None:
+        summary.timings.load_s += build_s
+        summary.timings = summary.timings.derived()
+
+
+def tool_executor(b: Benchmark) -> Any:
+    """Executes environment interactions' calls (docs/protocol.md#environments), else None."""
+    if not b.environments:
+        return None
+    from interactscope.streaming.environments.execution import StreamEnvironments
+
+    return StreamEnvironments(b)
+
+
+def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:
+    """The adapter of the run.
+
+    Raises:
+        CollectError: it cannot be built, or Online Rolling is asked of a model without it.
+    """
+    try:
+        adapter = build_adapter(name, config, settings)
+    except AdapterError as exc:
+        raise CollectError(str(exc)) from exc
+    if settings.protocol == "online" and not adapter.supports_online:
+        adapter.close()
+        raise CollectError(
+            f"model {name!r} (backend {config['backend']}) has no Online Rolling; use a model "
+            "with backend transformers or openai (`interactscope models`), or protocol=offline"
+        )
+    return adapter
+
+
+def remove_new_run(path: Path) -> None:
+    """Remove a run folder this invocation created and wrote nothing useful into."""
+    for name in (MANIFEST, RESPONSES, LOCK, MANIFEST + ".tmp"):
+        (path / name).unlink(missing_ok=True)
+    try:
+        path.rmdir()
+    except OSError:
+        log.debug("%s: left in place (not empty)", path)
+
+
+def run_merge(
+    sources: list[str | Path], out: str | Path, *, allow_incomplete: bool = False
+) -> RunManifest:
+    """Merge shard folders, checking every decision point of the benchmark is present.
+
+    Raises:
+        RunLogError: what ``merge_runs`` refuses (listed), incomplete shards included.
+    """
+    if not sources:
+        raise RunLogError("merge needs at least two run folders")
+    folders = [RunFolder(s) for s in sources]
+    try:
+        bench = benchmark_with_durations(folders)
+    except BenchmarkError as exc:
+        raise RunLogError(
+            f"{folders[0].path}: cannot load its benchmark to check completeness "
+            f"({str(exc).splitlines()[0]})"
+        ) from exc
+    settings = folders[0].manifest.settings
+    expected = expected_grids(bench, settings, [it.id for it in bench.interactions])
+    return merge_runs(sources, out, expected=expected, allow_incomplete=allow_incomplete)

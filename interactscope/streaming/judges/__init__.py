@@ -1,0 +1,163 @@
+"""Content judges and the on-disk verdict cache (docs/protocol.md#content-check, docs/protocol.md#judges-and-caching).
+
+``make_judge(name)`` builds a judge from its ``--judge`` string:
+
+========================  =====================================================================
+``toolset``               T1's exact tool-name set check only (always used for targets with
+                          ``tools``); T2–T8 targets then have no judge and scoring refuses.
+``openai[:MODEL]``        OpenAI-compatible endpoint, default model ``gpt-4o`` (the paper's).
+``local:PATH``            a local transformers causal LM with the same prompt.
+``embedding[:THRESH]``    all-MiniLM-L6-v2 cosine ≥ 0.6 (approximation).
+``lexical[:THRESH]``      token F1 ≥ 0.5 (approximation; the default ``--judge``).
+``file:PATH``             verdicts from a JSONL file keyed by (interaction, target, time).
+``openai:MODEL+frames``   the OpenAI judge also sees K = 3 frames of each visual target's window
+                          (``+frames+audio``: auditory targets get the window's audio).
+``local:PATH+frames``     a local Qwen VL / Omni checkpoint, the same (Omni: audio too).
+========================  =====================================================================
+"""
+
+from __future__ import annotations
+
+from interactscope.streaming.judges.base import (
+    JUDGE_PROMPT_VERSION,
+    Judge,
+    JudgeError,
+    JudgeItem,
+    Verdict,
+    judge_messages,
+    parse_verdict,
+)
+from interactscope.streaming.judges.cache import VerdictCache, cache_key
+from interactscope.streaming.judges.lexical import LexicalJudge
+from interactscope.streaming.judges.runner import JudgeReport, run_judge
+from interactscope.streaming.judges.toolset import tool_names, toolset_match
+
+__all__ = [
+    "JUDGE_PROMPT_VERSION",
+    "DEFAULT_JUDGE",
+    "Judge",
+    "JudgeError",
+    "JudgeItem",
+    "JudgeReport",
+    "LexicalJudge",
+    "ToolsetOnly",
+    "Verdict",
+    "VerdictCache",
+    "cache_key",
+    "judge_messages",
+    "make_judge",
+    "parse_verdict",
+    "run_judge",
+    "tool_names",
+    "toolset_match",
+]
+
+DEFAULT_JUDGE = "lexical"
+"""Default ``--judge``: deterministic and offline. The paper's judge is ``openai:gpt-4o``."""
+
+
+class ToolsetOnly(Judge):
+    """``--judge toolset``: no text judge. Scoring a run with T2–T8 targets raises JudgeError."""
+
+    name = "toolset"
+    backend = "toolset"
+    model = ""
+    prompt_version = "toolset-v1"
+
+    def judge(self, triples: list[tuple[str, str, str]]) -> list[Verdict]:
+        if triples:
+            raise JudgeError(
+                "--judge toolset only checks T1 tool names; "
+                f"{len(triples)} text pairs need a text judge (openai:, local:, embedding, "
+                "lexical or file:)"
+            )
+        return []
+
+
+def _threshold(arg: str, default: float) -> float:
+    if not arg:
+        return default
+    try:
+        return float(arg)
+    except ValueError as exc:
+        raise JudgeError(f"bad judge threshold {arg!r}") from exc
+
+
+_LOOKS = ("frames", "audio")
+
+
+def _looking_suffixes(arg: str) -> tuple[str, set[str]]:
+    """``MODEL+frames+audio`` -> (``MODEL``, {frames, audio}); only known suffixes are taken."""
+    looks: set[str] = set()
+    while "+" in arg and arg.rsplit("+", 1)[1].strip().casefold() in _LOOKS:
+        arg, suffix = arg.rsplit("+", 1)
+        looks.add(suffix.strip().casefold())
+    return arg, looks
+
+
+def _looking_judge(name: str, backend: str, arg: str, looks: set[str], options: dict) -> Judge:
+    """``openai:MODEL+frames[+audio]`` or ``local:PATH+frames``."""
+    if "frames" not in looks:
+        raise JudgeError(
+            f"judge {name!r}: +audio goes with +frames, e.g. openai:MODEL+frames+audio"
+        )
+    if backend == "openai":
+        from interactscope.streaming.judges.llm import openai_frames_judge
+
+        return openai_frames_judge(arg or "gpt-4o", audio="audio" in looks, **options)
+    if backend == "local":
+        from interactscope.streaming.judges.llm import local_frames_judge
+
+        if not arg:
+            raise JudgeError("local frames judge needs a path: --judge local:PATH+frames")
+        if "audio" in looks:
+            raise JudgeError("local:PATH+frames sends audio by itself when the model takes it")
+        return local_frames_judge(arg, **options)
+    raise JudgeError(f"judge {name!r}: +frames works with openai:MODEL and local:PATH only")
+
+
+def make_judge(name: str, **options: object) -> Judge:
+    """Build a judge from its ``--judge`` string (see the module docstring).
+
+    Raises:
+        JudgeError: unknown name, or a backend whose packages are missing.
+    """
+    base, looks = _looking_suffixes(name)
+    if looks:
+        backend, _, arg = base.partition(":")
+        return _looking_judge(name, backend.strip().casefold(), arg, looks, options)
+    backend, _, arg = name.partition(":")
+    backend = backend.strip().casefold()
+    if backend == "toolset":
+        return ToolsetOnly()
+    if backend == "lexical":
+        from interactscope.streaming.judges.lexical import DEFAULT_THRESHOLD
+
+        return LexicalJudge(_threshold(arg, DEFAULT_THRESHOLD))
+    if backend == "embedding":
+        from interactscope.streaming.judges.embedding import (
+            DEFAULT_EMBEDDING_THRESHOLD,
+            EmbeddingJudge,
+        )
+
+        return EmbeddingJudge(_threshold(arg, DEFAULT_EMBEDDING_THRESHOLD))
+    if backend == "openai":
+        from interactscope.streaming.judges.llm import OpenAIJudge
+
+        return OpenAIJudge(arg or "gpt-4o", **options)  # type: ignore[arg-type]
+    if backend == "local":
+        from interactscope.streaming.judges.llm import LocalJudge
+
+        if not arg:
+            raise JudgeError("local judge needs a path: --judge local:PATH")
+        return LocalJudge(arg, **options)  # type: ignore[arg-type]
+    if backend == "file":
+        from interactscope.streaming.judges.file import FileJudge
+
+        if not arg:
+            raise JudgeError("file judge needs a path: --judge file:PATH")
+        return FileJudge(arg)
+    raise JudgeError(
+        f"unknown judge {name!r}: use toolset, openai[:MODEL][+frames], local:PATH[+frames], "
+        "embedding, lexical or file:PATH"
+    )
