@@ -321,6 +321,13 @@ def score(
     ),
     tolerance: float = typer.Option(2.0, "--tolerance", help="Window half-width δ, seconds."),
     merge_s: float = typer.Option(2.0, "--merge", help="Response grouping span, seconds (T1–T7)."),
+    infra_rule: str = typer.Option(
+        "window",
+        "--infra-rule",
+        help="Targets left out for infrastructure errors: window (no response before the "
+        "window and every point in it failed) or region (the rule before: every point of the "
+        "allocation region failed).",
+    ),
     rejudge: int = typer.Option(
         0, "--rejudge", help="Re-ask N cached verdicts and report the flip rate (rejudge.json)."
     ),
@@ -364,6 +371,7 @@ def score(
                 judge=judge,
                 tolerance_s=tolerance,
                 merge_s=merge_s,
+                infra_error_rule=infra_rule,
                 rejudge=rejudge,
                 cache_path=cache,
                 out_dir=out,

@@ -4,11 +4,14 @@ Record handling (setting ``records``, recorded in ``summary.json``):
 
 * a record with ``error`` set is an infrastructure error: not a response and not silence; it is
   left out of allocation/matching and counted under ``health.infrastructure_errors``; a target
-  that no response reached and whose every decision point that could have served it (its region
-  under first-response allocation, its window under matching; at least one) is such a record
-  gets the outcome ``infra_error``: excluded from numerator and denominator like ``unjudged``;
-  so does every target of an interaction whose records are all errors (an unreadable video
-  leaves one error record at q);
+  that no answer could have served gets the outcome ``infra_error``: excluded from numerator
+  and denominator like ``unjudged`` (:func:`infra_outcome`, setting ``infra_error_rule``): under
+  ``window`` (default) a ``missed`` or ``late`` target (no response consumed it before its
+  window) whose every decision point inside its closed window (at least one) is an error, or a
+  ``missed`` one whose whole region is; under ``region`` (the rule before) only a ``missed``
+  target whose whole region is; under matching (T8) a ``missed`` target whose window is; always
+  every target of an interaction whose records are all errors (an unreadable video leaves one
+  error record at q);
 * a ``suppressed`` record (cooldown control) is silent;
 * a non-silent record before q cannot exist on the decision grid; if one does it is ignored.
 
@@ -35,7 +38,14 @@ from interactscope.streaming.scoring.responses import Owner, ResponseRow, respon
 from interactscope.streaming.scoring.results import DEFAULT_MERGE_S, DEFAULT_TOLERANCE_S
 from interactscope.streaming.tasks import UNSCORED_OUTCOMES, task_spec
 
-__all__ = ["InteractionScore", "pairs_that_matter", "score_interaction", "uses_matching"]
+__all__ = [
+    "INFRA_ERROR_RULES",
+    "InteractionScore",
+    "infra_outcome",
+    "pairs_that_matter",
+    "score_interaction",
+    "uses_matching",
+]
 
 Verdict = bool | None
 TextVerdicts = Callable[[str, int], tuple[Verdict, str]]
@@ -52,6 +62,11 @@ def _in_window(t: float, window: tuple[float, float]) -> bool:
     return ms(window[0]) <= ms(t) <= ms(window[1])
 
 
+INFRA_ERROR_RULES = ("window", "region")
+"""Values of the scoring setting ``infra_error_rule`` (docs/protocol.md, where the paper is
+silent): ``window`` (default) or ``region`` (the rule before; see :func:`infra_outcome`)."""
+
+
 def _all_errors(records: Sequence[ResponseRecord], lo2: int, hi2: int | None) -> bool:
     """Whether the records with 2·ms(t) in [lo2, hi2) (``hi2`` None: no upper end) are at least
     one and all infrastructure errors (bounds doubled so half-millisecond region ends are exact)."""
@@ -59,21 +74,57 @@ def _all_errors(records: Sequence[ResponseRecord], lo2: int, hi2: int | None) ->
     return bool(inside) and all(r.error for r in inside)
 
 
-def _infra_outcome(
-    outcome: str, records: Sequence[ResponseRecord], span_s: tuple[float, float], closed: bool
-) -> str:
-    """``infra_error`` for a ``missed`` target whose span (region [lo, hi) or closed window
-    [lo, hi], seconds) holds only error records, or of an interaction whose every record is an
-    error (an unreadable video has a single error record at q, so its later spans are empty);
-    ``outcome`` otherwise."""
-    if outcome != "missed":
-        return outcome
-    if records and all(r.error for r in records):
-        return "infra_error"
+def _span_failed(
+    records: Sequence[ResponseRecord], span_s: tuple[float, float], closed: bool
+) -> bool:
+    """Whether the region [lo, hi) or closed window [lo, hi] (s; ``hi`` may be inf) holds at
+    least one record and only error records."""
     lo2 = int(round(span_s[0] * 2000))
     hi = span_s[1]
     hi2 = None if hi == float("inf") else int(round(hi * 2000)) + (1 if closed else 0)
-    return "infra_error" if _all_errors(records, lo2, hi2) else outcome
+    return _all_errors(records, lo2, hi2)
+
+
+def infra_outcome(
+    outcome: str,
+    records: Sequence[ResponseRecord],
+    *,
+    window_s: tuple[float, float],
+    region_s: tuple[float, float] | None = None,
+    rule: str = "window",
+) -> str:
+    """A target's outcome with the infrastructure-error rule applied: ``infra_error`` when no
+    answer could have served the target, else ``outcome`` unchanged.
+
+    Args:
+        outcome: the allocation (or matching) outcome.
+        records: every record of the interaction (error ones included).
+        window_s: the target's closed window [τ − δ, τ + δ] (s).
+        region_s: its allocation region [b_{k−1}, b_k) (s; ``inf`` for the last target);
+            ``None`` under order-preserving matching (T8), where the window is what counts.
+        rule: ``window`` — a ``missed``/``late`` target (no response consumed it before its
+            window) whose window holds only error records, or a ``missed`` one whose region
+            does; ``region`` — only a ``missed`` target whose region holds only errors.
+            Under both, every target of an interaction whose records are all errors (an
+            unreadable video has a single error record at q, so its later spans are empty).
+
+    Raises:
+        ValueError: an unknown ``rule``.
+    """
+    if rule not in INFRA_ERROR_RULES:
+        raise ValueError(f"infra_error_rule {rule!r}: valid: {', '.join(INFRA_ERROR_RULES)}")
+    open_ = ("missed", "late") if rule == "window" else ("missed",)
+    if outcome not in open_:
+        return outcome
+    if records and all(r.error for r in records):
+        return "infra_error"
+    if region_s is None:
+        return "infra_error" if _span_failed(records, window_s, closed=True) else outcome
+    if outcome == "missed" and _span_failed(records, region_s, closed=False):
+        return "infra_error"
+    if rule == "window" and _span_failed(records, window_s, closed=True):
+        return "infra_error"
+    return outcome
 
 
 def pairs_that_matter(
@@ -176,7 +227,7 @@ def _matched_rows(
     for k, tgt in enumerate(targets):
         j = matched.get(k)
         outcome = "unjudged" if k in excluded else ("hit" if j is not None else "missed")
-        outcome = _infra_outcome(outcome, records, tgt.window(tolerance_s), closed=True)
+        outcome = infra_outcome(outcome, records, window_s=tgt.window(tolerance_s))
         rows.append(_row(base, k, tgt, tolerance_s, outcome, None, None, j, records, content))
     complete = None
     infra = any(r["outcome"] == "infra_error" for r in rows)
@@ -193,6 +244,7 @@ def _allocated_rows(
     base: dict[str, Any],
     tolerance_s: float,
     merge_s: float,
+    infra_rule: str = "window",
 ) -> tuple[list[dict[str, Any]], dict[int, Owner]]:
     """First-response allocation: one row per target, and the owner of each member of a
     consumed group."""
@@ -214,7 +266,9 @@ def _allocated_rows(
         if j is None and a.group is not None:
             inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
             j = inside[0] if inside else a.group.members[0]
-        outcome = _infra_outcome(a.outcome, records, a.region_s, closed=False)
+        outcome = infra_outcome(
+            a.outcome, records, window_s=a.window_s, region_s=a.region_s, rule=infra_rule
+        )
         rows.append(
             _row(
                 base,
@@ -267,6 +321,7 @@ def score_interaction(
     cluster: str,
     tolerance_s: float = DEFAULT_TOLERANCE_S,
     merge_s: float = DEFAULT_MERGE_S,
+    infra_rule: str = "window",
 ) -> InteractionScore:
     """Score one interaction: outcome per target (first-response allocation, or order-preserving
     matching for the assistance tasks) plus the volume figures. Times in seconds.
@@ -275,6 +330,7 @@ def score_interaction(
         records: every record of the interaction in this run (silent and error ones included).
         text_verdict: lookup of text-judge verdicts for the pairs of :func:`pairs_that_matter`.
         cluster: the video's bootstrap cluster.
+        infra_rule: the ``infra_error_rule`` setting (:func:`infra_outcome`).
     """
     content, judged = _content_check(interaction, records, text_verdict)
     base = {
@@ -288,7 +344,9 @@ def score_interaction(
     if uses_matching(interaction.task):
         rows, complete, owners = _matched_rows(interaction, records, content, base, tolerance_s)
     else:
-        rows, owners = _allocated_rows(interaction, records, content, base, tolerance_s, merge_s)
+        rows, owners = _allocated_rows(
+            interaction, records, content, base, tolerance_s, merge_s, infra_rule
+        )
     summary = _interaction_row(interaction, records, rows, base, complete)
     responses = response_rows(interaction, records, owners, judged, merge_s=merge_s)
     return InteractionScore(targets=rows, interaction=summary, responses=responses)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -40,12 +40,17 @@ class SummaryError(ValueError):
 
 class ScoringOptions(BaseModel):
     """How targets are scored: ``tolerance_s`` δ (window τ ± δ, seconds) and ``merge_s`` (the
-    grouping span of first-response allocation, seconds). Both ``>= 0``."""
+    grouping span of first-response allocation, seconds), both ``>= 0``; ``infra_error_rule``
+    (``window``, default, or ``region``, the rule before): which targets that infrastructure
+    errors kept from being answered leave the score
+    (:func:`interactscope.streaming.scoring.core.infra_outcome`; docs/protocol.md, where the
+    paper is silent)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     tolerance_s: float = Field(DEFAULT_TOLERANCE_S, ge=0)
     merge_s: float = Field(DEFAULT_MERGE_S, ge=0)
+    infra_error_rule: Literal["window", "region"] = "window"
 
     @classmethod
     def of(cls, options: ScoringOptions | None = None, **overrides: Any) -> ScoringOptions:
@@ -55,7 +60,11 @@ class ScoringOptions(BaseModel):
             ValueError: an unknown option or a negative span (one line naming it).
         """
         return options_with(
-            cls, options, overrides, "scoring", "tolerance_s, merge_s, seconds >= 0"
+            cls,
+            options,
+            overrides,
+            "scoring",
+            "tolerance_s, merge_s, seconds >= 0; infra_error_rule: window or region",
         )
 
 

@@ -240,6 +240,7 @@ def _score_rows(
             cluster=clusters.get(inter.video_id, inter.video_id),
             tolerance_s=options.tolerance_s,
             merge_s=options.merge_s,
+            infra_rule=options.infra_error_rule,
         )
         target_rows.extend(s.targets)
         inter_rows.append(s.interaction)
@@ -329,6 +330,10 @@ def score_collection(
     cdf = cluster_table(tdf, idf)
     metrics = compute_metrics(cdf)
     info = run_info if isinstance(run_info, RunInfo) else RunInfo(**dict(run_info or {}))
+    # recorded where it can matter, so a clean run's summary.json keeps its bytes
+    infra = {"infra_error_rule": opts.infra_error_rule}
+    if opts.infra_error_rule == "window" and not int(idf["infrastructure_errors"].sum()):
+        infra = {}
     summary = ScoreSummary(
         scoring_version=SCORING_VERSION,
         run=info,
@@ -336,6 +341,7 @@ def score_collection(
             tolerance_s=float(opts.tolerance_s),
             merge_s=float(opts.merge_s),
             **RULES,
+            **infra,
             judge=judge.describe(),
         ),
         approximation=judge.approximation,
