@@ -379,7 +379,9 @@ def score(
             )
     except (JudgeError, RunLogError, ValueError) as exc:
         fail(str(exc))
-    env_lines, env_doc = _environment_scores(run, out or run / "scores", tolerance, merge_s)
+    env_lines, env_doc = _environment_scores(
+        run, out or run / "scores", tolerance, merge_s, infra_rule
+    )
     if as_json:
         typer.echo(_score_json(run, out, result, env_doc))
     else:
@@ -389,14 +391,24 @@ def score(
     infra = _infra_warning(result)
     if infra:
         typer.secho(f"warning: {infra}", fg=typer.colors.YELLOW, err=True)
-    if strict and infra:
+    env_infra = _environment_warning(env_doc)
+    if env_infra:
+        typer.secho(f"warning: {env_infra}", fg=typer.colors.YELLOW, err=True)
+    if strict and (infra or env_infra):
         raise typer.Exit(EXIT_RECORD_ERRORS)
     if strict and (completeness is None or not completeness.complete):
         raise typer.Exit(EXIT_INCOMPLETE)
 
 
+def _environment_warning(doc: dict[str, Any] | None) -> str | None:
+    """The environment columns' infrastructure-error warning (``None`` without errors)."""
+    from interactscope.streaming.environments.scores import environment_warning
+
+    return None if doc is None else environment_warning(doc["totals"])
+
+
 def _environment_scores(
-    run: Path, out: Path, tolerance: float, merge_s: float
+    run: Path, out: Path, tolerance: float, merge_s: float, infra_rule: str = "window"
 ) -> tuple[list[str], dict[str, Any] | None]:
     """Environment interactions' scores beside the paper's (``environment_scores.json``): the
     printable lines and the file's content; ``([], None)`` without environments."""
@@ -406,7 +418,7 @@ def _environment_scores(
     )
 
     try:
-        done = write_environment_scores(run, out, tolerance, merge_s)
+        done = write_environment_scores(run, out, tolerance, merge_s, infra_rule)
         doc = None if done is None else read_environment_scores(done[0]).model_dump(mode="json")
     except (ValueError, OSError) as exc:
         fail(f"environment scores: {exc}")

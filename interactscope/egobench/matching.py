@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 import math
 import sqlite3
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
-from interactscope.egobench.records import ToolCall
+from interactscope.egobench.records import ToolCall, ToolSpec
 from interactscope.egobench.scenarios import ScenarioDef
 from interactscope.egobench.settings import ScoreSettings
 
@@ -26,6 +27,40 @@ MERGE_NAME_KEYS = (
     "recipe_name",
     "name",
 )
+
+
+Call = TypeVar("Call", bound=Any)
+
+
+def clean_calls(
+    calls: Iterable[Call], tools: Iterable[ToolSpec], settings: ScoreSettings
+) -> list[Call]:
+    """The calls as the environment executes them, for matching: with ``undeclared_params:
+    drop`` (default) the arguments a tool does not declare are dropped, as
+    :meth:`interactscope.egobench.env.Environment.call` drops them at run time (one rule for run
+    time and scoring, docs/egobench.md); calls to tools the schema does not know are kept as
+    they are. Each call keeps its class (EgoBench or streaming ``ToolCall``); nothing is
+    changed in place.
+
+    Args:
+        calls: objects with ``name`` and ``arguments`` (pydantic models).
+        tools: the catalogue (objects with ``name`` and ``declared``, the declared parameters).
+        settings: the scorer's settings (``undeclared_params``).
+    """
+    calls = list(calls)
+    if settings.undeclared_params != "drop":
+        return calls
+    specs = {t.name: t for t in tools}
+    return [
+        c.model_copy(
+            update={
+                "arguments": {k: v for k, v in c.arguments.items() if k in specs[c.name].declared}
+            }
+        )
+        if c.name in specs
+        else c
+        for c in calls
+    ]
 
 
 def _canon(s: Any) -> str:

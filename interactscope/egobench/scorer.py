@@ -15,7 +15,7 @@ from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
 from interactscope.egobench.logs import load_log
-from interactscope.egobench.matching import ParamComparer, match_calls
+from interactscope.egobench.matching import ParamComparer, clean_calls, match_calls
 from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
 from interactscope.egobench.settings import ScoreSettings
 
@@ -80,22 +80,6 @@ class ScoreResult(BaseModel):
         return pd.DataFrame([t.model_dump() for t in self.tasks], columns=TASK_COLUMNS)
 
 
-def _clean(calls: list[ToolCall], variant: Variant, s: ScoreSettings) -> list[ToolCall]:
-    """Drop the parameters the tool does not declare (tools unknown to the schema are kept)."""
-    if s.undeclared_params != "drop":
-        return calls
-    specs = {t.name: t for t in variant.tools}
-    return [
-        ToolCall(
-            name=c.name,
-            arguments={k: v for k, v in c.arguments.items() if k in specs[c.name].declared},
-        )
-        if c.name in specs
-        else c
-        for c in calls
-    ]
-
-
 def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings) -> str:
     with Environment.from_variant(
         variant,
@@ -117,8 +101,8 @@ def score_task(
     logged = log is not None
     log = log or AgentLog(task_id=task.task_id)
     note = "" if logged else "no log entry"
-    gt = _clean(task.ground_truth, variant, s)
-    agent = _clean(log.calls, variant, s)
+    gt = clean_calls(task.ground_truth, variant.tools, s)
+    agent = clean_calls(log.calls, variant.tools, s)
     try:
         pairs = match_calls(gt, agent, cmp, s.matching)
         matched = sum(p is not None for p in pairs)

@@ -5,12 +5,21 @@ For every T1 interaction that names an environment:
 - **joint time–call** (per target with expected ``calls``): the paper's joint time–tool hit
   (first-response allocation, tool-name set) *and* the calls of the consumed group's in-window
   members match the target's expected calls with parameters (EgoBench equality rules,
-  :mod:`interactscope.egobench.matching`; every expected call matched to a distinct call);
+  :mod:`interactscope.egobench.matching`; both sides cleaned first by
+  :func:`~interactscope.egobench.matching.clean_calls`, the rule the environment applies at run
+  time; every expected call matched to a distinct call);
 - **state correct** (per interaction): the final state hash recorded on the interaction's last
   decision point equals the hash after executing every target's expected calls, in target order,
-  on a fresh environment (interactions without a recorded final hash are left out);
+  on a fresh environment;
 - **action precision**: state-changing calls (``tool_results[i].changed``) matched to a target's
   expected call as above / all state-changing calls.
+
+Infrastructure errors follow the paper columns' rule (setting ``infra_error_rule``,
+:func:`interactscope.streaming.scoring.core.infra_outcome`): a target no answer could have
+served is ``infra_error`` and leaves the time-tool and time-call denominators; it is counted in
+``health``. The state is judged only from a healthy final decision point of an interaction none
+of whose targets is ``infra_error``; otherwise ``state_correct`` is ``null`` and
+``state_reason`` says why (also when no final hash was recorded).
 
 The paper's columns are computed elsewhere and never read these."""
 
@@ -22,17 +31,19 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
-from interactscope.egobench.matching import ParamComparer, match_calls
+from interactscope.egobench.matching import ParamComparer, clean_calls, match_calls
 from interactscope.egobench.settings import ScoreSettings
 from interactscope.streaming.environments.execution import fresh_environment
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.allocation import allocate_first_response
+from interactscope.streaming.scoring.core import infra_outcome
 
 __all__ = [
     "EnvScore",
     "EnvironmentScores",
+    "environment_warning",
     "expected_state_hash",
     "read_environment_scores",
     "score_environments",
@@ -44,7 +55,11 @@ SCORES_FILE = "environment_scores.json"
 
 @dataclass
 class EnvScore:
-    """One environment interaction's new scores."""
+    """One environment interaction's new scores.
+
+    ``time_tool_hits`` / ``call_targets`` / ``time_call_hits`` count the targets in the score
+    (not ``infra_error``); ``infra_error_targets`` the others, ``infrastructure_errors`` the
+    interaction's error records; ``state_reason`` says why ``state_correct`` is ``None``."""
 
     interaction_id: str
     environment: str
@@ -55,6 +70,9 @@ class EnvScore:
     matched_writes: int = 0
     writes: int = 0
     targets: list[dict[str, Any]] = field(default_factory=list)
+    infra_error_targets: int = 0
+    infrastructure_errors: int = 0
+    state_reason: str | None = None
 
 
 def expected_state_hash(bench: Any, it: Interaction) -> str:
@@ -73,8 +91,16 @@ def _toolset(rec: ResponseRecord, names: Sequence[str]) -> bool:
     return {c.name.casefold() for c in rec.tool_calls} == {n.casefold() for n in names}
 
 
-def _score_one(bench: Any, it: Interaction, recs: list[ResponseRecord], tol: float, merge: float):
+def _score_one(
+    bench: Any,
+    it: Interaction,
+    recs: list[ResponseRecord],
+    tol: float,
+    merge: float,
+    infra_rule: str = "window",
+) -> EnvScore:
     out = EnvScore(it.id, it.query.environment or "")
+    out.infrastructure_errors = sum(1 for r in recs if r.error)
     allocs = allocate_first_response(
         it.targets,
         recs,
@@ -85,14 +111,26 @@ def _score_one(bench: Any, it: Interaction, recs: list[ResponseRecord], tol: flo
     )
     seed = fresh_environment(bench, out.environment)
     cmp = ParamComparer(seed.definition, seed.conn, ScoreSettings())
+    tools = list(seed.tools.values())
     matched: set[tuple[int, int]] = set()  # (record index, call index) matched to a target
     for tg, a in zip(it.targets, allocs, strict=True):
+        outcome = infra_outcome(
+            a.outcome, recs, window_s=a.window_s, region_s=a.region_s, rule=infra_rule
+        )
+        if outcome == "infra_error":
+            out.infra_error_targets += 1
+            out.targets.append(
+                {"target_id": tg.id, "time_tool": None, "time_call": None, "outcome": outcome}
+            )
+            continue
         lo, hi = (round(x * 1000) for x in a.window_s)
         members = [
             j for j in (a.group.members if a.group else ()) if lo <= round(recs[j].t * 1000) <= hi
         ]
         agent = [(j, i, c) for j in members for i, c in enumerate(recs[j].tool_calls)]
-        idx = match_calls(list(tg.calls or []), [c for _, _, c in agent], cmp, "greedy")
+        expected = clean_calls(tg.calls or [], tools, ScoreSettings())
+        made = clean_calls([c for _, _, c in agent], tools, ScoreSettings())
+        idx = match_calls(expected, made, cmp, "greedy")
         matched |= {agent[m][:2] for m in idx if m is not None}
         call_hit = bool(tg.calls) and a.hit and all(m is not None for m in idx)
         out.time_tool_hits += a.hit
@@ -103,6 +141,7 @@ def _score_one(bench: Any, it: Interaction, recs: list[ResponseRecord], tol: flo
                 "target_id": tg.id,
                 "time_tool": a.hit,
                 "time_call": call_hit if tg.calls is not None else None,
+                "outcome": outcome,
             }
         )
     seed.close()
@@ -112,30 +151,60 @@ def _score_one(bench: Any, it: Interaction, recs: list[ResponseRecord], tol: flo
             if isinstance(res, dict) and res.get("changed"):
                 out.writes += 1
                 out.matched_writes += (j, i) in matched
-    final = next((r.model_extra or {}).get("env_state_hash") for r in recs[-1:]) if recs else None
-    if final is not None:
-        out.state_correct = final == expected_state_hash(bench, it)
+    _judge_state(bench, it, recs, out)
     return out
 
 
+def _judge_state(bench: Any, it: Interaction, recs: list[ResponseRecord], out: EnvScore) -> None:
+    """``state_correct`` from a healthy final decision point, else ``None`` with the reason."""
+    final = recs[-1] if recs else None
+    if final is None or final.error:
+        out.state_reason = "the final decision point failed (infrastructure error)"
+        return
+    if out.infra_error_targets:
+        out.state_reason = (
+            f"{out.infra_error_targets} target(s) could not be answered (infrastructure errors)"
+        )
+        return
+    got = (final.model_extra or {}).get("env_state_hash")
+    if got is None:
+        out.state_reason = "no final state hash recorded"
+        return
+    out.state_correct = got == expected_state_hash(bench, it)
+
+
 def score_environments(
-    bench: Any, records: Sequence[ResponseRecord], *, tolerance_s: float = 2.0, merge_s: float = 2.0
+    bench: Any,
+    records: Sequence[ResponseRecord],
+    *,
+    tolerance_s: float = 2.0,
+    merge_s: float = 2.0,
+    infra_rule: str = "window",
 ) -> list[EnvScore]:
-    """The new scores of each environment interaction of ``bench`` that has records."""
+    """The new scores of each environment interaction of ``bench`` that has records
+    (``infra_rule``: the ``infra_error_rule`` setting of the paper columns)."""
     by_id: dict[str, list[ResponseRecord]] = {}
     for r in records:
         by_id.setdefault(r.interaction_id, []).append(r)
     return [
-        _score_one(bench, it, sorted(by_id[it.id], key=lambda r: r.t), tolerance_s, merge_s)
+        _score_one(
+            bench, it, sorted(by_id[it.id], key=lambda r: r.t), tolerance_s, merge_s, infra_rule
+        )
         for it in bench.interactions
         if it.query.environment is not None and it.id in by_id
     ]
 
 
 def totals(scores: Sequence[EnvScore]) -> dict[str, Any]:
-    """Σ numerators / Σ denominators of the three new columns."""
+    """Σ numerators / Σ denominators of the three new columns; ``health`` (error records,
+    ``infra_error`` targets, interactions without a state verdict) only when records failed."""
     judged = [s for s in scores if s.state_correct is not None]
-    return {
+    health = {
+        "infrastructure_errors": sum(s.infrastructure_errors for s in scores),
+        "infra_error_targets": sum(s.infra_error_targets for s in scores),
+        "state_unjudged": len(scores) - len(judged),
+    }
+    out = {
         "joint_time_call": {
             "hits": sum(s.time_call_hits for s in scores),
             "targets": sum(s.call_targets for s in scores),
@@ -149,10 +218,30 @@ def totals(scores: Sequence[EnvScore]) -> dict[str, Any]:
             "state_changing": sum(s.writes for s in scores),
         },
     }
+    if health["infrastructure_errors"]:  # only when present: a healthy run keeps its bytes
+        out["health"] = health
+    return out
+
+
+def environment_warning(tot: dict[str, Any]) -> str | None:
+    """The warning ``score`` prints when environment interactions carry infrastructure errors
+    (``tot``: :func:`totals`), else ``None``."""
+    h = tot.get("health") or {}
+    if not h.get("infrastructure_errors"):
+        return None
+    return (
+        f"environment columns: {h['infrastructure_errors']} record(s) carry an infrastructure "
+        f"error; {h.get('infra_error_targets', 0)} target(s) left out of time-tool/time-call "
+        f"(infra_error), {h.get('state_unjudged', 0)} interaction(s) without a state verdict"
+    )
 
 
 def write_environment_scores(
-    run: str | Path, out_dir: str | Path, tolerance_s: float = 2.0, merge_s: float = 2.0
+    run: str | Path,
+    out_dir: str | Path,
+    tolerance_s: float = 2.0,
+    merge_s: float = 2.0,
+    infra_rule: str = "window",
 ) -> tuple[Path, list[str]] | None:
     """Score a run folder's environment interactions into ``OUT/environment_scores.json``;
     returns (path, printable lines), or ``None`` when the benchmark declares no environment."""
@@ -162,7 +251,9 @@ def write_environment_scores(
     bench = folder.benchmark(probe_media=False, media_errors="record")
     if not bench.environments:
         return None
-    scores = score_environments(bench, folder.responses(), tolerance_s=tolerance_s, merge_s=merge_s)
+    scores = score_environments(
+        bench, folder.responses(), tolerance_s=tolerance_s, merge_s=merge_s, infra_rule=infra_rule
+    )
     tot = totals(scores)
     doc = {"totals": tot, "interactions": [asdict(s) for s in scores]}
     path = Path(out_dir) / SCORES_FILE
@@ -196,12 +287,22 @@ class ActionPrecision(_Counts):
     state_changing: int
 
 
+class EnvHealth(_Counts):
+    """Infrastructure errors of the environment interactions: error records, targets left out
+    (``infra_error``), interactions without a state verdict (``state_correct`` null)."""
+
+    infrastructure_errors: int = 0
+    infra_error_targets: int = 0
+    state_unjudged: int = 0
+
+
 class EnvTotals(_Counts):
     """The ``totals`` block of ``environment_scores.json`` (:func:`totals`)."""
 
     joint_time_call: JointTimeCall
     state_correct: StateCorrect
     action_precision: ActionPrecision
+    health: EnvHealth = Field(default_factory=EnvHealth)
 
     def cells(self) -> dict[str, str]:
         """The three columns as printable cells ``"100.0 (2/2)"`` (percent, then the counts;
@@ -241,13 +342,19 @@ def _frac(a: int, b: int) -> str:
     return f"{a}/{b} = {a / b:.3f}" if b else f"{a}/0 = n/a"
 
 
+def _state_cell(s: EnvScore) -> str:
+    if s.state_correct is None:
+        return f"n/a ({s.state_reason})" if s.state_reason else "n/a"
+    return "correct" if s.state_correct else "incorrect"
+
+
 def _lines(scores: Sequence[EnvScore], tot: dict[str, Any]) -> list[str]:
     head = "environment interactions (beyond the paper): interaction | time-tool | time-call | state | action precision"
     rows = [
-        f"  {s.interaction_id} | {s.time_tool_hits}/{len(s.targets)} | "
-        f"{s.time_call_hits}/{s.call_targets} | "
-        f"{'n/a' if s.state_correct is None else ('correct' if s.state_correct else 'incorrect')}"
-        f" | {s.matched_writes}/{s.writes}"
+        f"  {s.interaction_id} | {s.time_tool_hits}/{len(s.targets) - s.infra_error_targets} | "
+        f"{s.time_call_hits}/{s.call_targets} | {_state_cell(s)} | "
+        f"{s.matched_writes}/{s.writes}"
+        + (f" | {s.infra_error_targets} target(s) infra_error" if s.infra_error_targets else "")
         for s in scores
     ]
     jc, sc, ap = tot["joint_time_call"], tot["state_correct"], tot["action_precision"]

@@ -404,7 +404,9 @@ def _executed(
 ) -> Iterator[ResponseRecord]:
     """Environment interactions (docs/protocol.md, environments): replay the calls of the
     records already written (resume), then execute each new record's calls in time order; the
-    results go on the record (``tool_results``), the state hash on the last decision point."""
+    results go on the record (``tool_results``), the state hash on the last decision point
+    unless it failed (an error record has no state to judge: the environment columns leave it
+    unjudged)."""
     for rec in ctx.sink.spoken(it.id):
         for call in rec.tool_calls:
             env.execute(call)
@@ -412,7 +414,7 @@ def _executed(
     for rec in records:
         if rec.tool_calls and not rec.error:
             rec.tool_results = [env.execute(call) for call in rec.tool_calls]
-        if rec.t == last_t:
+        if rec.t == last_t and not rec.error:
             rec.env_state_hash = env.state_hash()
         yield rec
 
