@@ -20,36 +20,103 @@ def build_previews(
     points: list[tuple[str | None, float | None]],
 ) -> list[Any]:
     """Previews for ``[(interaction id or None = every interaction, t or None = its first
-    decision point), ...]``. Raises ``typer.Exit`` with one line on any bad input."""
+    decision point), ...]``, as the model's adapter builds them (:func:`engine_view`): its
+    ``frames_as``, its own part rewrite, frames at its consumer side; Online Rolling
+    (``protocol: online``) as turn 1 and the turn at t (default: the second decision point).
+    Raises ``typer.Exit`` with one line on any bad input."""
     from interactscope.streaming.adapters.base import AdapterError
     from interactscope.streaming.adapters.registry import load_model_config
     from interactscope.streaming.bench import BenchmarkError, load_benchmark
     from interactscope.streaming.collect import CollectError, resolve_settings
     from interactscope.streaming.protocol.observation import Observer
-    from interactscope.streaming.protocol.preview import preview_prompt
     from interactscope.streaming.protocol.requests import interaction_grid
 
     try:
-        _, config = load_model_config(model)
+        name, config = load_model_config(model)
         settings = resolve_settings(config, overrides)
         b = load_benchmark(bench, media_errors="record")
     except (AdapterError, CollectError, BenchmarkError) as exc:
         fail(str(exc).splitlines()[0] if isinstance(exc, BenchmarkError) else str(exc))
     text_only = config.get("sees_pixels") is False or config.get("backend") == "cascade"
+    view = engine_view(name, config, settings)
     out = []
     for iid, t in points:
         chosen = b.interactions if iid is None else [_find(b, iid)]
         for it in chosen:
-            at = interaction_grid(b, it, settings)[0] if t is None else t
             video = b.video_of(it)
             obs = None
             if settings.scene != "none" and video.id not in b.media_errors:
-                obs = Observer(b.media_path(video), settings, bench_root=b.root)
+                obs = Observer(
+                    b.media_path(video),
+                    settings,
+                    bench_root=b.root,
+                    consumer_side=view["consumer_side"],
+                )
             try:
-                out.append(preview_prompt(b, it, at, settings, observer=obs, text_only=text_only))
+                if settings.protocol == "online":
+                    out += _online(b, it, t, settings, obs, text_only, view)
+                    continue
+                at = interaction_grid(b, it, settings)[0] if t is None else t
+                out.append(_offline(b, it, at, settings, obs, text_only, view))
             except Exception as exc:  # media/ASR errors: one line naming the file
                 fail(f"{b.media_path(video)}: {type(exc).__name__}: {exc}")
     return out
+
+
+def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: bool, view: dict):
+    from interactscope.streaming.protocol.preview import preview_prompt
+
+    return preview_prompt(
+        b,
+        it,
+        at,
+        settings,
+        observer=obs,
+        text_only=text_only,
+        frames_as=view["frames_as"],
+        convert=view["convert"],
+    )
+
+
+def _online(b: Any, it: Any, t: float | None, settings: Any, obs: Any, text_only: bool, view: dict):
+    from interactscope.streaming.protocol.preview import preview_online
+
+    return preview_online(
+        b, it, t, settings, observer=obs, text_only=text_only, frames_as=view["frames_as"]
+    )
+
+
+def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, Any]:
+    """How the model's adapter shapes what its engine receives, without loading weights:
+    ``frames_as`` (``image`` | ``video``), ``convert`` (the adapter's own rewrite of a message's
+    parts, the vLLM adapter's video parts), ``consumer_side`` (the adapter's
+    ``consumer_max_side``, the frame size the collection driver holds frames at). An adapter
+    that cannot be built here (e.g. vLLM without its package) is read from its config
+    (``frames_as``) and a warning says the frame size and labels may differ. Raises
+    ``typer.Exit`` when the protocol is online and the backend does not support it."""
+    from interactscope.streaming.adapters.base import AdapterError
+    from interactscope.streaming.adapters.registry import build_adapter
+
+    try:
+        adapter = build_adapter(name, config, settings)
+    except (AdapterError, ImportError) as exc:
+        typer.secho(
+            f"warning: model {name}: {str(exc).splitlines()[0]}; the preview shows the template's "
+            "rendering at the observation's frame size (the adapter may resize or relabel)",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        frames_as = config.get("frames_as") or (config.get("limits") or {}).get("frames_as")
+        return {"frames_as": frames_as or "image", "convert": None, "consumer_side": None}
+    if settings.protocol == "online" and not adapter.supports_online:
+        fail(f"model {name}: backend {adapter.backend!r} does not support Online Rolling")
+    side = getattr(adapter, "consumer_max_side", None)
+    return {
+        "frames_as": getattr(adapter, "frames_as", None) or "image",
+        # the vLLM adapter renders frames as images and turns them into one video part itself
+        "convert": getattr(adapter, "_as_video", None),
+        "consumer_side": side if callable(side) else None,
+    }
 
 
 def _find(b: Any, iid: str) -> Any:

@@ -419,7 +419,11 @@ def _environment_scores(
 
     try:
         done = write_environment_scores(run, out, tolerance, merge_s, infra_rule)
-        doc = None if done is None else read_environment_scores(done[0]).model_dump(mode="json")
+        doc = (
+            None
+            if done is None
+            else read_environment_scores(done[0]).model_dump(mode="json", exclude_unset=True)
+        )
     except (ValueError, OSError) as exc:
         fail(f"environment scores: {exc}")
     return ([], None) if done is None else (done[1], doc)
