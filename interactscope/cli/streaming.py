@@ -388,13 +388,18 @@ def score(
         _print_score(result, judge, out or run / "scores")
         for line in env_lines:
             typer.echo(line)
-    infra = _infra_warning(result)
-    if infra:
-        typer.secho(f"warning: {infra}", fg=typer.colors.YELLOW, err=True)
-    env_infra = _environment_warning(env_doc)
-    if env_infra:
-        typer.secho(f"warning: {env_infra}", fg=typer.colors.YELLOW, err=True)
-    if strict and (infra or env_infra):
+    _warn_and_exit(result, env_doc, completeness, strict)
+
+
+def _warn_and_exit(
+    result: Any, env_doc: dict[str, Any] | None, completeness: Any, strict: bool
+) -> None:
+    """``score``'s infrastructure-error warnings (paper and environment columns), then with
+    ``--strict`` its exit codes (record errors, then an incomplete run)."""
+    infra = [w for w in (_infra_warning(result), _environment_warning(env_doc)) if w]
+    for line in infra:
+        typer.secho(f"warning: {line}", fg=typer.colors.YELLOW, err=True)
+    if strict and infra:
         raise typer.Exit(EXIT_RECORD_ERRORS)
     if strict and (completeness is None or not completeness.complete):
         raise typer.Exit(EXIT_INCOMPLETE)

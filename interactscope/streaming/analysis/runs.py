@@ -96,8 +96,13 @@ class ScoredRun:
         return self.summary.settings
 
     def scoring_options(self) -> ScoringOptions:
-        """The tolerance and merge span the run was scored with (the paper's where unknown)."""
-        return ScoringOptions.of(tolerance_s=self.scoring.tolerance_s, merge_s=self.scoring.merge_s)
+        """The tolerance, merge span and infra_error rule the run was scored with (the
+        defaults where unknown)."""
+        return ScoringOptions.of(
+            tolerance_s=self.scoring.tolerance_s,
+            merge_s=self.scoring.merge_s,
+            infra_error_rule=(self.scoring.model_extra or {}).get("infra_error_rule"),
+        )
 
     def describe(self) -> RunDescription:
         """What a control or report records about a run it used."""
@@ -240,7 +245,9 @@ def rescore(
     old = _read_summary(path / "scores" / "summary.json").settings
     judge_obj = make_judge(judge or old.judge_name or "lexical")
     options = ScoringOptions.of(
-        tolerance_s=tolerance_s, merge_s=merge_s if merge_s is not None else old.merge_s
+        tolerance_s=tolerance_s,
+        merge_s=merge_s if merge_s is not None else old.merge_s,
+        infra_error_rule=(old.model_extra or {}).get("infra_error_rule"),
     )
     recs = list(records) if records is not None else inputs.records
     cache = None
