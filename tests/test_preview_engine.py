@@ -25,6 +25,7 @@ from interactscope.streaming.collect import resolve_settings
 from interactscope.streaming.protocol.driver import collect
 from interactscope.streaming.protocol.preview import preview_parts
 from tests.foundation_fixtures import interaction, write_bench
+from tests.test_adapters_vllm import FakeLLM, fake_vllm  # noqa: F401 - the fake vllm fixture
 
 MAX_PIXELS = 12544  # a pixel budget well under 720x404: the adapter holds frames smaller
 
@@ -164,3 +165,41 @@ def test_dry_run_online_shows_turn_one_and_two(setup, tmp_path):
     assert "Online Rolling turn 1" in r.output and "Online Rolling turn 2" in r.output
     assert "New in the stream since 0.0 s (up to 1.0 s):" in r.output
     assert "[video part: 1 frame(s) at t = 1 s" in r.output and not (tmp_path / "run").exists()
+
+
+@pytest.mark.usefixtures("fake_vllm")
+def test_vllm_preview_shows_its_video_relabelling(tmp_path):
+    """The vLLM adapter renders frames as images and replaces them by one video part after its
+    own label; the preview shows that label and the part, and the (fake) vLLM engine gets that
+    text, the 5 frames padded to 6, at the preview's frame size, and 64000 audio samples."""
+    root = write_bench(tmp_path / "b", [interaction("i", task="T2")])
+    cfg = tmp_path / "qwen-vllm.yaml"
+    cfg.write_text(
+        json.dumps(
+            {
+                "backend": "vllm",
+                "checkpoint": "Qwen/Qwen2.5-Omni-7B",
+                "template": "tokenizer",
+                "max_model_len": 32768,
+                "frames_as": "video",
+            }
+        )
+    )
+    (pv,) = build_previews(str(cfg), root, {}, [("i", 4.0)])
+    user = pv.messages[1].parts
+    labels = [p.text for p in user if p.kind == "text"]
+    assert any("(video of 5 frames at 0 s, 1 s, 2 s, 3 s, 4 s)" in x for x in labels)
+    (video,) = [p for p in user if p.kind == "video"]
+    assert video.sent_pts_s == [0.0, 1.0, 2.0, 3.0, 4.0, 4.0]
+    name, config = load_model_config(str(cfg))
+    settings = resolve_settings(config, {})
+    adapter = build_adapter(name, config, settings)
+    bench = load_benchmark(root)
+    collect(bench, adapter, Sink(), settings, list(bench.interactions), progress=False)
+    inputs = [i for call in FakeLLM.instances[-1].calls for i in call]
+    (at4,) = [i for i in inputs if "t = 4.0 s." in i["prompt"]]
+    assert all(x in at4["prompt"] for x in labels)
+    (frames,) = at4["multi_modal_data"]["video"]
+    assert frames.shape[:3] == (6, *video.shape)
+    ((wave, _sr),) = at4["multi_modal_data"]["audio"]
+    assert wave.shape[0] == [p for p in user if p.kind == "audio"][0].n_samples == 64000

@@ -88,8 +88,9 @@ def _online(b: Any, it: Any, t: float | None, settings: Any, obs: Any, text_only
 
 def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, Any]:
     """How the model's adapter shapes what its engine receives, without loading weights:
-    ``frames_as`` (``image`` | ``video``), ``convert`` (the adapter's own rewrite of a message's
-    parts, the vLLM adapter's video parts), ``consumer_side`` (the adapter's
+    ``frames_as`` (``image`` | ``video``: how the prompt's messages are built), ``convert`` (the
+    adapter's own rewrite of a message's parts: the vLLM adapter builds image parts and turns
+    them into one video part itself), ``consumer_side`` (the adapter's
     ``consumer_max_side``, the frame size the collection driver holds frames at). An adapter
     that cannot be built here (e.g. vLLM without its package) is read from its config
     (``frames_as``) and a warning says the frame size and labels may differ. Raises
@@ -111,10 +112,11 @@ def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, A
     if settings.protocol == "online" and not adapter.supports_online:
         fail(f"model {name}: backend {adapter.backend!r} does not support Online Rolling")
     side = getattr(adapter, "consumer_max_side", None)
+    # the vLLM adapter renders frames as images and turns them into one video part itself
+    convert = getattr(adapter, "_as_video", None)
     return {
-        "frames_as": getattr(adapter, "frames_as", None) or "image",
-        # the vLLM adapter renders frames as images and turns them into one video part itself
-        "convert": getattr(adapter, "_as_video", None),
+        "frames_as": "image" if convert else getattr(adapter, "frames_as", None) or "image",
+        "convert": convert,
         "consumer_side": side if callable(side) else None,
     }
 

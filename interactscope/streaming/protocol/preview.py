@@ -69,7 +69,6 @@ class PromptPreview(BaseModel):
     tools: list[str]
     messages: list[MessagePreview]
     protocol: str = "offline"
-    frames_as: str = "image"
     turn: int | None = None
     since_s: float | None = None
 
@@ -158,7 +157,6 @@ def preview_prompt(
         text_only=text_only,
         tools=[tool.name for tool in req.tools],
         messages=preview_parts(_converted(msgs, convert)),
-        frames_as=frames_as,
     )
 
 
@@ -208,7 +206,6 @@ def preview_online(
                 tools=[tool.name for tool in req.tools],
                 messages=preview_parts(msgs),
                 protocol="online",
-                frames_as=frames_as,
                 turn=turn,
                 since_s=prev,
             )
