@@ -37,6 +37,14 @@ def result_json(event: ToolEvent) -> str:
     return json.dumps(body, ensure_ascii=False, default=str)
 
 
+def official_result(event: ToolEvent) -> str:
+    """A tool result as the official runner shows it: the output's JSON, or
+    ``{"error": ...}`` (run/utils.py ``execute_tool``)."""
+    r = event.result
+    body = r.output if r.ok else {"error": r.error}
+    return json.dumps(body, ensure_ascii=False, default=str)
+
+
 class ModelAgent:
     """An agent over ``engine`` (``chat(messages, tools=None, **generation) -> ChatResult``).
 
@@ -96,7 +104,12 @@ class ModelAgent:
 
     def on_tools(self, events: list[ToolEvent]) -> None:
         """Return results: native ``tool`` messages when every call has an id, else one user
-        message holding the results as JSON."""
+        message holding the results as JSON (``runner=official``: ``Tool execution result: ``
+        and each call's output JSON joined by ``; ``, run/multi_agent.py)."""
+        if self.ctx.settings.runner == "official":
+            text = "Tool execution result: " + "; ".join(official_result(e) for e in events)
+            self.messages.append(Message(role="user", content=text))
+            return
         if self.native and events and all(e.call_id for e in events):
             for e in events:
                 self.messages.append(
