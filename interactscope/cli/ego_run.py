@@ -134,7 +134,9 @@ def run(
         help="With --agent egointeract: the auditor's model (default: --agent-model).",
     ),
     trials: int = typer.Option(
-        1, "--trials", help="Play each task K times (seed user.seed + trial - 1); score gives pass^k."
+        1,
+        "--trials",
+        help="Play each task K times (seed user.seed + trial - 1); score gives pass^k.",
     ),
     max_concurrency: int = typer.Option(
         1, "--max-concurrency", help="Episodes in flight at once (for API engines)."

@@ -358,7 +358,9 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> EgoRunManifest:
             "started_at": min(m.started_at or "" for m in manifests),
             "ended_at": max(m.ended_at or "" for m in manifests),
             "invocations": [i for m in manifests for i in m.invocations],
-            "summary": summarise(records, sum(len(i) for i in tasks.values()) * manifests[0].trials),
+            "summary": summarise(
+                records, sum(len(i) for i in tasks.values()) * manifests[0].trials
+            ),
         }
     )
     order = {k: i for i, k in enumerate(merged.keys())}

@@ -8,8 +8,8 @@ import copy
 import itertools
 import logging
 import re
-from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -336,7 +336,9 @@ def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent, trial: int = 1
         s = s.model_copy(
             update={"user": s.user.model_copy(update={"seed": s.user.seed + trial - 1})}
         )
-    visual = load_visual(task, run.request.video_dir, s.frames, getattr(agent, "wants_pixels", True))
+    visual = load_visual(
+        task, run.request.video_dir, s.frames, getattr(agent, "wants_pixels", True)
+    )
     user = run.make_user(v, task, s)
     return run_episode(
         v,
