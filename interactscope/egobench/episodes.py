@@ -5,6 +5,7 @@ loop")."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from interactscope.egobench.agents.base import Agent, EpisodeContext, ToolEvent, Visual
@@ -125,7 +126,7 @@ def _loop(ep: _Episode, agent: Agent, user: SimulatedUser) -> str:
             return stop
         if ep.user_turns >= ep.s.limits.max_user_turns:
             return "max_user_turns"
-        turn = _user_says(ep, lambda: user.reply(reply, problem))
+        turn = _user_says(ep, partial(user.reply, reply, problem))
         ep.add_user(turn)
 
 
