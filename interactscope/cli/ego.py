@@ -100,6 +100,35 @@ def validate(
     )
 
 
+@ego_app.command("import-official")
+def import_official_cmd(
+    path: Path = typer.Argument(
+        ..., help="Your clone of Wind-Flipped/EgoBench or ego-link/egolink2026."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="New data folder (tasks/, db/, tools/)."),
+    video_dir: Path | None = typer.Option(
+        None, "--video-dir", help="Where the videos are (default: the clone's own video folder)."
+    ),
+) -> None:
+    """Convert an official EgoBench repository (tasks, tool schemas, seed databases read from
+    tools/*/*_init.py as literals, never executed) into a data folder for --data, and say what
+    was converted (OUT/import_report.json)."""
+    from interactscope.egobench import EgoBenchError
+    from interactscope.egobench.import_official import import_official, summary_lines
+
+    try:
+        rep = import_official(path, out, video_dir=video_dir)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    for line in summary_lines(rep):
+        typer.echo(line)
+    vd = f" --video-dir {rep.video_dir}" if rep.video_dir else ""
+    typer.echo(
+        f"wrote {out} ({rep.layout} layout); check it with `interactscope ego validate --data "
+        f"{out}`, play it with `interactscope ego run --data {out}{vd} ...`"
+    )
+
+
 _TASK_COLUMNS = [
     "task_id",
     "matched",
