@@ -147,3 +147,41 @@ def test_tool_results_go_back_as_one_tool_execution_result_message() -> None:
         + "; "
         + json.dumps({"error": err}, ensure_ascii=False)
     )
+
+
+def test_video_file_goes_to_engines_that_take_it_else_frames(tmp_path) -> None:
+    import base64
+
+    import numpy as np
+
+    from interactscope.egobench.agents import Visual
+    from interactscope.engines import VideoPart
+    from interactscope.engines.openai_compat import to_openai_messages
+
+    v, t = _retail1()
+    clip = tmp_path / "retail1.mp4"
+    clip.write_bytes(b"\x00\x00\x00\x18ftypmp42-not-a-real-video")
+    visual = Visual(
+        sees_pixels=True, frames=[np.zeros((8, 8, 3), np.uint8)], pts_s=[0.0], video=str(clip)
+    )
+
+    def first_video(engine, video: str) -> VideoPart:
+        s = build_settings("easy", {"agent.video": video})
+        run_episode(v, t, ModelAgent(engine, "x"), ScriptedUser(["hi"]), s, visual)
+        return next(p for p in engine.calls[0][0][1].parts() if isinstance(p, VideoPart))
+
+    takes = FakeEngine(lambda m, tools: "Hello.")
+    takes.video_file = True
+    part = first_video(takes, "file")
+    assert part.path == str(clip) and part.frames == []
+    wire = to_openai_messages([{"role": "user", "content": [part]}])[0]["content"][0]
+    assert wire == {
+        "type": "video_url",
+        "video_url": {
+            "url": "data:video/mp4;base64," + base64.b64encode(clip.read_bytes()).decode()
+        },
+    }
+    assert len(first_video(FakeEngine(lambda m, tools: "Hello."), "file").frames) == 1  # no flag
+    takes2 = FakeEngine(lambda m, tools: "Hello.")
+    takes2.video_file = True
+    assert first_video(takes2, "frames").path is None

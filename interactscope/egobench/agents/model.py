@@ -29,6 +29,15 @@ def engine_has_native_tools(engine: Any) -> bool:
     return False
 
 
+def engine_takes_video_file(engine: Any) -> bool:
+    """True when the engine (or its ``options``) says ``video_file``: it takes the video file
+    itself (``agent.video=file``); else the agent sends frames."""
+    for holder in (engine, getattr(engine, "options", None)):
+        if getattr(holder, "video_file", None) is True:
+            return True
+    return False
+
+
 def result_json(event: ToolEvent) -> str:
     """A tool result as the agent reads it: ``{"ok", "output"}`` or ``{"ok", "error"}``."""
     r = event.result
@@ -87,6 +96,14 @@ class ModelAgent:
 
     def _visual_parts(self) -> list[Any]:
         v = self.ctx.visual
+        if (
+            v.sees_pixels
+            and v.video
+            and self.ctx.settings.agent.video == "file"
+            and engine_takes_video_file(self.engine)
+        ):
+            intro = self.p.get("video_file_intro", "The video of the scene:")
+            return [TextPart(text=intro), VideoPart(frames=[], path=v.video)]
         if v.sees_pixels:
             intro = Template(self.p["video_intro"]).safe_substitute(n=len(v.frames), step=v.step_s)
             return [TextPart(text=intro), VideoPart(frames=v.frames, pts_s=v.pts_s)]
