@@ -139,3 +139,23 @@ def test_concurrent_episodes_are_written_in_run_order_with_their_own_environment
     assert (again.written, again.skipped) == (3, 9)
     assert [r.task_id for r in read_episodes(par / EPISODES)] == list(range(1, 13))
     assert score_run(par).results["retail1"].summary.joint_succ == 1.0
+
+
+def test_cli_trials_concurrency_and_pass_k_lines(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    out = tmp_path / "run"
+    base = ["ego", "run", "--agent", "even-seed-oracle", "--variant", "retail1", "--tasks", "1-2"]
+    bad = CliRunner().invoke(app, [*base, "--trials", "0", "--out", str(out)])
+    assert bad.exit_code == 1 and "--trials" in bad.output and not out.exists()
+    ok = CliRunner().invoke(
+        app, [*base, "--trials", "2", "--max-concurrency", "2", "--out", str(out)]
+    )
+    assert ok.exit_code == 0, ok.output
+    res = CliRunner().invoke(app, ["ego", "score", str(out)])
+    assert res.exit_code == 0, res.output
+    # trial 1 succeeds, trial 2 fails: pass^1 = 1/2, pass^2 = 0; one variant: zero-width
+    assert "pass^1 0.500 [0.500, 0.500] (2 tasks, 2 trials)" in res.output
+    assert "pass^2 0.000 [0.000, 0.000] (2 tasks, 2 trials)" in res.output
