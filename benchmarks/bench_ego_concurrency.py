@@ -48,7 +48,9 @@ def _run(out: Path, n: int, tasks: str) -> tuple[float, int]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--latency", type=float, default=0.2, help="s per agent step (API models: 1-10)")
+    ap.add_argument(
+        "--latency", type=float, default=0.2, help="s per agent step (API models: 1-10)"
+    )
     ap.add_argument("--tasks", default="1-32")
     args = ap.parse_args()
     LatencyOracle.latency_s = args.latency
