@@ -205,6 +205,10 @@ def _convert_variant(
     if v.tools is None:
         v.playable = False
         v.notes.append(f"no tool schema (tools/{scenario}/{scenario}_tools.json)")
+    if name == "restaurant6":
+        v.notes.append(
+            "the official code plays it with its own Restaurant6DB; here: restaurant tools"
+        )
     if v.tasks_without_gt:
         v.notes.append(f"{v.tasks_without_gt} task(s) without ground_truth: they score 0")
     return v

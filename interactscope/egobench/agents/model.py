@@ -145,10 +145,11 @@ class ModelAgent:
             gen["max_new_tokens"] = self.ctx.settings.agent.max_new_tokens
         try:
             res = self.engine.chat(self.messages, self.tools if self.native else None, **gen)
-        except EngineError as exc:
-            return AgentStep(error=f"agent engine: {exc}")
         except Exception as exc:  # noqa: BLE001 - an engine bug fails the episode, not the run
-            return AgentStep(error=f"agent engine: {type(exc).__name__}: {exc}")
+            msg = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+            if self.ctx.settings.runner == "official":  # the failure is the agent's reply
+                self.messages.append(Message(role="assistant", content=f"Error: {msg}"))
+            return AgentStep(error=f"agent engine: {msg}")
         native = list(res.tool_calls) if self.native else []
         parsed = parse_response(res.text, _NEVER_SILENT)
         malformed = list(res.tool_call_errors)
