@@ -77,8 +77,12 @@ def validate(
         for p, _ in rep.known:
             typer.echo(f"known: {p.line()}")
         counts = Counter(i for _, i in rep.known)
+        files: dict[int, set[str]] = {}
+        for p, i in rep.known:
+            files.setdefault(i, set()).add(p.file)
         for i, n in sorted(counts.items()):
-            typer.echo(f"known defect ({n} line(s)): {defects[i].file}: {defects[i].readme}")
+            where = ", ".join(sorted(files[i]))
+            typer.echo(f"known defect ({n} line(s)): {where}: {defects[i].readme}")
     summary = "; ".join(
         f"{s}: {rep.tasks[s]} tasks, {rep.calls[s]} GT calls" for s in sorted(rep.tasks)
     )
