@@ -116,8 +116,8 @@ def test_unknown_scenario_is_one_line():
 
 @needs_shared
 def test_validate_lists_the_documented_defects():
-    res = CliRunner().invoke(app, ["ego", "validate", "--data", str(SHARED)])
-    assert res.exit_code == 1
+    res = CliRunner().invoke(app, ["ego", "validate", "--data", str(SHARED), "--known"])
+    assert res.exit_code == 1  # besides the README's list: names listed twice in retail6
     out = res.output
     expected = [
         "db/retail1.json: user_carts[bill_donk_143]: cart has no 'items' key",

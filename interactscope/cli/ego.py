@@ -37,45 +37,100 @@ def validate(
     variant: list[str] = typer.Option(
         [], "--variant", "-v", help="Variant(s) to check (default: all)."
     ),
+    known: bool = typer.Option(
+        False,
+        "--known",
+        help="Also list the published data's known defects (the data README's list) and a "
+        "summary per defect.",
+    ),
 ) -> None:
-    """Check every task, tool schema and seed database; print each problem (file, task, field).
+    """Check every task, tool schema and seed database; print each new problem (file, task,
+    field). Known defects of the published data are counted apart (--known lists them); task
+    files of a scenario this version does not play are reported, not checked.
 
-    Exit 0 with a summary line when clean, 1 when there are problems."""
+    Exit 0 when there is no new problem and no unknown variant, else 1."""
     from interactscope.egobench import EgoBenchError, list_variants
-    from interactscope.egobench.checks import check_variant
+    from interactscope.egobench.checks import load_known, validate_folder
 
     d = _data(data)
     try:
-        known = list_variants(d)
+        shipped = list_variants(d)
     except EgoBenchError as exc:
         fail(str(exc))
     for name in variant:
-        if name not in known:
+        if name not in shipped:
             fail(
-                f"{d / 'tasks' / (name + '.json')}: unknown variant {name!r}; known: {', '.join(known)}"
+                f"{d / 'tasks' / (name + '.json')}: unknown variant {name!r}; "
+                f"the variants in {d}: {', '.join(shipped)}"
             )
-    names = variant or known
-    problems, tasks, calls = [], Counter(), Counter()
-    for name in names:
-        try:
-            v, probs = check_variant(d, name)
-        except EgoBenchError as exc:
-            fail(str(exc))
-        problems += probs
-        if v is not None:
-            tasks[v.scenario] += len(v.tasks)
-            calls[v.scenario] += sum(len(t.ground_truth) for t in v.tasks)
-    for p in problems:
+    names = variant or shipped
+    try:
+        rep = validate_folder(d, names)
+        defects = load_known(d)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    for p in rep.new:
         typer.echo(p.line())
-    summary = "; ".join(f"{s}: {tasks[s]} tasks, {calls[s]} GT calls" for s in sorted(tasks))
-    if problems:
+    for p in rep.unknown:
+        typer.echo(f"unknown variant: {p.line()}")
+    if known:
+        for p, _ in rep.known:
+            typer.echo(f"known: {p.line()}")
+        counts = Counter(i for _, i in rep.known)
+        files: dict[int, set[str]] = {}
+        for p, i in rep.known:
+            files.setdefault(i, set()).add(p.file)
+        for i, n in sorted(counts.items()):
+            where = ", ".join(sorted(files[i]))
+            typer.echo(f"known defect ({n} line(s)): {where}: {defects[i].readme}")
+    summary = "; ".join(
+        f"{s}: {rep.tasks[s]} tasks, {rep.calls[s]} GT calls" for s in sorted(rep.tasks)
+    )
+    tail = (
+        f"{len(rep.known)} known defect line(s) of the published data"
+        + ("" if known else " (--known lists them)")
+        + (f", {len(rep.unknown)} unknown variant(s) not checked" if rep.unknown else "")
+    )
+    if rep.new or rep.unknown:
         typer.secho(
-            f"{len(problems)} problem(s) in {len(names)} variant(s) ({summary})",
+            f"{len(rep.new)} new problem(s) in {len(rep.checked)} variant(s) ({summary}); {tail}",
             fg=typer.colors.RED,
             err=True,
         )
         raise typer.Exit(1)
-    typer.echo(f"ok: {len(names)} variant(s), {sum(tasks.values())} tasks ({summary})")
+    typer.echo(
+        f"ok: {len(rep.checked)} variant(s), {sum(rep.tasks.values())} tasks ({summary}); "
+        f"no new problem; {tail}"
+    )
+
+
+@ego_app.command("import-official")
+def import_official_cmd(
+    path: Path = typer.Argument(
+        ..., help="Your clone of Wind-Flipped/EgoBench or ego-link/egolink2026."
+    ),
+    out: Path = typer.Option(..., "--out", "-o", help="New data folder (tasks/, db/, tools/)."),
+    video_dir: Path | None = typer.Option(
+        None, "--video-dir", help="Where the videos are (default: the clone's own video folder)."
+    ),
+) -> None:
+    """Convert an official EgoBench repository (tasks, tool schemas, seed databases read from
+    tools/*/*_init.py as literals, never executed) into a data folder for --data, and say what
+    was converted (OUT/import_report.json)."""
+    from interactscope.egobench import EgoBenchError
+    from interactscope.egobench.import_official import import_official, summary_lines
+
+    try:
+        rep = import_official(path, out, video_dir=video_dir)
+    except EgoBenchError as exc:
+        fail(str(exc))
+    for line in summary_lines(rep):
+        typer.echo(line)
+    vd = f" --video-dir {rep.video_dir}" if rep.video_dir else ""
+    typer.echo(
+        f"wrote {out} ({rep.layout} layout); check it with `interactscope ego validate --data "
+        f"{out}`, play it with `interactscope ego run --data {out}{vd} ...`"
+    )
 
 
 _TASK_COLUMNS = [

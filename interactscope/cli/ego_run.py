@@ -26,7 +26,11 @@ def _run(
     shard: str | None,
     sets: dict,
     quiet: bool = False,
+    trials: int = 1,
+    max_concurrency: int = 1,
 ) -> object:
+    from pydantic import ValidationError
+
     from interactscope.egobench import package_data_dir
     from interactscope.egobench.run_folder import EgoRunError
     from interactscope.egobench.runner import RunRequest, execute, prepare
@@ -45,9 +49,14 @@ def _run(
             tasks=tasks,
             shard=shard,
             sets=sets,
+            trials=trials,
+            max_concurrency=max_concurrency,
             command=sys.argv,
         )
         run = prepare(req)
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        fail(f"--{'-'.join(map(str, e['loc'])).replace('_', '-')}: {e['msg']}")
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc).splitlines()[0])
     try:
@@ -73,7 +82,10 @@ def _policy_spec(agent: str, agent_model: str | None, auditor_model: str | None)
 
 
 def _progress(rec: object) -> None:
-    typer.echo(f"{rec.variant}:{rec.task_id} {rec.stop_reason} ({len(rec.calls)} calls)", err=True)
+    trial = f" trial {rec.trial}" if rec.trial > 1 else ""
+    typer.echo(
+        f"{rec.variant}:{rec.task_id}{trial} {rec.stop_reason} ({len(rec.calls)} calls)", err=True
+    )
 
 
 @ego_app.command("run")
@@ -121,6 +133,14 @@ def run(
         "--auditor-model",
         help="With --agent egointeract: the auditor's model (default: --agent-model).",
     ),
+    trials: int = typer.Option(
+        1,
+        "--trials",
+        help="Play each task K times (seed user.seed + trial - 1); score gives pass^k.",
+    ),
+    max_concurrency: int = typer.Option(
+        1, "--max-concurrency", help="Episodes in flight at once (for API engines)."
+    ),
     verbose: bool = typer.Option(False, "--verbose"),
 ) -> None:
     """Play one episode per task: the agent talks to the simulated user and calls tools on a
@@ -128,7 +148,20 @@ def run(
     is appended to OUT/episodes.jsonl; a killed run resumes with the same command."""
     setup_logging(verbose)
     agent = _policy_spec(agent, agent_model, auditor_model)
-    result = _run(agent, user, data, variant, mode, out, video_dir, tasks, shard, parse_sets(set_))
+    result = _run(
+        agent,
+        user,
+        data,
+        variant,
+        mode,
+        out,
+        video_dir,
+        tasks,
+        shard,
+        parse_sets(set_),
+        trials=trials,
+        max_concurrency=max_concurrency,
+    )
     typer.echo(
         f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
         f"{result.errors} with errors; score with `interactscope ego score {out}`"
@@ -172,6 +205,11 @@ def score_run_cmd(
             f"({h.trajectories} trajectories, {h.rewrites} rewrites)"
         )
     typer.echo(headline(score))
+    for k, r in score.pass_k.items():
+        typer.echo(
+            f"pass^{k} {r['estimate']:.3f} [{r['low']:.3f}, {r['high']:.3f}] "
+            f"({r['tasks']} tasks, {score.trials} trials)"
+        )
     typer.echo(f"wrote {out or run / 'scores'}")
 
 

@@ -9,11 +9,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import yaml
+from pydantic import BaseModel, Field, ValidationError
+
 from interactscope.egobench.data import (
     DataProblem,
     EgoBenchError,
     load_variant,
     read_json,
+    scenario_of,
     variant_files,
 )
 from interactscope.egobench.env import _validator
@@ -218,3 +222,90 @@ def check_variant(data_dir: str | Path, name: str) -> tuple[Variant | None, list
     problems += _schema_problems(v, _rel(v.files["tools"], data_dir))
     problems += _seed_problems(v, _rel(v.files["db"], data_dir))
     return v, problems
+
+
+KNOWN_FILE = "known_defects.yaml"
+
+
+class KnownDefect(BaseModel):
+    """One defect of the published data (the data README's list, ``known_defects.yaml``): a
+    problem is this defect when its file fully matches ``file`` (a regular expression), its
+    line matches ``match`` (searched) and, with ``tasks``, its task id is listed."""
+
+    file: str
+    match: str
+    readme: str
+    tasks: list[int] | None = None
+
+    def covers(self, p: DataProblem) -> bool:
+        return (
+            re.fullmatch(self.file, p.file) is not None
+            and re.search(self.match, p.line()) is not None
+            and (self.tasks is None or p.task_id in self.tasks)
+        )
+
+
+def load_known(data_dir: str | Path) -> list[KnownDefect]:
+    """The known-defect list of a data folder (its own ``known_defects.yaml``, else the
+    package's, which lists the published files' defects).
+
+    Raises:
+        EgoBenchError: the file is not a YAML list of entries (one line naming it)."""
+    from interactscope.egobench.data import package_data_dir
+
+    path = Path(data_dir) / KNOWN_FILE
+    if not path.exists():
+        path = package_data_dir() / KNOWN_FILE
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8")) or []
+        return [KnownDefect.model_validate(e) for e in raw]
+    except (OSError, yaml.YAMLError, ValidationError, TypeError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise EgoBenchError(f"{path}: not a list of known defects ({first})") from None
+
+
+class ValidationReport(BaseModel):
+    """What ``ego validate`` found: ``new`` problems, ``known`` ones (with the index of the
+    known defect each matched), ``unknown`` variants (task files of no scenario this version
+    plays, not checked) and tasks / GT calls per scenario of the variants checked."""
+
+    new: list[DataProblem] = Field(default_factory=list)
+    known: list[tuple[DataProblem, int]] = Field(default_factory=list)
+    unknown: list[DataProblem] = Field(default_factory=list)
+    checked: list[str] = Field(default_factory=list)
+    tasks: dict[str, int] = Field(default_factory=dict)
+    calls: dict[str, int] = Field(default_factory=dict)
+
+
+def validate_folder(data_dir: str | Path, names: list[str]) -> ValidationReport:
+    """Check every variant of ``names`` it can read; a task file of an unknown scenario
+    (``order1.json`` before the scenario exists) is reported and skipped, never stops the
+    others. Identical problem lines (a shared tool schema checked per variant) appear once."""
+    data_dir = Path(data_dir)
+    known = load_known(data_dir)
+    rep = ValidationReport()
+    seen: set[str] = set()
+    for name in names:
+        try:
+            scenario_of(name)
+        except EgoBenchError as exc:
+            rep.unknown.append(
+                DataProblem(file=f"tasks/{name}.json", message=f"{exc}; not checked")
+            )
+            continue
+        v, probs = check_variant(data_dir, name)
+        rep.checked.append(name)
+        if v is not None:
+            rep.tasks[v.scenario] = rep.tasks.get(v.scenario, 0) + len(v.tasks)
+            calls = sum(len(t.ground_truth) for t in v.tasks)
+            rep.calls[v.scenario] = rep.calls.get(v.scenario, 0) + calls
+        for p in probs:
+            if p.line() in seen:
+                continue
+            seen.add(p.line())
+            hit = next((i for i, k in enumerate(known) if k.covers(p)), None)
+            if hit is None:
+                rep.new.append(p)
+            else:
+                rep.known.append((p, hit))
+    return rep

@@ -57,6 +57,11 @@ class AgentSettings(_Group):
     max_new_tokens: int | None = Field(
         None, ge=1, description="per agent call (None: engine default)"
     )
+    video: Literal["frames", "file"] = Field(
+        "frames",
+        description="frames: decoded frames under the cap; file: the video file itself, for "
+        "engines that take video (engine flag takes_video_file), else frames",
+    )
 
 
 class UserSettings(_Group):
@@ -79,6 +84,11 @@ class EpisodeSettings(_Group):
     """Every knob of an episode run (``--set KEY=VALUE`` with dotted keys)."""
 
     mode: Mode = "easy"
+    runner: Literal["ours", "official"] = Field(
+        "ours",
+        description="episode loop: ours (documented departures) or official (run/multi_agent.py "
+        "parity, easy mode only; docs/egobench.md, 'Runner profiles')",
+    )
     limits: LimitSettings = Field(default_factory=LimitSettings)
     frames: EpisodeFrameSettings = Field(default_factory=EpisodeFrameSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
@@ -89,12 +99,34 @@ class EpisodeSettings(_Group):
     coerce_numeric_strings: bool = True
 
 
+OFFICIAL_DEFAULTS: dict[str, Any] = {
+    "user.evaluator": False,  # run/multi_agent.py: --multi_agent_user is store_true (off)
+    "user.summarizer": False,  # --summary_user is store_true (off)
+    "user.max_rewrites": 1,  # run/utils.py check_user_contradiction corrects once
+    "agent.tool_mode": "text",  # tool schema in SERVICE_AGENT_PROMPT_BASE, calls read from text
+}
+"""Settings ``runner=official`` changes (docs/egobench.md, "Runner profiles")."""
+
+
 def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> EpisodeSettings:
     """Settings for ``mode`` with dotted ``overrides`` (``{"limits.max_user_turns": 5}``).
 
+    ``runner=official`` starts from :data:`OFFICIAL_DEFAULTS` (the official runner's
+    defaults); explicit overrides still win.
+
     Raises:
-        ValueError: an unknown key or a bad value, one line naming it."""
-    raw = apply_overrides(EpisodeSettings().model_dump(), {"mode": mode, **(overrides or {})})
+        ValueError: an unknown key or a bad value, one line naming it; ``runner=official``
+            with a mode other than easy."""
+    overrides = dict(overrides or {})
+    base = EpisodeSettings().model_dump()
+    if overrides.get("runner") == "official":
+        base = apply_overrides(base, OFFICIAL_DEFAULTS)
+    raw = apply_overrides(base, {"mode": mode, **overrides})
+    if raw.get("runner") == "official" and raw.get("mode") != "easy":
+        raise ValueError(
+            f"--set runner=official: easy mode only (got --mode {mode}); the parity profile "
+            "reproduces the official interactive easy loop"
+        )
     try:
         return EpisodeSettings.model_validate(raw)
     except ValidationError as exc:

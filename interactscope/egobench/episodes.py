@@ -5,6 +5,7 @@ loop")."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from interactscope.egobench.agents.base import Agent, EpisodeContext, ToolEvent, Visual
@@ -18,7 +19,7 @@ from interactscope.egobench.records import (
     ToolCall,
     Variant,
 )
-from interactscope.egobench.user_sim import SimulatedUser, UserTurn
+from interactscope.egobench.user_sim import STOP, SimulatedUser, UserTurn
 
 
 class _Episode:
@@ -37,15 +38,19 @@ class _Episode:
         self.rec.errors.extend(turn.errors)
 
     def execute(self, calls: list[ToolCall], ids: list[str | None]) -> tuple[list[ToolEvent], bool]:
-        """Run calls in order; stops (True) when the tool-call limit is reached."""
+        """Run calls in order; True when the tool-call limit is reached. Ours stops at the
+        limit; the official runner executes the whole batch, then checks ``> limit``."""
         events = []
+        official = self.s.runner == "official"
         for call, cid in zip(calls, ids + [None] * (len(calls) - len(ids)), strict=False):
-            if self.executed >= self.s.limits.max_tool_calls:
+            if not official and self.executed >= self.s.limits.max_tool_calls:
                 return events, True
             result = self.env.call(call.name, call.arguments)
             self.executed += 1
             self.rec.calls.append(CallRecord(turn=self.user_turns, call=call, result=result))
             events.append(ToolEvent(call=call, result=result, call_id=cid))
+        if official:
+            return events, self.executed > self.s.limits.max_tool_calls
         return events, self.executed >= self.s.limits.max_tool_calls
 
     def agent_turn(self, agent: Agent) -> tuple[str, str | None, str | None]:
@@ -58,7 +63,12 @@ class _Episode:
             self.rec.latency_s += step.latency_s
             if step.error:
                 self.rec.errors.append(step.error)
-                return "", None, "error"
+                if self.s.runner != "official":
+                    return "", None, "error"
+                # run/apis/unified.py: a failed backend call returns "Error: ..." as the text
+                text = "Error: " + step.error.removeprefix("agent engine: ")
+                self.rec.dialogue.append(DialogueTurn(role="agent", text=text))
+                return text, None, None
             for m in step.malformed:
                 self.rec.calls.append(
                     CallRecord(turn=self.user_turns, call=ToolCall(name=""), malformed=m)
@@ -72,16 +82,43 @@ class _Episode:
             if step.text.strip():
                 self.rec.dialogue.append(DialogueTurn(role="agent", text=step.text))
             events, limit = self.execute(step.calls, list(step.call_ids))
+            if limit and self.s.runner == "official":
+                # run/multi_agent.py: past the limit the agent's turn ends, not the episode
+                agent.on_tools(events)
+                text = OFFICIAL_LIMIT_REPLY.format(n=self.s.limits.max_tool_calls)
+                self.rec.dialogue.append(DialogueTurn(role="agent", text=text))
+                return text, None, None
             if limit:
                 return "", None, "max_tool_calls"
             agent.on_tools(events)
 
 
+OFFICIAL_LIMIT_REPLY = "[Interaction stopped: tool calls exceeded {n}]"
+"""The agent's reply when the official runner ends its turn at the tool-call limit."""
+
+
+def _stopped(turn: UserTurn, s: EpisodeSettings) -> bool:
+    """Ours: the whole reply is STOP; official: "STOP" anywhere in it (run/multi_agent.py)."""
+    return STOP in turn.text if s.runner == "official" else turn.stop
+
+
+def _user_says(ep: _Episode, speak: Any) -> UserTurn:
+    """The user's next message; with the official runner a failed user backend speaks
+    ``Error: ...`` (run/apis/unified.py), ours fails the episode (the exception propagates)."""
+    if ep.s.runner != "official":
+        return speak()
+    try:
+        return speak()
+    except Exception as exc:  # noqa: BLE001 - the official loop turns it into an utterance
+        msg = _one_line(exc).split(": ", 1)[-1]
+        return UserTurn(text=f"Error: {msg}", errors=[f"user engine: {msg}"])
+
+
 def _loop(ep: _Episode, agent: Agent, user: SimulatedUser) -> str:
-    turn = user.first()
+    turn = _user_says(ep, user.first)
     ep.add_user(turn)
     while True:
-        if turn.stop:
+        if _stopped(turn, ep.s):
             return "user_stop"
         agent.on_user(turn.text)
         reply, problem, stop = ep.agent_turn(agent)
@@ -89,7 +126,7 @@ def _loop(ep: _Episode, agent: Agent, user: SimulatedUser) -> str:
             return stop
         if ep.user_turns >= ep.s.limits.max_user_turns:
             return "max_user_turns"
-        turn = user.reply(reply, problem)
+        turn = _user_says(ep, partial(user.reply, reply, problem))
         ep.add_user(turn)
 
 
@@ -103,6 +140,7 @@ def run_episode(
     *,
     agent_name: str = "",
     user_name: str = "",
+    trial: int = 1,
 ) -> EpisodeRecord:
     """Play one episode on a fresh environment and return its record.
 
@@ -112,6 +150,7 @@ def run_episode(
         user: this episode's simulated user.
         settings: limits, mode and the environment's argument rules.
         visual: what the agent gets of the video (``sees_pixels`` is recorded).
+        trial: the 1-based trial; the record keeps it and the seed (``settings.user.seed``).
 
     Returns:
         The :class:`EpisodeRecord`: dialogue, every call with its result (in execution order),
@@ -122,6 +161,8 @@ def run_episode(
     rec = EpisodeRecord(
         variant=variant.name,
         task_id=task.task_id,
+        trial=trial,
+        seed=settings.user.seed,
         mode=settings.mode,
         agent=agent_name or getattr(agent, "name", ""),
         user=user_name,

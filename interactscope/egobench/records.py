@@ -138,6 +138,10 @@ class EpisodeRecord(BaseModel):
     format: Literal["interactscope.egobench.episode/1"] = "interactscope.egobench.episode/1"
     variant: str
     task_id: int
+    trial: int = Field(1, ge=1, description="1-based trial of this task (ego run --trials K)")
+    seed: int | None = Field(
+        None, description="the seed this trial played with (user.seed + trial - 1)"
+    )
     mode: Literal["easy", "hard", "static"] | None = None
     agent: str | None = None
     user: str | None = None

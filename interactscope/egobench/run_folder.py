@@ -67,6 +67,7 @@ class EgoRunManifest(BaseModel):
     data: dict[str, Any]
     video_dir: str | None = None
     tasks: dict[str, list[int]]
+    trials: int = 1
     task_filter: str | None = None
     settings: dict[str, Any]
     shard: str | None = None
@@ -81,13 +82,24 @@ class EgoRunManifest(BaseModel):
     merged_from: list[str] | None = None
 
     def keys(self) -> list[str]:
-        """``variant:task_id`` of every selected task, in run order."""
-        return [episode_key(v, t) for v, ids in self.tasks.items() for t in ids]
+        """``variant:task_id[#trial]`` of every planned episode, in run order (trial-major)."""
+        return [
+            episode_key(v, t, k)
+            for k in range(1, self.trials + 1)
+            for v, ids in self.tasks.items()
+            for t in ids
+        ]
 
 
-def episode_key(variant: str, task_id: int) -> str:
-    """The key of one episode in a run (also the shard-hashing id)."""
-    return f"{variant}:{task_id}"
+def episode_key(variant: str, task_id: int, trial: int = 1) -> str:
+    """The key of one episode in a run; trial 1 is ``variant:task_id`` (also the shard-hashing
+    id: every trial of a task falls in the task's shard), trial k > 1 ``variant:task_id#k``."""
+    return f"{variant}:{task_id}" + (f"#{trial}" if trial > 1 else "")
+
+
+def record_key(r: EpisodeRecord) -> str:
+    """:func:`episode_key` of a record."""
+    return episode_key(r.variant, r.task_id, r.trial)
 
 
 def fingerprint(variant: Variant) -> str:
@@ -160,7 +172,7 @@ def _dedupe(records: Iterable[EpisodeRecord]) -> list[EpisodeRecord]:
     seen: set[str] = set()
     out = []
     for r in records:
-        k = episode_key(r.variant, r.task_id)
+        k = record_key(r)
         if k not in seen:
             seen.add(k)
             out.append(r)
@@ -198,12 +210,12 @@ class EpisodeWriter:
     def __init__(self, path: Path, manifest: EgoRunManifest, records: list[EpisodeRecord]):
         self.path, self.manifest = path, manifest
         self.records = records
-        self.done = {episode_key(r.variant, r.task_id) for r in records}
+        self.done = {record_key(r) for r in records}
         self._fh = open(path / EPISODES, "a", encoding="utf-8")
 
     def append(self, rec: EpisodeRecord) -> None:
         """Write one record (flush + fsync). A key already written is an error."""
-        key = episode_key(rec.variant, rec.task_id)
+        key = record_key(rec)
         if key in self.done:
             raise EgoRunError(f"{self.path}: episode {key} already written")
         self._fh.write(rec.model_dump_json() + "\n")
@@ -324,10 +336,10 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> EgoRunManifest:
     owner: dict[str, Path] = {}
     records: list[EpisodeRecord] = []
     for p, (m, recs) in zip(paths, loaded, strict=True):
-        have = {episode_key(r.variant, r.task_id) for r in recs}
+        have = {record_key(r) for r in recs}
         problems += [f"{p}: episode {k} missing" for k in m.keys() if k not in have]
         for r in recs:
-            k = episode_key(r.variant, r.task_id)
+            k = record_key(r)
             if k in owner:
                 problems.append(f"episode {k} in both {owner[k]} and {p}")
             owner[k] = p
@@ -346,13 +358,15 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> EgoRunManifest:
             "started_at": min(m.started_at or "" for m in manifests),
             "ended_at": max(m.ended_at or "" for m in manifests),
             "invocations": [i for m in manifests for i in m.invocations],
-            "summary": summarise(records, sum(len(i) for i in tasks.values())),
+            "summary": summarise(
+                records, sum(len(i) for i in tasks.values()) * manifests[0].trials
+            ),
         }
     )
     order = {k: i for i, k in enumerate(merged.keys())}
     with run_lock(outp, "merge"):
         with open(outp / EPISODES, "w", encoding="utf-8") as fh:
-            for r in sorted(records, key=lambda r: order[episode_key(r.variant, r.task_id)]):
+            for r in sorted(records, key=lambda r: order[record_key(r)]):
                 fh.write(r.model_dump_json() + "\n")
             fh.flush()
             os.fsync(fh.fileno())

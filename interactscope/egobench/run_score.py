@@ -16,6 +16,7 @@ from interactscope.egobench.records import EpisodeRecord
 from interactscope.egobench.run_folder import fingerprint, load_run
 from interactscope.egobench.scorer import ScoreResult, score_log, write_score
 from interactscope.egobench.settings import ScoreSettings
+from interactscope.egobench.trials import pass_k
 from interactscope.egobench.user_sim import CRITERIA
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,9 @@ class RunScore(BaseModel):
     results: dict[str, ScoreResult]
     health: UserHealth
     sees_pixels: dict[str, int]
+    trials: int = 1
+    pass_k: dict[int, dict] = {}
+    """pass^k for k = 1..trials (:func:`interactscope.egobench.trials.pass_k`)."""
 
 
 def score_run(
@@ -75,6 +79,7 @@ def score_run(
     out = Path(out) if out else Path(run) / "scores"
     data_dir = data or manifest.data["path"]
     results: dict[str, ScoreResult] = {}
+    outcomes: dict[tuple[str, int], list[bool]] = {}
     for name, ids in manifest.tasks.items():
         variant = load_variant(data_dir, name)
         if fingerprint(variant) != manifest.data["variants"].get(name):
@@ -83,9 +88,14 @@ def score_run(
         variant = variant.model_copy(
             update={"tasks": [t for t in variant.tasks if t.task_id in wanted]}
         )
-        logs = [from_episode(r) for r in records if r.variant == name]
-        results[name] = score_log(logs, variant, settings=settings, mode=manifest.mode)
-        write_score(results[name], out / name)
+        for k in range(1, manifest.trials + 1):
+            logs = [from_episode(r) for r in records if r.variant == name and r.trial == k]
+            res = score_log(logs, variant, settings=settings, mode=manifest.mode)
+            for t in res.tasks:
+                outcomes.setdefault((name, t.task_id), []).append(bool(t.joint_succ))
+            if k == 1:
+                results[name] = res
+            write_score(res, out / name / (f"trial-{k}" if k > 1 else ""))
     health = user_health(records)
     pixels = {
         "true": sum(r.sees_pixels is True for r in records),
@@ -96,7 +106,18 @@ def score_run(
         json.dumps({**health.model_dump(), "sees_pixels": pixels}, indent=2) + "\n",
         encoding="utf-8",
     )
-    return RunScore(mode=manifest.mode, results=results, health=health, sees_pixels=pixels)
+    pk = pass_k(outcomes, manifest.trials) if outcomes else {}
+    (out / "pass_k.json").write_text(
+        json.dumps({"trials": manifest.trials, "pass_k": pk}, indent=2) + "\n", encoding="utf-8"
+    )
+    return RunScore(
+        mode=manifest.mode,
+        results=results,
+        health=health,
+        sees_pixels=pixels,
+        trials=manifest.trials,
+        pass_k=pk,
+    )
 
 
 def headline(score: RunScore) -> str:

@@ -4,9 +4,12 @@ model call (docs/egobench-episodes.md, "Running")."""
 
 from __future__ import annotations
 
+import copy
+import itertools
 import logging
 import re
 from collections.abc import Callable
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +35,8 @@ from interactscope.runs.common import in_shard, parse_shard, run_lock
 
 log = logging.getLogger(__name__)
 
-UserFactory = Callable[[Variant, Task], SimulatedUser]
+UserFactory = Callable[[Variant, Task, EpisodeSettings], SimulatedUser]
+"""``make_user(variant, task, settings)``: one episode's user (settings carry the trial's seed)."""
 
 
 class RunRequest(BaseModel):
@@ -48,6 +52,8 @@ class RunRequest(BaseModel):
     tasks: str | None = None
     shard: str | None = None
     sets: dict[str, Any] = Field(default_factory=dict)
+    trials: int = Field(1, ge=1, description="episodes per task (pass^k, docs/egobench.md)")
+    max_concurrency: int = Field(1, ge=1, description="episodes in flight at once")
     command: list[str] | None = None
 
 
@@ -131,7 +137,7 @@ def user_factory(
     if head == "scripted":
         scripts = load_scripts(Path(rest)) if rest else {}
 
-        def scripted(v: Variant, t: Task) -> SimulatedUser:
+        def scripted(v: Variant, t: Task, s: EpisodeSettings | None = None) -> SimulatedUser:
             msgs = scripts.get(episode_key(v.name, t.task_id), scripts.get(str(t.task_id)))
             return ScriptedUser(msgs if msgs is not None else default_script(t))
 
@@ -146,8 +152,8 @@ def user_factory(
     # the same model plays agent and user: load it once
     engine = agent.engine if same else load_chat_engine(spec, "--user")[0]
 
-    def model(v: Variant, t: Task) -> SimulatedUser:
-        return ModelUser(engine, t, v.scenario, settings)
+    def model(v: Variant, t: Task, s: EpisodeSettings | None = None) -> SimulatedUser:
+        return ModelUser(engine, t, v.scenario, s or settings)
 
     return model, {**info.model_dump(), "kind": "model"}
 
@@ -201,6 +207,7 @@ def prepare(req: RunRequest) -> PreparedRun:
         data={"path": str(req.data), "variants": {v.name: fingerprint(v) for v in variants}},
         video_dir=str(req.video_dir) if req.video_dir else None,
         tasks=selected,
+        trials=req.trials,
         task_filter=req.tasks,
         settings=settings.model_dump(),
         shard=req.shard,
@@ -231,10 +238,28 @@ class RunOutcome(BaseModel):
     records: list[EpisodeRecord] = Field(default_factory=list)
 
 
+def _planned(run: PreparedRun) -> list[tuple[Variant, int, int]]:
+    """(variant, task id, trial) of every episode, in run order: trial-major, so a later
+    ``--trials K'`` > K only appends."""
+    return [
+        (v, tid, k)
+        for k in range(1, run.request.trials + 1)
+        for v in run.variants
+        for tid in run.selected[v.name]
+    ]
+
+
 def execute(
     run: PreparedRun, progress: Callable[[EpisodeRecord], None] | None = None
 ) -> RunOutcome:
-    """Play every selected episode not yet in the folder, appending each as it ends.
+    """Play every planned episode (task x trial) not yet in the folder, appending each as
+    it ends.
+
+    With ``max_concurrency`` N > 1, N episodes are in flight at once (threads; one
+    environment, one agent copy and one user each); records are still appended by this one
+    writer, in run order: an episode that ends early waits for those before it, so
+    ``episodes.jsonl`` has the same order whatever the timing (a kill loses at most the
+    episodes in flight or waiting; they are played again).
 
     Raises:
         EgoRunError / RunLockedError: the folder holds another run or is in use.
@@ -244,18 +269,26 @@ def execute(
     with run_lock(req.out, "ego run"):
         writer = open_episodes(req.out, run.manifest, req.command)
         try:
-            for v in run.variants:
-                for tid in run.selected[v.name]:
-                    if episode_key(v.name, tid) in writer.done:
-                        out.skipped += 1
-                        continue
-                    rec = _play(run, v, v.task(tid), agent)
-                    writer.append(rec)
-                    out.written += 1
-                    out.errors += rec.stop_reason == "error"
-                    out.records.append(rec)
-                    if progress:
-                        progress(rec)
+            todo = []
+            for v, tid, k in _planned(run):
+                if episode_key(v.name, tid, k) in writer.done:
+                    out.skipped += 1
+                else:
+                    todo.append((v, tid, k))
+
+            def write(rec: EpisodeRecord) -> None:
+                writer.append(rec)
+                out.written += 1
+                out.errors += rec.stop_reason == "error"
+                out.records.append(rec)
+                if progress:
+                    progress(rec)
+
+            if req.max_concurrency <= 1:
+                for v, tid, k in todo:
+                    write(_play(run, v, v.task(tid), agent, k))
+            else:
+                _play_concurrently(run, todo, write)
             writer.finish()
         finally:
             writer.close()
@@ -265,20 +298,58 @@ def execute(
     return out
 
 
-def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent) -> EpisodeRecord:
+def _fork(agent: Agent) -> Agent:
+    """An agent for one concurrent episode: ``agent.fork()`` when it has one, else a shallow
+    copy (the engine is shared; ``begin`` gives the copy its own conversation)."""
+    fork = getattr(agent, "fork", None)
+    return fork() if callable(fork) else copy.copy(agent)
+
+
+def _play_concurrently(
+    run: PreparedRun,
+    todo: list[tuple[Variant, int, int]],
+    write: Callable[[EpisodeRecord], None],
+) -> None:
+    """At most ``max_concurrency`` episodes in flight; finished ones are written in order."""
+    n = run.request.max_concurrency
+    done: dict[int, EpisodeRecord] = {}
+    nxt = 0
+    with ThreadPoolExecutor(max_workers=n, thread_name_prefix="ego-episode") as pool:
+        futures = {}
+        it = iter(enumerate(todo))
+        for i, (v, tid, k) in itertools.islice(it, n):
+            futures[pool.submit(_play, run, v, v.task(tid), _fork(run.agent), k)] = i
+        while futures:
+            finished, _ = wait(futures, return_when=FIRST_COMPLETED)
+            for f in finished:
+                done[futures.pop(f)] = f.result()
+                for i, (v, tid, k) in itertools.islice(it, 1):
+                    futures[pool.submit(_play, run, v, v.task(tid), _fork(run.agent), k)] = i
+            while nxt in done:
+                write(done.pop(nxt))
+                nxt += 1
+
+
+def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent, trial: int = 1) -> EpisodeRecord:
+    s = run.settings
+    if trial > 1:  # each trial its own seed, recorded in the episode
+        s = s.model_copy(
+            update={"user": s.user.model_copy(update={"seed": s.user.seed + trial - 1})}
+        )
     visual = load_visual(
-        task, run.request.video_dir, run.settings.frames, getattr(agent, "wants_pixels", True)
+        task, run.request.video_dir, s.frames, getattr(agent, "wants_pixels", True)
     )
-    user = run.make_user(v, task)
+    user = run.make_user(v, task, s)
     return run_episode(
         v,
         task,
         agent,
         user,
-        run.settings,
+        s,
         visual,
         agent_name=run.manifest.agent.get("name", ""),
         user_name=run.manifest.user.get("name", ""),
+        trial=trial,
     )
 
 

@@ -20,6 +20,15 @@ from interactscope.engines import ChatResult, Message
 
 STOP = "STOP"
 CRITERIA = ("role_consistency", "instruction_fidelity", "resistance", "context_consistency")
+OPENING = "(The agent waits for you to speak first.)"
+"""What the Actor reads before the first user message (ours: the agent has said nothing)."""
+OFFICIAL_OPENING = (
+    "You are a customer in the environment shown in the video, and you need to complete the "
+    "instructions in **Task**. I am your AI customer service representative; please interact "
+    "with me in the first person. Let's begin the conversation.\nDear customer, how can I "
+    "help you?"
+)
+"""The official runner's opening user-model message (run/multi_agent.py, ``user_messages``)."""
 _STOP_WRAP = " \t\r\n\"'`*_"
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+")
 
@@ -175,7 +184,8 @@ class ModelUser:
         for who, text in self.dialogue:
             msgs.append(Message(role="user" if who == "agent" else "assistant", content=text))
         if not self.dialogue:
-            msgs.append(Message(role="user", content="(The agent waits for you to speak first.)"))
+            opening = OFFICIAL_OPENING if self.s.runner == "official" else OPENING
+            msgs.append(Message(role="user", content=opening))
         return self._chat(msgs)
 
     def _evaluate(self, draft: str) -> tuple[UserVerdict, str, str | None]:
@@ -207,7 +217,17 @@ class ModelUser:
         if self.s.user.evaluator:
             verdict, feedback, err = self._evaluate(draft)
             errors += [err] if err else []
-            while not verdict.all_pass and rewrites < self.s.user.max_rewrites and not err:
+            official = self.s.runner == "official"
+            if official and not verdict.all_pass and self.s.user.max_rewrites and not err:
+                # run/utils.py check_user_contradiction: one correction, not evaluated again
+                rewrites = 1
+                draft = self._actor(problem, chitchat, feedback or "a criterion failed")
+            while (
+                not official
+                and not verdict.all_pass
+                and rewrites < self.s.user.max_rewrites
+                and not err
+            ):
                 rewrites += 1
                 draft = self._actor(problem, chitchat, feedback or "a criterion failed")
                 verdict, feedback, err = self._evaluate(draft)

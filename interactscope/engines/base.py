@@ -82,11 +82,14 @@ class ImagePart(_Part):
 
 
 class VideoPart(_Part):
-    """Stream frames sent as one video item; ``pts_s[i]`` is the stream time of ``frames[i]``."""
+    """Stream frames sent as one video item; ``pts_s[i]`` is the stream time of ``frames[i]``.
+    ``path``: the video file itself, for engines that take one (``video_file`` option; frames
+    may then be empty)."""
 
     type: Literal["video"] = "video"
     frames: list[np.ndarray]
     pts_s: list[float] = Field(default_factory=list)
+    path: str | None = None
 
     @field_validator("frames", mode="before")
     @classmethod

@@ -83,6 +83,9 @@ class OpenAIOptions(BackendOptions):
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     # read by the streaming adapter over this engine (interactscope.streaming.adapters.openai_backend)
     native_tools: bool = Field(True, description="offer the T1 catalogue as native tools")
+    video_file: bool = Field(
+        False, description="the server takes a video file (video_url): EgoBench agent.video=file"
+    )
     check_audio: bool = Field(
         True, description="verify the server consumes input_audio (first request with >= 1 s)"
     )
@@ -145,11 +148,25 @@ def _image_url(image: Any, quality: int, detail: str | None) -> dict[str, Any]:
     return {"type": "image_url", "image_url": image_url}
 
 
+def _video_data_url(path: str) -> str:
+    """The video file as a base64 data URL (``video/mp4`` unless the suffix says otherwise)."""
+    mime = {".webm": "video/webm", ".mov": "video/quicktime", ".mkv": "video/x-matroska"}
+    kind = mime.get(os.path.splitext(path)[1].lower(), "video/mp4")
+    try:
+        with open(path, "rb") as fh:
+            data = base64.b64encode(fh.read()).decode("ascii")
+    except OSError as exc:
+        raise EngineError(f"{path}: the video file cannot be read ({exc.strerror})") from None
+    return f"data:{kind};base64,{data}"
+
+
 def _wire_parts(part: Any, quality: int, detail: str | None) -> list[dict[str, Any]]:
     if isinstance(part, TextPart):
         return [{"type": "text", "text": part.text}]
     if isinstance(part, ImagePart):
         return [_image_url(part.image, quality, detail)]
+    if isinstance(part, VideoPart) and part.path:
+        return [{"type": "video_url", "video_url": {"url": _video_data_url(part.path)}}]
     if isinstance(part, VideoPart):
         return [_image_url(f, quality, detail) for f in part.frames]
     if isinstance(part, AudioPart):

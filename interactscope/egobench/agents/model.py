@@ -29,11 +29,28 @@ def engine_has_native_tools(engine: Any) -> bool:
     return False
 
 
+def engine_takes_video_file(engine: Any) -> bool:
+    """True when the engine (or its ``options``) says ``video_file``: it takes the video file
+    itself (``agent.video=file``); else the agent sends frames."""
+    for holder in (engine, getattr(engine, "options", None)):
+        if getattr(holder, "video_file", None) is True:
+            return True
+    return False
+
+
 def result_json(event: ToolEvent) -> str:
     """A tool result as the agent reads it: ``{"ok", "output"}`` or ``{"ok", "error"}``."""
     r = event.result
     body: dict[str, Any] = {"ok": r.ok}
     body.update({"output": r.output} if r.ok else {"error": r.error})
+    return json.dumps(body, ensure_ascii=False, default=str)
+
+
+def official_result(event: ToolEvent) -> str:
+    """A tool result as the official runner shows it: the output's JSON, or
+    ``{"error": ...}`` (run/utils.py ``execute_tool``)."""
+    r = event.result
+    body = r.output if r.ok else {"error": r.error}
     return json.dumps(body, ensure_ascii=False, default=str)
 
 
@@ -79,6 +96,14 @@ class ModelAgent:
 
     def _visual_parts(self) -> list[Any]:
         v = self.ctx.visual
+        if (
+            v.sees_pixels
+            and v.video
+            and self.ctx.settings.agent.video == "file"
+            and engine_takes_video_file(self.engine)
+        ):
+            intro = self.p.get("video_file_intro", "The video of the scene:")
+            return [TextPart(text=intro), VideoPart(frames=[], path=v.video)]
         if v.sees_pixels:
             intro = Template(self.p["video_intro"]).safe_substitute(n=len(v.frames), step=v.step_s)
             return [TextPart(text=intro), VideoPart(frames=v.frames, pts_s=v.pts_s)]
@@ -96,7 +121,12 @@ class ModelAgent:
 
     def on_tools(self, events: list[ToolEvent]) -> None:
         """Return results: native ``tool`` messages when every call has an id, else one user
-        message holding the results as JSON."""
+        message holding the results as JSON (``runner=official``: ``Tool execution result: ``
+        and each call's output JSON joined by ``; ``, run/multi_agent.py)."""
+        if self.ctx.settings.runner == "official":
+            text = "Tool execution result: " + "; ".join(official_result(e) for e in events)
+            self.messages.append(Message(role="user", content=text))
+            return
         if self.native and events and all(e.call_id for e in events):
             for e in events:
                 self.messages.append(
@@ -115,10 +145,11 @@ class ModelAgent:
             gen["max_new_tokens"] = self.ctx.settings.agent.max_new_tokens
         try:
             res = self.engine.chat(self.messages, self.tools if self.native else None, **gen)
-        except EngineError as exc:
-            return AgentStep(error=f"agent engine: {exc}")
         except Exception as exc:  # noqa: BLE001 - an engine bug fails the episode, not the run
-            return AgentStep(error=f"agent engine: {type(exc).__name__}: {exc}")
+            msg = str(exc) if isinstance(exc, EngineError) else f"{type(exc).__name__}: {exc}"
+            if self.ctx.settings.runner == "official":  # the failure is the agent's reply
+                self.messages.append(Message(role="assistant", content=f"Error: {msg}"))
+            return AgentStep(error=f"agent engine: {msg}")
         native = list(res.tool_calls) if self.native else []
         parsed = parse_response(res.text, _NEVER_SILENT)
         malformed = list(res.tool_call_errors)
