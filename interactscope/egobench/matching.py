@@ -107,6 +107,7 @@ class ParamComparer:
 
     def __init__(self, sdef: ScenarioDef, conn: sqlite3.Connection | None, settings: ScoreSettings):
         self.sdef, self.conn, self.s = sdef, conn, settings
+        self.name_keys = settings.name_keys.get(sdef.name) or sdef.name_keys
         self._lookups: dict[str, set[str]] = {}
 
     def _names(self, q: str) -> set[str]:
@@ -157,15 +158,16 @@ class ParamComparer:
         if isinstance(gt, dict):
             if set(gt) != set(agent):
                 return False
+            top = not inside_list or s.list_names == "scenario"
             for k, g in gt.items():
-                if not inside_list and k in self.sdef.name_keys and isinstance(g, str):
+                if top and k in self.name_keys and isinstance(g, str):
                     if not self.names_equal(g, agent[k]):
                         return False
                 elif not self.equal(g, agent[k], k, inside_list):
                     return False
             return True
         if isinstance(gt, str):
-            if key in self.sdef.name_keys:
+            if key in self.name_keys:
                 return _canon(gt) == _canon(agent)
             return gt == agent
         if isinstance(gt, float) or isinstance(agent, float):

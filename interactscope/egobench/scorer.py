@@ -15,7 +15,7 @@ from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
 from interactscope.egobench.logs import load_log
-from interactscope.egobench.matching import ParamComparer, match_calls
+from interactscope.egobench.matching import ParamComparer, match_calls, merge_items
 from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
 from interactscope.egobench.settings import ScoreSettings
 
@@ -97,15 +97,25 @@ def _clean(calls: list[ToolCall], variant: Variant, s: ScoreSettings) -> list[To
 
 
 def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings) -> str:
-    with Environment.from_variant(
-        variant,
-        task,
-        undeclared=s.undeclared_params,
-        coerce_numeric_strings=s.coerce_numeric_strings,
-    ) as env:
+    """The state hash after ``calls`` on a fresh database, under the profile's tool rules (the
+    same rules ``ego run`` executes with)."""
+    with Environment.from_variant(variant, task, rules=s.tool_rules()) as env:
         for c in calls:
-            env.call(c.name, c.arguments)
+            args = merge_items(c.arguments) if s.merge_before_replay else c.arguments
+            env.call(c.name, args)
         return env.state_hash()
+
+
+def _align(logs: list[AgentLog], variant: Variant, s: ScoreSettings) -> dict[int, AgentLog]:
+    """Log entries by task id: by their own id (``log_alignment=id``), or the i-th entry for the
+    i-th task (``position``, the EgoLink 2026 evaluator; entries past the last task are left
+    out, tasks past the last entry have none)."""
+    if s.log_alignment == "position":
+        return {
+            t.task_id: e.model_copy(update={"task_id": t.task_id})
+            for t, e in zip(variant.tasks, logs, strict=False)
+        }
+    return {e.task_id: e for e in logs}
 
 
 def score_task(
@@ -195,11 +205,10 @@ def score_log(
         mode = mode or file_mode
     else:
         logs = list(log)
-    by_id: dict[int, AgentLog] = {}
     for entry in logs:
-        by_id[entry.task_id] = entry
         mode = mode or entry.mode
-    unknown = sorted(set(by_id) - {t.task_id for t in variant.tasks})
+    by_id = _align(logs, variant, s)
+    unknown = sorted({e.task_id for e in logs} - {t.task_id for t in variant.tasks})
     sdef = variant_def(variant)
     with Environment.from_variant(variant) as seed_env:
         cmp = ParamComparer(sdef, seed_env.conn, s)

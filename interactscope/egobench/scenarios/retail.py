@@ -104,7 +104,7 @@ def _cart(conn: sqlite3.Connection, user_id: str) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
-def dump(conn: sqlite3.Connection) -> dict[str, Any]:
+def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
     carts = {}
     for (uid,) in conn.execute("SELECT user_id FROM carts"):
         carts[uid] = sorted(_cart(conn, uid), key=lambda x: x["product_name"])
