@@ -63,5 +63,22 @@ def profile(name: str = "ours", **overrides: Any) -> ScoreSettings:
     Raises:
         ValueError: unknown profile (the message lists the known ones)."""
     if name not in PROFILES:
-        raise ValueError(f"unknown reference profile {name!r}; expected one of {', '.join(PROFILES)}")
+        raise ValueError(
+            f"unknown reference profile {name!r}; expected one of {', '.join(PROFILES)}"
+        )
     return ScoreSettings(**{**PROFILES[name], **overrides})
+
+
+def run_profile(settings: dict[str, Any] | Any) -> ScoreSettings:
+    """The settings an episode run executes with and is scored with: profile
+    ``settings.reference`` (default ``ours``) with the run's non-null ``undeclared_params`` /
+    ``coerce_numeric_strings`` overrides. ``settings``: an ``EpisodeSettings`` or its dump
+    (``run.json``'s ``settings``).
+
+    Raises:
+        ValueError: unknown profile."""
+    raw = settings if isinstance(settings, dict) else settings.model_dump()
+    keys = ("undeclared_params", "coerce_numeric_strings")
+    return profile(
+        raw.get("reference") or "ours", **{k: raw[k] for k in keys if raw.get(k) is not None}
+    )

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from interactscope.egobench.data import load_variant
 from interactscope.egobench.logs import from_episode
+from interactscope.egobench.profiles import run_profile
 from interactscope.egobench.records import EpisodeRecord
 from interactscope.egobench.run_folder import fingerprint, load_run
 from interactscope.egobench.scorer import ScoreResult, score_log, write_score
@@ -84,7 +85,9 @@ def score_run(
             update={"tasks": [t for t in variant.tasks if t.task_id in wanted]}
         )
         logs = [from_episode(r) for r in records if r.variant == name]
-        results[name] = score_log(logs, variant, settings=settings, mode=manifest.mode)
+        # the run's own tool rules unless told otherwise: scored state == run-time state
+        s = settings or run_profile(manifest.settings)
+        results[name] = score_log(logs, variant, settings=s, mode=manifest.mode)
         write_score(results[name], out / name)
     health = user_health(records)
     pixels = {

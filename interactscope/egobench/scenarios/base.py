@@ -155,7 +155,6 @@ def one_of(value: Any, choices: frozenset[str], what: str) -> None:
         raise ToolError(f"invalid {what}: {value}")
 
 
-
 def check_nutrition(nutrition: dict[str, Any], keys: tuple[str, ...]) -> None:
     """A nutrition label given to a tool: it needs ``basis`` and only ``keys``."""
     if set(nutrition) - set(keys) or "basis" not in nutrition:

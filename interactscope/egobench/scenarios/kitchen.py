@@ -216,7 +216,9 @@ def _tally(ctx: Ctx, user_id, recipes, field: str, out_key: str) -> dict[str, An
 
 
 def tally_total_nutritional_characteristics(ctx: Ctx, user_id, recipes):
-    return _tally(ctx, user_id, recipes, "nutritional_characteristics", "nutritional_characteristics")
+    return _tally(
+        ctx, user_id, recipes, "nutritional_characteristics", "nutritional_characteristics"
+    )
 
 
 def tally_total_tastes(ctx: Ctx, user_id, recipes):
@@ -244,7 +246,10 @@ def add_to_shopping_list(ctx: Ctx, user_id, ingredient_name, quantity):
         )
     else:
         conn.execute("INSERT INTO shopping_items VALUES (?, ?, ?)", (user_id, key, quantity))
-    return {"status": "success", "message": f"Added {quantity} x {ingredient_name} to shopping list."}
+    return {
+        "status": "success",
+        "message": f"Added {quantity} x {ingredient_name} to shopping list.",
+    }
 
 
 def remove_from_shopping_list(ctx: Ctx, user_id, ingredient_name):
@@ -373,9 +378,7 @@ def get_current_shopping_list(ctx: Ctx, user_id):
 
 
 def get_recipe_nutritional_characteristics(ctx: Ctx, recipe_name):
-    return _get(
-        ctx, "recipes", recipe_name, "nutritional_characteristics", "recipe_name"
-    )
+    return _get(ctx, "recipes", recipe_name, "nutritional_characteristics", "recipe_name")
 
 
 def find_recipes_by_nutritional_characteristics(ctx: Ctx, characteristic):
