@@ -500,3 +500,18 @@ def test_order1_oracle_episode_plays_and_scores_one(tmp_path: Path) -> None:
     with Environment.from_variant(v, 1) as env:
         state = env.state()["restaurants"]
     assert state["sakura"]["user_orders"]["u1"] == [{"dish_name": "miso soup", "quantity": 1}]
+
+
+def test_retail_payment_and_tax_details_carry_the_item_amounts() -> None:
+    # retail_db compute_total_payment / compute_total_tax: details[i].subtotal / .tax_amount;
+    # Dukan Chocolate Bar: price 14.8, discount 1, tax rate 0.09 (retail6 seed), qty 3
+    v = load_variant(DATA, "retail6")
+    args = {"user_id": "u", "products": [{"product_name": "Dukan Chocolate Bar", "quantity": 3}]}
+    with Environment.from_variant(v) as env:
+        pay = env.call("compute_total_payment", args).output
+        tax = env.call("compute_total_tax", args).output
+    assert pay["details"] == [
+        {"product_name": "dukan chocolate bar", "quantity": 3, "subtotal": 44.4}  # 14.8 * 3
+    ]
+    # 14.8 * 0.09 / 1.09 * 3 = 3.666...
+    assert tax["details"][0]["tax_amount"] == 3.67 and tax["total_tax"] == 3.67
