@@ -515,3 +515,19 @@ def test_retail_payment_and_tax_details_carry_the_item_amounts() -> None:
     ]
     # 14.8 * 0.09 / 1.09 * 3 = 3.666...
     assert tax["details"][0]["tax_amount"] == 3.67 and tax["total_tax"] == 3.67
+
+
+def test_a_number_for_a_name_is_the_reference_evaluators_crash() -> None:
+    # fuzzy_match_field(gt, 5) ends in fuzzy_match_str(5, gt) -> 5.lower(): AttributeError,
+    # caught by compare_tool_calls, which returns (0, 0, 0) for the task
+    v = load_variant(DATA, "retail6")
+    t = v.task(39)
+    bad = t.ground_truth[0].model_copy(
+        update={"arguments": {**t.ground_truth[0].arguments, "product_name": 5}}
+    )
+    sub = v.model_copy(update={"tasks": [t]})
+    log = [AgentLog(task_id=39, calls=[bad, *t.ground_truth[1:]])]
+    ref = score_log(log, sub, settings=EGOLINK).tasks[0]
+    assert (ref.matched, ref.total_gt, ref.tool_succ) == (0, 0, False)
+    ours = score_log(log, sub, settings=OURS).tasks[0]
+    assert (ours.matched, ours.total_gt) == (5, 6)

@@ -28,6 +28,11 @@ MERGE_NAME_KEYS = (
 )
 
 
+class OfficialCompareCrash(Exception):
+    """The official evaluators' comparison raises here (``.lower()`` on a non-string agent
+    value under a name key); their ``compare_tool_calls`` then returns 0 matched of 0 GT calls."""
+
+
 def _canon(s: Any) -> str:
     return "" if s is None else str(s).strip().lower()
 
@@ -116,8 +121,14 @@ class ParamComparer:
         return self._lookups[q]
 
     def names_equal(self, gt: Any, agent: Any) -> bool:
-        """The name rule for a top-level name key (e.g. ``product_name``)."""
+        """The name rule for a top-level name key (e.g. ``product_name``).
+
+        Raises:
+            OfficialCompareCrash: ``compare_errors=official`` and ``agent`` is a non-empty
+                non-string (the official ``fuzzy_match_str`` calls ``.lower()`` on it)."""
         if not isinstance(gt, str) or not isinstance(agent, str):
+            if self.s.compare_errors == "official" and isinstance(gt, str) and agent:
+                raise OfficialCompareCrash(f"name {gt!r} compared with {agent!r}")
             return False
         mode = self.sdef.name_match if self.s.name_match == "scenario" else "exact"
         if mode == "exact":
@@ -187,22 +198,28 @@ def match_calls(
     """For each GT call, the index of the distinct agent call it is matched to (or None).
 
     ``greedy``: GT calls in order each take the first unused agent call with the same tool name
-    and equal parameters (the reference). ``optimal``: a maximum matching of the same relation."""
-    ok = np.zeros((len(gt), len(agent)), dtype=bool)
-    for i, g in enumerate(gt):
-        for j, a in enumerate(agent):
-            ok[i, j] = g.name == a.name and cmp.params_equal(g.arguments, a.arguments)
+    and equal parameters (the reference; pairs are compared lazily in that order, so a
+    comparison the reference never makes is never made). ``optimal``: a maximum matching of the
+    same relation."""
+
+    def ok(g: ToolCall, a: ToolCall) -> bool:
+        return g.name == a.name and cmp.params_equal(g.arguments, a.arguments)
+
     out: list[int | None] = [None] * len(gt)
-    if how == "optimal" and ok.size:
-        rows, cols = linear_sum_assignment(-ok.astype(float))
-        for r, c in zip(rows, cols, strict=True):
-            if ok[r, c]:
-                out[r] = int(c)
+    if how == "optimal":
+        m = np.array([[ok(g, a) for a in agent] for g in gt], dtype=bool).reshape(
+            len(gt), len(agent)
+        )
+        if m.size:
+            rows, cols = linear_sum_assignment(-m.astype(float))
+            for r, c in zip(rows, cols, strict=True):
+                if m[r, c]:
+                    out[r] = int(c)
         return out
     used: set[int] = set()
-    for i in range(len(gt)):
-        for j in range(len(agent)):
-            if j not in used and ok[i, j]:
+    for i, g in enumerate(gt):
+        for j, a in enumerate(agent):
+            if j not in used and ok(g, a):
                 out[i] = j
                 used.add(j)
                 break

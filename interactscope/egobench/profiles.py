@@ -23,6 +23,7 @@ _OFFICIAL_TOOLS: dict[str, Any] = {
     "bool_is_number": True,
     "accept_arguments_key": False,
     "missing_log": "skip",
+    "compare_errors": "official",
 }
 
 PROFILES: dict[str, dict[str, Any]] = {

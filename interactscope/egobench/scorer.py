@@ -15,7 +15,12 @@ from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
 from interactscope.egobench.logs import load_log
-from interactscope.egobench.matching import ParamComparer, match_calls, merge_items
+from interactscope.egobench.matching import (
+    OfficialCompareCrash,
+    ParamComparer,
+    match_calls,
+    merge_items,
+)
 from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
 from interactscope.egobench.settings import ScoreSettings
 
@@ -132,6 +137,9 @@ def score_task(
     try:
         pairs = match_calls(gt, agent, cmp, s.matching)
         matched = sum(p is not None for p in pairs)
+    except OfficialCompareCrash as exc:
+        # compare_errors=official: the reference evaluator returns (0, 0, 0) for the task
+        matched, total, note = 0, 0, f"reference evaluator's comparison fails: {exc}"
     except Exception as exc:  # noqa: BLE001 - recorded on the task, never shrinks the denominator
         matched, note = 0, f"matching failed: {type(exc).__name__}: {exc}"
     try:

@@ -90,6 +90,10 @@ class ScoreSettings(ToolRules):
         default_factory=dict,
         description="per scenario, the parameters compared by the name rule (empty: the scenario's own list); other strings compare exactly",
     )
+    compare_errors: Literal["note", "official"] = Field(
+        "note",
+        description="a name parameter whose agent value is a non-empty non-string: unequal (ours), or the official evaluator's crash: the task counts 0 matched of 0 GT calls",
+    )
     log_alignment: Literal["id", "position"] = Field(
         "id",
         description="log entries paired with tasks by scenario_id/task_id, or by list position",
