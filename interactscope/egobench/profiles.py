@@ -35,6 +35,7 @@ PROFILES: dict[str, dict[str, Any]] = {
         "log_alignment": "id",
         "list_names": "casefold",
         "hash_numbers": "normalise",
+        "error_classes": "paper",
     },
     "egolink2026": {
         **_OFFICIAL_TOOLS,
