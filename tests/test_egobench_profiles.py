@@ -531,3 +531,87 @@ def test_a_number_for_a_name_is_the_reference_evaluators_crash() -> None:
     assert (ref.matched, ref.total_gt, ref.tool_succ) == (0, 0, False)
     ours = score_log(log, sub, settings=OURS).tasks[0]
     assert (ours.matched, ours.total_gt) == (5, 6)
+
+
+def test_ego_score_reference_profile_option(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    v = load_variant(DATA, "retail6")
+    t1, t2 = v.tasks[0], v.tasks[1]
+    log = tmp_path / "retail6_easy.json"
+    entries = [  # swapped ids, in task order: by position both succeed
+        {
+            "scenario_id": t2.task_id,
+            "tool_calls": [
+                {
+                    "turn": 0,
+                    "calls": [
+                        {"tool_name": c.name, "parameters": c.arguments} for c in t1.ground_truth
+                    ],
+                }
+            ],
+        },
+        {
+            "scenario_id": t1.task_id,
+            "tool_calls": [
+                {
+                    "turn": 0,
+                    "calls": [
+                        {"tool_name": c.name, "parameters": c.arguments} for c in t2.ground_truth
+                    ],
+                }
+            ],
+        },
+    ]
+    log.write_text(json.dumps(entries), encoding="utf-8")
+    run = CliRunner().invoke(
+        app,
+        [
+            "ego",
+            "score",
+            "--log",
+            str(log),
+            "--variant",
+            "retail6",
+            "--out",
+            str(tmp_path / "out"),
+            "--reference",
+            "egolink2026",
+        ],
+    )
+    assert run.exit_code == 0, run.output
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert summary["settings"]["log_alignment"] == "position"
+    assert summary["n_logged"] == 2 and summary["reference_view"]["joint_succ"] == 1.0
+    bad = CliRunner().invoke(
+        app,
+        [
+            "ego",
+            "score",
+            "--log",
+            str(log),
+            "--variant",
+            "retail6",
+            "--out",
+            str(tmp_path / "o2"),
+            "--reference",
+            "nope",
+        ],
+    )
+    assert bad.exit_code == 1 and "expected one of ours, paper, egolink2026" in bad.output
+
+
+def test_retail_bool_quantity_runs_under_official_tools() -> None:
+    # RetailDB.add_to_cart: True <= 0 is False, float(True) == 1.0 is stored
+    v = load_variant(DATA, "retail6")
+    call = dict(v.task(39).ground_truth[0].arguments, qty=True)
+    states = []
+    for qty in (True, 1):
+        with Environment.from_variant(v, rules=EGOLINK) as env:
+            assert env.call("add_to_cart", {**call, "qty": qty}).ok
+            states.append(env.state_json())
+    assert states[0] == states[1]
+    with Environment.from_variant(v, rules=OURS) as env:
+        assert env.call("add_to_cart", call).error_kind == "invalid_arguments"
