@@ -615,3 +615,33 @@ def test_retail_bool_quantity_runs_under_official_tools() -> None:
     assert states[0] == states[1]
     with Environment.from_variant(v, rules=OURS) as env:
         assert env.call("add_to_cart", call).error_kind == "invalid_arguments"
+
+
+def test_a_run_under_egolink2026_is_scored_with_its_rules_and_by_id(tmp_path: Path) -> None:
+    # `ego run --set reference=egolink2026` records the profile; `ego score RUN` replays with
+    # it; episodes align by their task ids even though the profile aligns lists by position
+    from interactscope.egobench.run_folder import load_run
+    from interactscope.egobench.run_score import score_run
+    from interactscope.egobench.runner import RunRequest, execute, prepare
+
+    out = tmp_path / "run"
+    req = RunRequest(
+        agent="oracle",
+        data=DATA,
+        variants=["kitchen1"],
+        tasks="1,3",
+        out=out,
+        sets={"reference": "egolink2026"},
+    )
+    execute(prepare(req))
+    manifest, records = load_run(out)
+    assert manifest.settings["reference"] == "egolink2026"
+    # the episodes file written in reverse task order: still scored by id
+    lines = (out / "episodes.jsonl").read_text(encoding="utf-8").splitlines()
+    (out / "episodes.jsonl").write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
+    score = score_run(out)
+    r = score.results["kitchen1"]
+    assert r.summary.settings["arguments"] == "official"
+    assert [t.joint_succ for t in r.tasks] == [True, True]
+    by_id = {rec.task_id: rec.final_state_hash for rec in records}
+    assert {t.task_id: t.agent_hash for t in r.tasks} == by_id

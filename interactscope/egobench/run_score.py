@@ -87,6 +87,7 @@ def score_run(
         logs = [from_episode(r) for r in records if r.variant == name]
         # the run's own tool rules unless told otherwise: scored state == run-time state
         s = settings or run_profile(manifest.settings)
+        s = s.model_copy(update={"log_alignment": "id"})  # episodes carry their task ids
         results[name] = score_log(logs, variant, settings=s, mode=manifest.mode)
         write_score(results[name], out / name)
     health = user_health(records)

@@ -14,7 +14,7 @@ from pydantic import BaseModel
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
-from interactscope.egobench.logs import load_log
+from interactscope.egobench.logs import load_log, log_format
 from interactscope.egobench.matching import (
     OfficialCompareCrash,
     ParamComparer,
@@ -192,7 +192,9 @@ def score_log(
     settings: ScoreSettings | None = None,
     mode: str | None = None,
 ) -> ScoreResult:
-    """Score one log against one variant, aligning by task id.
+    """Score one log against one variant, aligning by task id (or, with
+    ``log_alignment=position``, a reference-runner list by position; AgentLogs passed directly
+    are aligned as the settings say, episode-record files always by id).
 
     Args:
         log: a log file (reference-runner JSON list or episode-record JSON lines) or AgentLogs.
@@ -211,6 +213,9 @@ def score_log(
     if isinstance(log, (str, Path)):
         logs, file_mode = load_log(log, s.accept_arguments_key)
         mode = mode or file_mode
+        if log_format(log) == "episodes":
+            # episode records carry their own task ids; list position means nothing there
+            s = s.model_copy(update={"log_alignment": "id"})
     else:
         logs = list(log)
     for entry in logs:
