@@ -144,16 +144,17 @@ _TASK_COLUMNS = [
 ]
 
 
-def _score_settings(set_: list[str], reference: bool):
-    """The scorer's settings: the defaults (or the reference evaluator's) with ``--set`` applied."""
+def _score_settings(set_: list[str], reference: str):
+    """The scorer's settings: reference profile ``reference`` with ``--set`` applied."""
     from pydantic import ValidationError
 
     from interactscope.cli.common import parse_sets
-    from interactscope.egobench import ScoreSettings
+    from interactscope.egobench.profiles import PROFILES, profile
 
+    if reference not in PROFILES:
+        fail(f"--reference {reference!r}: expected one of {', '.join(PROFILES)}")
     try:
-        base = ScoreSettings.reference() if reference else ScoreSettings()
-        return ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
+        return profile(reference, **parse_sets(set_))
     except ValidationError as exc:
         e = exc.errors()[0]
         fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
@@ -180,8 +181,11 @@ def score(
     set_: list[str] = typer.Option(
         [], "--set", help="Scorer setting, e.g. --set float_tolerance=1e-6 --set missing_log=skip."
     ),
-    reference: bool = typer.Option(
-        False, "--reference", help="Start from the reference evaluator's settings."
+    reference: str = typer.Option(
+        "ours",
+        "--reference",
+        help="Reference profile: ours, paper (Wind-Flipped/EgoBench) or egolink2026 (the "
+        "EgoLink 2026 challenge's evaluator and tools).",
     ),
 ) -> None:
     """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and

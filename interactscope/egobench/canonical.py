@@ -30,16 +30,23 @@ class RawJSON(str):
     :func:`canonical_json` splices it in as it is instead of re-encoding it."""
 
 
-def canonical_json(value: Any) -> str:
-    """Sorted keys, UTF-8 (no ASCII escapes), no spaces, integral floats as integers."""
+def canonical_json(value: Any, normalise_numbers: bool = True) -> str:
+    """Sorted keys, UTF-8 (no ASCII escapes), no spaces, integral floats as integers
+    (``normalise_numbers=False``: numbers as stored, ``1.0`` stays ``1.0`` — the EgoLink 2026
+    evaluator's hash, which does not normalise)."""
     if isinstance(value, RawJSON):
         return str(value)
     if isinstance(value, dict):
         parts = (
-            json.dumps(str(k), ensure_ascii=False) + ":" + canonical_json(value[k])
+            json.dumps(str(k), ensure_ascii=False)
+            + ":"
+            + canonical_json(value[k], normalise_numbers)
             for k in sorted(value, key=str)
         )
         return "{" + ",".join(parts) + "}"
+    if not normalise_numbers:
+        normalise(value)  # same errors for NaN and non-JSON values
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return json.dumps(normalise(value), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 

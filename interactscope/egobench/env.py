@@ -16,6 +16,7 @@ import jsonschema
 from interactscope.egobench.canonical import canonical_json, decode_raw
 from interactscope.egobench.records import Task, ToolResult, ToolSpec, Variant
 from interactscope.egobench.scenarios import SCENARIO_DEFS, Ctx, ToolError
+from interactscope.egobench.settings import ToolRules
 
 Undeclared = Literal["drop", "reject"]
 
@@ -103,6 +104,9 @@ class Environment:
             ``ToolResult.ignored``) or make the call invalid (``reject``).
         coerce_numeric_strings: convert numeric strings where the schema declares a number
             before validation.
+        rules: every execution rule at once (a profile's :class:`ToolRules`, or a
+            ``ScoreSettings``); when given, ``undeclared`` and ``coerce_numeric_strings`` are
+            taken from it.
 
     Raises:
         ValueError: unknown scenario, or a seed the scenario cannot load (message names it)."""
@@ -116,6 +120,7 @@ class Environment:
         *,
         undeclared: Undeclared = "drop",
         coerce_numeric_strings: bool = False,
+        rules: ToolRules | None = None,
     ) -> None:
         if scenario not in SCENARIO_DEFS:
             raise ValueError(
@@ -125,11 +130,16 @@ class Environment:
         self.definition = SCENARIO_DEFS[scenario]
         self.tools = {t.name: t for t in tools}
         self.today = today
-        self.undeclared = undeclared
-        self.coerce_numeric_strings = coerce_numeric_strings
+        if rules is None:
+            rules = ToolRules(
+                undeclared_params=undeclared, coerce_numeric_strings=coerce_numeric_strings
+            )
+        self.rules = rules.tool_rules()
+        self.undeclared = self.rules.undeclared_params
+        self.coerce_numeric_strings = self.rules.coerce_numeric_strings
         self.conn = sqlite3.connect(":memory:", isolation_level=None)
         _template(scenario, seed_db).backup(self.conn)
-        self._ctx = Ctx(self.conn, today)
+        self._ctx = Ctx(self.conn, today, self.rules)
 
     @classmethod
     def from_variant(
@@ -163,7 +173,13 @@ class Environment:
             raise jsonschema.ValidationError(f"undeclared parameter(s) {', '.join(ignored)}")
         if self.coerce_numeric_strings:
             args = _coerce(args, spec.parameters)
-        _schema_validator(spec).validate(args)
+        if self.rules.arguments == "official":
+            # the official tools are Python methods: only a missing parameter fails the call
+            missing = [k for k in spec.parameters.get("required", []) if k not in args]
+            if missing:
+                raise jsonschema.ValidationError(f"missing parameter(s) {', '.join(missing)}")
+        else:
+            _schema_validator(spec).validate(args)
         return args, ignored if self.undeclared == "drop" else []
 
     def call(self, name: str, arguments: Any = None) -> ToolResult:
@@ -198,6 +214,8 @@ class Environment:
             KeyError,
             AttributeError,
             ZeroDivisionError,
+            OverflowError,
+            sqlite3.Error,
         ) as exc:
             self.conn.execute("ROLLBACK TO call")
             self.conn.execute("RELEASE call")
@@ -216,11 +234,13 @@ class Environment:
 
     def state(self) -> dict[str, Any]:
         """The canonical state: every table as JSON (per-user lists in a defined order)."""
-        return decode_raw(self.definition.dump(self.conn))
+        return decode_raw(self.definition.dump(self.conn, self.rules))
 
     def state_json(self) -> str:
         """:meth:`state` as canonical JSON (sorted keys, integral floats as integers)."""
-        return canonical_json(self.definition.dump(self.conn))
+        return canonical_json(
+            self.definition.dump(self.conn, self.rules), self.rules.hash_numbers == "normalise"
+        )
 
     def state_hash(self) -> str:
         """sha256 (hex) of :meth:`state_json`."""

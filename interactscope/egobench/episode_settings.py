@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from interactscope.core.settings import apply_overrides
 
@@ -93,10 +93,27 @@ class EpisodeSettings(_Group):
     frames: EpisodeFrameSettings = Field(default_factory=EpisodeFrameSettings)
     agent: AgentSettings = Field(default_factory=AgentSettings)
     user: UserSettings = Field(default_factory=UserSettings)
-    undeclared_params: Literal["drop", "reject"] = Field(
-        "drop", description="tool arguments the schema does not declare (same rule as the scorer)"
+    reference: str = Field(
+        "ours",
+        description="reference profile whose tool rules the environment executes with (ours, paper, egolink2026); `ego score RUN` replays with the same rules",
     )
-    coerce_numeric_strings: bool = True
+    undeclared_params: Literal["drop", "reject"] | None = Field(
+        None, description="override of the profile's rule for undeclared tool arguments"
+    )
+    coerce_numeric_strings: bool | None = Field(
+        None, description="override of the profile's numeric-string rule"
+    )
+
+    @field_validator("reference")
+    @classmethod
+    def _known_profile(cls, v: str) -> str:
+        from interactscope.egobench.profiles import PROFILES
+
+        if v not in PROFILES:
+            raise ValueError(
+                f"unknown reference profile {v!r}; expected one of {', '.join(PROFILES)}"
+            )
+        return v
 
 
 OFFICIAL_DEFAULTS: dict[str, Any] = {

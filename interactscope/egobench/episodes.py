@@ -11,6 +11,7 @@ from typing import Any
 from interactscope.egobench.agents.base import Agent, EpisodeContext, ToolEvent, Visual
 from interactscope.egobench.env import Environment
 from interactscope.egobench.episode_settings import EpisodeSettings
+from interactscope.egobench.profiles import run_profile
 from interactscope.egobench.records import (
     CallRecord,
     DialogueTurn,
@@ -168,12 +169,7 @@ def run_episode(
         user=user_name,
         sees_pixels=visual.sees_pixels,
     )
-    with Environment.from_variant(
-        variant,
-        task,
-        undeclared=settings.undeclared_params,
-        coerce_numeric_strings=settings.coerce_numeric_strings,
-    ) as env:
+    with Environment.from_variant(variant, task, rules=run_profile(settings)) as env:
         ep = _Episode(rec, env, settings)
         ctx = EpisodeContext(
             variant=variant.name,

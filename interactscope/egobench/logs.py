@@ -145,3 +145,15 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
         f"{path}: not a log: expected a JSON list of per-task entries "
         "(reference runner) or JSON lines of episode records"
     )
+
+
+def log_format(path: str | Path) -> str:
+    """``reference`` (a JSON list, the official runner's) or ``episodes`` (JSON lines of episode
+    records), from the file's first non-blank character; ``reference`` when unreadable (the
+    loader then names the problem)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = f.read(4096).lstrip()
+    except OSError:
+        return "reference"
+    return "episodes" if head.startswith("{") else "reference"

@@ -63,6 +63,11 @@ def clean_calls(
     ]
 
 
+class OfficialCompareCrash(Exception):
+    """The official evaluators' comparison raises here (``.lower()`` on a non-string agent
+    value under a name key); their ``compare_tool_calls`` then returns 0 matched of 0 GT calls."""
+
+
 def _canon(s: Any) -> str:
     return "" if s is None else str(s).strip().lower()
 
@@ -142,6 +147,7 @@ class ParamComparer:
 
     def __init__(self, sdef: ScenarioDef, conn: sqlite3.Connection | None, settings: ScoreSettings):
         self.sdef, self.conn, self.s = sdef, conn, settings
+        self.name_keys = settings.name_keys.get(sdef.name) or sdef.name_keys
         self._lookups: dict[str, set[str]] = {}
 
     def _names(self, q: str) -> set[str]:
@@ -150,8 +156,14 @@ class ParamComparer:
         return self._lookups[q]
 
     def names_equal(self, gt: Any, agent: Any) -> bool:
-        """The name rule for a top-level name key (e.g. ``product_name``)."""
+        """The name rule for a top-level name key (e.g. ``product_name``).
+
+        Raises:
+            OfficialCompareCrash: ``compare_errors=official`` and ``agent`` is a non-empty
+                non-string (the official ``fuzzy_match_str`` calls ``.lower()`` on it)."""
         if not isinstance(gt, str) or not isinstance(agent, str):
+            if self.s.compare_errors == "official" and isinstance(gt, str) and agent:
+                raise OfficialCompareCrash(f"name {gt!r} compared with {agent!r}")
             return False
         mode = self.sdef.name_match if self.s.name_match == "scenario" else "exact"
         if mode == "exact":
@@ -192,15 +204,16 @@ class ParamComparer:
         if isinstance(gt, dict):
             if set(gt) != set(agent):
                 return False
+            top = not inside_list or s.list_names == "scenario"
             for k, g in gt.items():
-                if not inside_list and k in self.sdef.name_keys and isinstance(g, str):
+                if top and k in self.name_keys and isinstance(g, str):
                     if not self.names_equal(g, agent[k]):
                         return False
                 elif not self.equal(g, agent[k], k, inside_list):
                     return False
             return True
         if isinstance(gt, str):
-            if key in self.sdef.name_keys:
+            if key in self.name_keys:
                 return _canon(gt) == _canon(agent)
             return gt == agent
         if isinstance(gt, float) or isinstance(agent, float):
@@ -220,22 +233,28 @@ def match_calls(
     """For each GT call, the index of the distinct agent call it is matched to (or None).
 
     ``greedy``: GT calls in order each take the first unused agent call with the same tool name
-    and equal parameters (the reference). ``optimal``: a maximum matching of the same relation."""
-    ok = np.zeros((len(gt), len(agent)), dtype=bool)
-    for i, g in enumerate(gt):
-        for j, a in enumerate(agent):
-            ok[i, j] = g.name == a.name and cmp.params_equal(g.arguments, a.arguments)
+    and equal parameters (the reference; pairs are compared lazily in that order, so a
+    comparison the reference never makes is never made). ``optimal``: a maximum matching of the
+    same relation."""
+
+    def ok(g: ToolCall, a: ToolCall) -> bool:
+        return g.name == a.name and cmp.params_equal(g.arguments, a.arguments)
+
     out: list[int | None] = [None] * len(gt)
-    if how == "optimal" and ok.size:
-        rows, cols = linear_sum_assignment(-ok.astype(float))
-        for r, c in zip(rows, cols, strict=True):
-            if ok[r, c]:
-                out[r] = int(c)
+    if how == "optimal":
+        m = np.array([[ok(g, a) for a in agent] for g in gt], dtype=bool).reshape(
+            len(gt), len(agent)
+        )
+        if m.size:
+            rows, cols = linear_sum_assignment(-m.astype(float))
+            for r, c in zip(rows, cols, strict=True):
+                if m[r, c]:
+                    out[r] = int(c)
         return out
     used: set[int] = set()
-    for i in range(len(gt)):
-        for j in range(len(agent)):
-            if j not in used and ok[i, j]:
+    for i, g in enumerate(gt):
+        for j, a in enumerate(agent):
+            if j not in used and ok(g, a):
                 out[i] = j
                 used.add(j)
                 break

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SCENARIOS = ("retail", "kitchen", "restaurant", "warehouse", "household")
-Scenario = Literal["retail", "kitchen", "restaurant", "warehouse", "household"]
+SCENARIOS = ("retail", "kitchen", "restaurant", "warehouse", "household", "order")
+Scenario = Literal["retail", "kitchen", "restaurant", "warehouse", "household", "order"]
 
 
 class ToolSpec(BaseModel):

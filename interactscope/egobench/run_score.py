@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from interactscope.egobench.data import load_variant
 from interactscope.egobench.logs import from_episode
+from interactscope.egobench.profiles import run_profile
 from interactscope.egobench.records import EpisodeRecord
 from interactscope.egobench.run_folder import fingerprint, load_run
 from interactscope.egobench.scorer import ScoreResult, score_log, write_score
@@ -88,9 +89,12 @@ def score_run(
         variant = variant.model_copy(
             update={"tasks": [t for t in variant.tasks if t.task_id in wanted]}
         )
+        # the run's own tool rules unless told otherwise: scored state == run-time state
+        s = settings or run_profile(manifest.settings)
+        s = s.model_copy(update={"log_alignment": "id"})  # episodes carry their task ids
         for k in range(1, manifest.trials + 1):
             logs = [from_episode(r) for r in records if r.variant == name and r.trial == k]
-            res = score_log(logs, variant, settings=settings, mode=manifest.mode)
+            res = score_log(logs, variant, settings=s, mode=manifest.mode)
             for t in res.tasks:
                 outcomes.setdefault((name, t.task_id), []).append(bool(t.joint_succ))
             if k == 1:

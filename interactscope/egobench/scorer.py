@@ -14,8 +14,14 @@ from pydantic import BaseModel
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
-from interactscope.egobench.logs import load_log
-from interactscope.egobench.matching import ParamComparer, clean_calls, match_calls
+from interactscope.egobench.logs import load_log, log_format
+from interactscope.egobench.matching import (
+    OfficialCompareCrash,
+    ParamComparer,
+    clean_calls,
+    match_calls,
+    merge_items,
+)
 from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
 from interactscope.egobench.settings import ScoreSettings
 
@@ -81,15 +87,25 @@ class ScoreResult(BaseModel):
 
 
 def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings) -> str:
-    with Environment.from_variant(
-        variant,
-        task,
-        undeclared=s.undeclared_params,
-        coerce_numeric_strings=s.coerce_numeric_strings,
-    ) as env:
+    """The state hash after ``calls`` on a fresh database, under the profile's tool rules (the
+    same rules ``ego run`` executes with)."""
+    with Environment.from_variant(variant, task, rules=s.tool_rules()) as env:
         for c in calls:
-            env.call(c.name, c.arguments)
+            args = merge_items(c.arguments) if s.merge_before_replay else c.arguments
+            env.call(c.name, args)
         return env.state_hash()
+
+
+def _align(logs: list[AgentLog], variant: Variant, s: ScoreSettings) -> dict[int, AgentLog]:
+    """Log entries by task id: by their own id (``log_alignment=id``), or the i-th entry for the
+    i-th task (``position``, the EgoLink 2026 evaluator; entries past the last task are left
+    out, tasks past the last entry have none)."""
+    if s.log_alignment == "position":
+        return {
+            t.task_id: e.model_copy(update={"task_id": t.task_id})
+            for t, e in zip(variant.tasks, logs, strict=False)
+        }
+    return {e.task_id: e for e in logs}
 
 
 def score_task(
@@ -106,6 +122,9 @@ def score_task(
     try:
         pairs = match_calls(gt, agent, cmp, s.matching)
         matched = sum(p is not None for p in pairs)
+    except OfficialCompareCrash as exc:
+        # compare_errors=official: the reference evaluator returns (0, 0, 0) for the task
+        matched, total, note = 0, 0, f"reference evaluator's comparison fails: {exc}"
     except Exception as exc:  # noqa: BLE001 - recorded on the task, never shrinks the denominator
         matched, note = 0, f"matching failed: {type(exc).__name__}: {exc}"
     try:
@@ -158,7 +177,9 @@ def score_log(
     settings: ScoreSettings | None = None,
     mode: str | None = None,
 ) -> ScoreResult:
-    """Score one log against one variant, aligning by task id.
+    """Score one log against one variant, aligning by task id (or, with
+    ``log_alignment=position``, a reference-runner list by position; AgentLogs passed directly
+    are aligned as the settings say, episode-record files always by id).
 
     Args:
         log: a log file (reference-runner JSON list or episode-record JSON lines) or AgentLogs.
@@ -177,13 +198,15 @@ def score_log(
     if isinstance(log, (str, Path)):
         logs, file_mode = load_log(log, s.accept_arguments_key)
         mode = mode or file_mode
+        if log_format(log) == "episodes":
+            # episode records carry their own task ids; list position means nothing there
+            s = s.model_copy(update={"log_alignment": "id"})
     else:
         logs = list(log)
-    by_id: dict[int, AgentLog] = {}
     for entry in logs:
-        by_id[entry.task_id] = entry
         mode = mode or entry.mode
-    unknown = sorted(set(by_id) - {t.task_id for t in variant.tasks})
+    by_id = _align(logs, variant, s)
+    unknown = sorted({e.task_id for e in logs} - {t.task_id for t in variant.tasks})
     sdef = variant_def(variant)
     with Environment.from_variant(variant) as seed_env:
         cmp = ParamComparer(sdef, seed_env.conn, s)

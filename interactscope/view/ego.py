@@ -154,8 +154,7 @@ def _final_state(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSe
     with Environment.from_variant(
         variant,
         task,
-        undeclared=s.undeclared_params,
-        coerce_numeric_strings=s.coerce_numeric_strings,
+        rules=s,
     ) as env:
         for c in calls:
             env.call(c.name, c.arguments)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interactscope.egobench.canonical import RawJSON, canonical_json
+from interactscope.egobench.settings import ToolRules
 
 
 class ToolError(Exception):
@@ -29,10 +30,17 @@ LABELLED_NUTRITION_KEYS = ("basis", "serving_size_g", *NUTRIENTS)
 
 @dataclass
 class Ctx:
-    """What a tool sees: the database and the task's today (None when the task names none)."""
+    """What a tool sees: the database, the task's today (None when the task names none) and
+    the execution rules of the profile in use."""
 
     conn: sqlite3.Connection
     today: dt.date | None = None
+    rules: ToolRules = field(default_factory=ToolRules)
+
+    @property
+    def official(self) -> bool:
+        """Arguments run as the official Python tools take them (``arguments=official``)."""
+        return self.rules.arguments == "official"
 
 
 @dataclass
@@ -49,7 +57,7 @@ class ScenarioDef:
     name: str
     ddl: str
     load: Callable[[sqlite3.Connection, dict[str, Any]], None]
-    dump: Callable[[sqlite3.Connection], dict[str, Any]]
+    dump: Callable[..., dict[str, Any]]  # (conn, rules=None)
     tools: dict[str, Callable[..., Any]]
     name_keys: tuple[str, ...]
     name_match: str

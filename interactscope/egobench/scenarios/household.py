@@ -86,7 +86,7 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
     actionlists.load(conn, seed.get("household_action_lists", []), "name")
 
 
-def dump(conn: sqlite3.Connection) -> dict[str, Any]:
+def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
     return {
         "items": by_name_sorted(conn, "items"),
         "user_action_lists": actionlists.dump(conn, "name"),

@@ -1,23 +1,26 @@
 """Kitchen: ingredients, recipes, daily menus and shopping lists (tools/kitchen_tools.json).
 
-The reference's kitchen database code is not public; these semantics follow the schema's
-descriptions and docs/egobench.md. Quantities are in units of 100 g."""
+Semantics follow the EgoLink 2026 challenge's kitchen tools (``KitchenDB``, a fork of
+ego-link/egolink2026 ``code/track2/EgoBench/tools/kitchen/kitchen_db.py``; Wind-Flipped/EgoBench
+does not publish its kitchen code), read and re-implemented here: reads look names up exactly
+(lower-cased), a menu holds a recipe once, shopping-list adds accumulate. Where the official
+tools do something we do not (an empty user id, an ingredient outside the catalogue, numeric
+strings) a :class:`~interactscope.egobench.settings.ToolRules` setting chooses. Quantities are in
+units of 100 g."""
 
 from __future__ import annotations
 
 import sqlite3
-from collections import Counter
 from typing import Any
 
 from interactscope.egobench.scenarios.base import (
-    NUTRIENTS,
+    LABELLED_NUTRITION_KEYS,
     Ctx,
     ScenarioDef,
     ToolError,
     by_name_sorted,
     containing,
     lower_list,
-    matching,
     names_where,
     nonempty,
     parse_day,
@@ -29,60 +32,71 @@ from interactscope.egobench.scenarios.base import (
 DDL = """
 CREATE TABLE ingredients (name TEXT PRIMARY KEY, record TEXT NOT NULL);
 CREATE TABLE recipes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+CREATE TABLE menu_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE menus (user_id TEXT NOT NULL, recipe_name TEXT NOT NULL,
   PRIMARY KEY (user_id, recipe_name));
 CREATE TABLE shopping_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE shopping_items (user_id TEXT NOT NULL, ingredient_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, ingredient_name));
 """
-NUTRITION_KEYS = NUTRIENTS
+NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
+"""An ingredient's nutrition label: ``basis`` (default PER_100G), ``serving_size_g`` and the
+nutrients; every field is kept."""
+TOTAL_KEYS = ("calories_kcal", "protein_g", "fat_g", "carbs_g", "sugar_g", "fiber_g", "sodium_mg")
+
+
+def _nutrition(raw: Any) -> dict[str, Any]:
+    n = raw if isinstance(raw, dict) else {}
+    out = {k: n.get(k) for k in NUTRITION_KEYS}
+    out["basis"] = n.get("basis", "PER_100G")
+    return out
+
+
+def _ingredient(info: dict[str, Any], name: str) -> dict[str, Any]:
+    return {
+        **{k: v for k, v in info.items() if k not in ("name", "nutrition")},
+        "name": name,
+        "quantity": info.get("quantity", 0),
+        "category": str(info.get("category", "")).lower(),
+        "storage_location": info.get("storage_location"),
+        "expiry_date": info.get("expiry_date"),
+        "nutrition": _nutrition(info.get("nutrition")),
+    }
+
+
+def _recipe(info: dict[str, Any], name: str) -> dict[str, Any]:
+    return {
+        **{k: v for k, v in info.items() if k != "name"},
+        "name": name,
+        "ingredients": [
+            {
+                "ingredient_name": str(i.get("ingredient_name", "")).lower(),
+                "quantity": i.get("quantity", 0),
+            }
+            for i in info.get("ingredients", [])
+        ],
+        "allergens": lower_list(info.get("allergens")),
+        "taste": lower_list(info.get("taste")),
+        "nutritional_characteristics": lower_list(info.get("nutritional_characteristics")),
+        "steps": list(info.get("steps") or []),
+    }
 
 
 def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
-    for info in seed.get("ingredients", []):
-        name = str(info.get("name", "")).lower()
-        if name:
-            put(
-                conn,
-                "ingredients",
-                name,
-                {
-                    "name": name,
-                    "quantity": info.get("quantity", 0),
-                    "category": str(info.get("category", "")).lower(),
-                    "storage_location": str(info.get("storage_location", "")).lower(),
-                    "expiry_date": info.get("expiry_date"),
-                    "nutrition": {k: (info.get("nutrition") or {}).get(k) for k in NUTRITION_KEYS},
-                },
-            )
-    for info in seed.get("recipes", []):
-        name = str(info.get("name", "")).lower()
-        if name:
-            put(
-                conn,
-                "recipes",
-                name,
-                {
-                    "name": name,
-                    "ingredients": [
-                        {
-                            "ingredient_name": str(i["ingredient_name"]).lower(),
-                            "quantity": i.get("quantity", 0),
-                        }
-                        for i in info.get("ingredients", [])
-                    ],
-                    "allergens": lower_list(info.get("allergens")),
-                    "taste": lower_list(info.get("taste")),
-                    "nutritional_characteristics": lower_list(
-                        info.get("nutritional_characteristics")
-                    ),
-                    "steps": list(info.get("steps") or []),
-                },
-            )
+    for table, build in (("ingredients", _ingredient), ("recipes", _recipe)):
+        for info in seed.get(table, []):
+            name = str(info.get("name", "")).lower()
+            if name:
+                put(conn, table, name, build(info, name))
     for menu in seed.get("user_menus", []):
+        if not menu.get("user_id"):
+            continue
+        conn.execute("INSERT OR IGNORE INTO menu_users VALUES (?)", (menu["user_id"],))
         for r in menu.get("recipes", []):
             conn.execute("INSERT OR IGNORE INTO menus VALUES (?, ?)", (menu["user_id"], r.lower()))
     for sl in seed.get("user_shopping_lists", []):
+        if not sl.get("user_id"):
+            continue
         conn.execute("INSERT OR IGNORE INTO shopping_users VALUES (?)", (sl["user_id"],))
         for i in sl.get("items", []):
             conn.execute(
@@ -108,12 +122,17 @@ def _menu(conn: sqlite3.Connection, user_id: str) -> list[str]:
     ]
 
 
-def dump(conn: sqlite3.Connection) -> dict[str, Any]:
-    users = {u for (u,) in conn.execute("SELECT DISTINCT user_id FROM menus")}
+def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
+    if rules is not None and rules.kitchen_lists == "insertion":
+        # the official hash: menus as stored (insertion order), emptied menus kept
+        menus = {u: _menu(conn, u) for (u,) in conn.execute("SELECT user_id FROM menu_users")}
+    else:
+        users = {u for (u,) in conn.execute("SELECT DISTINCT user_id FROM menus")}
+        menus = {u: sorted(_menu(conn, u)) for u in users}
     return {
         "ingredients": by_name_sorted(conn, "ingredients"),
         "recipes": by_name_sorted(conn, "recipes"),
-        "user_menus": {u: sorted(_menu(conn, u)) for u in users},
+        "user_menus": menus,
         "user_shopping_lists": {
             u: sorted(_shopping(conn, u), key=lambda x: x["ingredient_name"])
             for (u,) in conn.execute("SELECT user_id FROM shopping_users")
@@ -127,24 +146,47 @@ def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
     }
 
 
-def _found(ctx: Ctx, table: str, name: str, field: str) -> dict[str, Any]:
-    found = matching(ctx.conn, table, name, f"No {table} found matching '{name}'.")
-    return {"matches": {r["name"]: r[field] for r in found}}
+def _user(ctx: Ctx, user_id: Any) -> None:
+    if ctx.rules.empty_user_id == "reject":
+        nonempty(user_id, "user_id")
 
 
-def _names(ctx: Ctx, table: str, pred) -> dict[str, Any]:
-    return {table: names_where(ctx.conn, table, pred)}
+def _quantity(ctx: Ctx, q: Any) -> Any:
+    """The official tools turn a quantity given as a string into a float (``"5"`` -> 5.0)."""
+    if ctx.official and isinstance(q, str):
+        try:
+            return float(q)
+        except ValueError:
+            raise ToolError("Quantity must be a valid number.") from None
+    return q
+
+
+def _get(ctx: Ctx, table: str, name: str, field: str, label: str) -> dict[str, Any]:
+    """``{label: name, field: value}`` of the record keyed by the lower-cased ``name``."""
+    rec = record(ctx.conn, table, name.lower())
+    if rec is None:
+        what = "Recipe" if table == "recipes" else "Ingredient"
+        raise ToolError(f"{what} '{name}' not found.")
+    return {label: name, field: rec[field]}
+
+
+def _names(ctx: Ctx, table: str, pred, query_key: str, query: Any, out_key: str):
+    return {query_key: query, out_key: names_where(ctx.conn, table, pred)}
 
 
 def add_recipe_to_menu(ctx: Ctx, user_id, recipe_name):
-    nonempty(user_id, "user_id")
+    _user(ctx, user_id)
     key = recipe_name.lower()
     if record(ctx.conn, "recipes", key) is None:
         raise ToolError(f"Recipe '{recipe_name}' not found.")
-    if key in _menu(ctx.conn, user_id):
-        raise ToolError(f"Recipe '{recipe_name}' is already in the menu of user '{user_id}'.")
-    ctx.conn.execute("INSERT INTO menus VALUES (?, ?)", (user_id, key))
-    return {"status": "success", "message": f"Added '{recipe_name}' to the menu."}
+    ctx.conn.execute("INSERT OR IGNORE INTO menu_users VALUES (?)", (user_id,))
+    added = ctx.conn.execute("INSERT OR IGNORE INTO menus VALUES (?, ?)", (user_id, key)).rowcount
+    note = "added to menu" if added else "already in menu"
+    return {
+        "status": "success",
+        "message": f"Recipe '{recipe_name}' {note}.",
+        "menu": _menu(ctx.conn, user_id),
+    }
 
 
 def remove_recipe_from_menu(ctx: Ctx, user_id, recipe_name):
@@ -152,43 +194,44 @@ def remove_recipe_from_menu(ctx: Ctx, user_id, recipe_name):
         "DELETE FROM menus WHERE user_id = ? AND recipe_name = ?", (user_id, recipe_name.lower())
     )
     if cur.rowcount == 0:
-        raise ToolError(f"Recipe '{recipe_name}' is not in the menu of user '{user_id}'.")
-    return {"status": "success", "message": f"Removed '{recipe_name}' from the menu."}
+        raise ToolError(f"Recipe '{recipe_name}' not found in menu.")
+    return {
+        "status": "success",
+        "message": f"Recipe '{recipe_name}' removed from menu.",
+        "menu": _menu(ctx.conn, user_id),
+    }
 
 
 def get_current_menu(ctx: Ctx, user_id):
     return {"user_id": user_id, "recipes": _menu(ctx.conn, user_id)}
 
 
-def _tally(ctx: Ctx, recipes, field: str) -> dict[str, Any]:
-    counts: Counter[str] = Counter()
-    missing = []
+def _tally(ctx: Ctx, user_id, recipes, field: str, out_key: str) -> dict[str, Any]:
+    found: set[str] = set()
     for name in recipes:
         r = record(ctx.conn, "recipes", str(name).lower())
-        if r is None:
-            missing.append(name)
-        else:
-            counts.update(r[field])
-    out: dict[str, Any] = {field: dict(sorted(counts.items()))}
-    if missing:
-        out["missing"] = missing
-    return out
+        if r is not None:
+            found.update(x for x in r[field] if x)
+    return {"user_id": user_id, "recipes": recipes, out_key: sorted(found)}
 
 
 def tally_total_nutritional_characteristics(ctx: Ctx, user_id, recipes):
-    return _tally(ctx, recipes, "nutritional_characteristics")
+    return _tally(
+        ctx, user_id, recipes, "nutritional_characteristics", "nutritional_characteristics"
+    )
 
 
 def tally_total_tastes(ctx: Ctx, user_id, recipes):
-    return _tally(ctx, recipes, "taste")
+    return _tally(ctx, user_id, recipes, "taste", "tastes")
 
 
 def add_to_shopping_list(ctx: Ctx, user_id, ingredient_name, quantity):
-    nonempty(user_id, "user_id")
+    _user(ctx, user_id)
+    quantity = _quantity(ctx, quantity)
     if quantity <= 0:
-        raise ToolError("quantity must be greater than 0 (units of 100 g).")
+        raise ToolError("Quantity must be greater than 0.")
     key = ingredient_name.lower()
-    if record(ctx.conn, "ingredients", key) is None:
+    if ctx.rules.shopping_names == "catalogue" and record(ctx.conn, "ingredients", key) is None:
         raise ToolError(f"Ingredient '{ingredient_name}' not found.")
     conn = ctx.conn
     conn.execute("INSERT OR IGNORE INTO shopping_users VALUES (?)", (user_id,))
@@ -203,7 +246,10 @@ def add_to_shopping_list(ctx: Ctx, user_id, ingredient_name, quantity):
         )
     else:
         conn.execute("INSERT INTO shopping_items VALUES (?, ?, ?)", (user_id, key, quantity))
-    return {"status": "success", "message": f"Added {quantity} x 100 g of '{ingredient_name}'."}
+    return {
+        "status": "success",
+        "message": f"Added {quantity} x {ingredient_name} to shopping list.",
+    }
 
 
 def remove_from_shopping_list(ctx: Ctx, user_id, ingredient_name):
@@ -212,54 +258,51 @@ def remove_from_shopping_list(ctx: Ctx, user_id, ingredient_name):
         (user_id, ingredient_name.lower()),
     )
     if cur.rowcount == 0:
-        raise ToolError(f"Ingredient '{ingredient_name}' is not on the shopping list.")
-    return {"status": "success", "message": f"Removed '{ingredient_name}' from the shopping list."}
+        raise ToolError(f"'{ingredient_name}' not found in shopping list.")
+    return {"status": "success", "message": f"Removed '{ingredient_name}' from shopping list."}
 
 
 def compute_total_nutritions(ctx: Ctx, user_id, ingredients):
-    totals = dict.fromkeys(NUTRITION_KEYS, 0.0)
-    missing = []
+    totals = dict.fromkeys(TOTAL_KEYS, 0.0)
     for item in ingredients:
-        name = str(item.get("ingredient_name", "")).lower()
-        i = record(ctx.conn, "ingredients", name)
+        i = record(ctx.conn, "ingredients", str(item.get("ingredient_name", "")).lower())
+        q = item.get("quantity", 0)
+        if isinstance(q, str):
+            try:
+                q = float(q)
+            except ValueError:
+                continue
         if i is None:
-            missing.append(name)
             continue
-        for k in NUTRITION_KEYS:
-            totals[k] += (i["nutrition"].get(k) or 0) * item.get("quantity", 0)
-    out: dict[str, Any] = {
-        "user_id": user_id,
-        "total_nutrition": {k: round2(v) for k, v in totals.items()},
-    }
-    if missing:
-        out["missing"] = missing
-    return out
+        for k in TOTAL_KEYS:
+            totals[k] += (i["nutrition"].get(k) or 0) * q
+    return {"user_id": user_id, "total_nutrition": {k: round2(v) for k, v in totals.items()}}
 
 
 def get_cooking_steps(ctx: Ctx, recipe_name):
-    return _found(ctx, "recipes", recipe_name, "steps")
+    return _get(ctx, "recipes", recipe_name, "steps", "recipe_name")
 
 
 def get_recipe_allergens(ctx: Ctx, recipe_name):
-    return _found(ctx, "recipes", recipe_name, "allergens")
+    return _get(ctx, "recipes", recipe_name, "allergens", "recipe_name")
 
 
 def find_recipes_by_allergen(ctx: Ctx, allergen):
     a = allergen.lower()
-    return _names(ctx, "recipes", lambda r: a in r["allergens"])
+    return _names(ctx, "recipes", lambda r: a in r["allergens"], "allergen", allergen, "recipes")
 
 
 def get_recipe_taste(ctx: Ctx, recipe_name):
-    return _found(ctx, "recipes", recipe_name, "taste")
+    return _get(ctx, "recipes", recipe_name, "taste", "recipe_name")
 
 
 def find_recipes_by_taste(ctx: Ctx, taste):
     t = taste.lower()
-    return _names(ctx, "recipes", lambda r: t in r["taste"])
+    return _names(ctx, "recipes", lambda r: t in r["taste"], "taste", taste, "recipes")
 
 
 def get_recipe_ingredients(ctx: Ctx, recipe_name):
-    return _found(ctx, "recipes", recipe_name, "ingredients")
+    return _get(ctx, "recipes", recipe_name, "ingredients", "recipe_name")
 
 
 def find_recipes_by_ingredient(ctx: Ctx, ingredient_name):
@@ -267,53 +310,67 @@ def find_recipes_by_ingredient(ctx: Ctx, ingredient_name):
     return _names(
         ctx,
         "recipes",
-        lambda r: any(
-            q in i["ingredient_name"] or i["ingredient_name"] in q for i in r["ingredients"]
-        ),
+        lambda r: any(i["ingredient_name"] == q for i in r["ingredients"]),
+        "ingredient_name",
+        ingredient_name,
+        "recipes",
     )
 
 
 def get_ingredient_shelf_life(ctx: Ctx, ingredient_name):
-    return _found(ctx, "ingredients", ingredient_name, "expiry_date")
+    return _get(ctx, "ingredients", ingredient_name, "expiry_date", "ingredient_name")
 
 
 def find_ingredients_by_expiry_date(ctx: Ctx, date):
-    day = parse_day(date, "date")
+    if not ctx.official:
+        parse_day(date, "date")
     return _names(
         ctx,
         "ingredients",
-        lambda i: bool(i["expiry_date"]) and parse_day(i["expiry_date"], "expiry_date") > day,
+        lambda i: bool(i["expiry_date"]) and i["expiry_date"] >= date,
+        "date",
+        date,
+        "ingredients",
     )
 
 
 def get_ingredient_location(ctx: Ctx, ingredient_name):
-    return _found(ctx, "ingredients", ingredient_name, "storage_location")
+    return _get(ctx, "ingredients", ingredient_name, "storage_location", "ingredient_name")
 
 
 def find_ingredients_by_location(ctx: Ctx, location):
     loc = location.lower()
-    return _names(ctx, "ingredients", lambda i: i["storage_location"] == loc)
+    return _names(
+        ctx,
+        "ingredients",
+        lambda i: str(i["storage_location"] or "").lower() == loc and bool(i["storage_location"]),
+        "location",
+        location,
+        "ingredients",
+    )
 
 
 def get_ingredient_nutrition(ctx: Ctx, ingredient_name):
-    return _found(ctx, "ingredients", ingredient_name, "nutrition")
+    return _get(ctx, "ingredients", ingredient_name, "nutrition", "ingredient_name")
 
 
 def get_ingredient_quantity(ctx: Ctx, ingredient_name):
-    return _found(ctx, "ingredients", ingredient_name, "quantity")
+    return _get(ctx, "ingredients", ingredient_name, "quantity", "ingredient_name")
 
 
 def get_all_recipe_names(ctx: Ctx):
-    return _names(ctx, "recipes", lambda r: True)
+    return {"recipes": names_where(ctx.conn, "recipes", lambda r: True)}
 
 
 def get_ingredients_by_category(ctx: Ctx, category):
     c = category.lower()
-    return _names(ctx, "ingredients", lambda i: i["category"] == c)
+    return _names(
+        ctx, "ingredients", lambda i: i["category"] == c, "category", category, "ingredients"
+    )
 
 
 def find_ingredient_category(ctx: Ctx, ingredient_name):
-    return _found(ctx, "ingredients", ingredient_name, "category")
+    return _get(ctx, "ingredients", ingredient_name, "category", "ingredient_name")
 
 
 def get_current_shopping_list(ctx: Ctx, user_id):
@@ -321,16 +378,23 @@ def get_current_shopping_list(ctx: Ctx, user_id):
 
 
 def get_recipe_nutritional_characteristics(ctx: Ctx, recipe_name):
-    return _found(ctx, "recipes", recipe_name, "nutritional_characteristics")
+    return _get(ctx, "recipes", recipe_name, "nutritional_characteristics", "recipe_name")
 
 
 def find_recipes_by_nutritional_characteristics(ctx: Ctx, characteristic):
     c = characteristic.lower()
-    return _names(ctx, "recipes", lambda r: c in r["nutritional_characteristics"])
+    return _names(
+        ctx,
+        "recipes",
+        lambda r: c in r["nutritional_characteristics"],
+        "characteristic",
+        characteristic,
+        "recipes",
+    )
 
 
 def get_all_ingredient_names(ctx: Ctx):
-    return _names(ctx, "ingredients", lambda i: True)
+    return {"ingredients": names_where(ctx.conn, "ingredients", lambda i: True)}
 
 
 TOOLS = {

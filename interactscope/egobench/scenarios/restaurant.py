@@ -96,7 +96,7 @@ def _order(conn: sqlite3.Connection, user_id: str) -> list[dict[str, Any]]:
     return [{"dish_name": n, "quantity": q} for n, q in rows]
 
 
-def dump(conn: sqlite3.Connection) -> dict[str, Any]:
+def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
     orders = {
         uid: sorted(_order(conn, uid), key=lambda x: x["dish_name"])
         for (uid,) in conn.execute("SELECT user_id FROM orders")
@@ -376,8 +376,11 @@ def compute_total_payment(ctx: Ctx, user_id, dishes):
         m = record(ctx.conn, "set_meals", name)
         if m is None:
             continue
-        if m["set_meal_price"] and m["set_meal_price"] > 0:
-            total += m["set_meal_price"] * m["set_meal_discount"] * qty
+        if ctx.rules.set_meal_price == "stored" or (
+            m["set_meal_price"] and m["set_meal_price"] > 0
+        ):
+            # the official tools take the stored price (0 when the seed gives none)
+            total += (m["set_meal_price"] or 0) * m["set_meal_discount"] * qty
         else:
             # no fixed price: priced from its included dishes, then the set's discount
             base = sum(

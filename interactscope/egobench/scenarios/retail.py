@@ -104,7 +104,7 @@ def _cart(conn: sqlite3.Connection, user_id: str) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in rows]
 
 
-def dump(conn: sqlite3.Connection) -> dict[str, Any]:
+def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
     carts = {}
     for (uid,) in conn.execute("SELECT user_id FROM carts"):
         carts[uid] = sorted(_cart(conn, uid), key=lambda x: x["product_name"])
@@ -299,7 +299,10 @@ def clear_cart(ctx: Ctx, user_id):
     return {"status": "success", "message": f"Cart for user '{user_id}' cleared successfully."}
 
 
-def _compute(ctx: Ctx, user_id, products, per_item, total_key, init):
+def _compute(ctx: Ctx, user_id, products, per_item, total_key, init, item_key=None):
+    """``per_item(total, product, qty) -> total``; with ``item_key`` each ``details`` entry also
+    gets the item's own amount under that key, rounded to 2 decimals (retail_db's
+    ``subtotal`` / ``tax_amount``)."""
     if not products:
         raise ToolError("Products list cannot be empty.")
     total, details, missing = init(), [], []
@@ -313,19 +316,29 @@ def _compute(ctx: Ctx, user_id, products, per_item, total_key, init):
             missing.append(name)
             continue
         total = per_item(total, p, qty)
-        details.append({"product_name": name, "quantity": qty})
+        entry = {"product_name": name, "quantity": qty}
+        if item_key is not None:
+            entry[item_key] = round2(per_item(0.0, p, qty))
+        details.append(entry)
     out = {"user_id": user_id, total_key: total, "details": details}
     if missing:
         out["status"] = "partial_success"
         out["message"] = f"{len(missing)} product(s) not found in catalog: {', '.join(missing)}"
     else:
         out["status"] = "success"
+        out["message"] = "Calculation completed successfully."
     return out
 
 
 def compute_total_payment(ctx: Ctx, user_id, products):
     out = _compute(
-        ctx, user_id, products, lambda t, p, q: t + p["price"] * p["discount"] * q, "total", float
+        ctx,
+        user_id,
+        products,
+        lambda t, p, q: t + p["price"] * p["discount"] * q,
+        "total",
+        float,
+        "subtotal",
     )
     out["total"] = round2(out["total"])
     return out
@@ -337,7 +350,7 @@ def compute_total_tax(ctx: Ctx, user_id, products):
             t += p["price"] * p["tax_rate"] / (1 + p["tax_rate"]) * p["discount"] * q
         return t
 
-    out = _compute(ctx, user_id, products, add, "total_tax", float)
+    out = _compute(ctx, user_id, products, add, "total_tax", float, "tax_amount")
     out["total_tax"] = round2(out["total_tax"])
     return out
 

@@ -63,7 +63,7 @@ def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
     actionlists.load(conn, seed.get("equipment_action_lists", []), "equipment")
 
 
-def dump(conn: sqlite3.Connection) -> dict[str, Any]:
+def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
     return {
         "equipment": by_name_sorted(conn, "equipment"),
         "user_action_lists": actionlists.dump(conn, "equipment"),
