@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from interactscope.engines.qwen_session import tight_audio_length  # noqa: E402
+from interactscope.engines.qwen_audio import tight_audio_length  # noqa: E402
 from interactscope.media import Frame  # noqa: E402
 from interactscope.streaming.adapters.base import DecisionRequest  # noqa: E402
 from interactscope.streaming.adapters.transformers_backend import (  # noqa: E402
