@@ -72,6 +72,10 @@ class QwenOptions(BackendOptions):
     )
     session_audio_padding: Literal["tight", "window"] = "tight"
     session_window: Literal["reprefill", "evict"] = "reprefill"
+    session_history: Literal["window", "all"] = Field(
+        "window",
+        description="Online Rolling: later turns leave with their frames (window) or all stay",
+    )
     frame_cache_mb: int = Field(256, ge=0, description="processed frames kept (MiB); 0 = off")
     audio_padding: Literal["tight", "window"] = Field(
         "tight",
