@@ -159,7 +159,7 @@ def collate_left(
     Returns:
         ``input_ids`` / ``attention_mask`` of shape (B, max L_i), left-padded (mask 0 on pads);
         every other key concatenated along its first axis in row order (rows without it add
-        nothing).
+        nothing); audio features of different lengths zero-padded first (:data:`MASKED_AUDIO_KEYS`).
 
     Raises:
         ValueError: a media key whose tensors differ beyond the first axis (torch's message).
@@ -177,6 +177,8 @@ def collate_left(
     keys = [k for r in rows for k in r.keys() if k not in out]
     for key in dict.fromkeys(keys):
         vals = [r[key] for r in rows if key in r]
+        if key in MASKED_AUDIO_KEYS and all(isinstance(v, torch.Tensor) for v in vals):
+            vals = _right_pad(vals)
         if all(isinstance(v, torch.Tensor) for v in vals):
             try:
                 out[key] = torch.cat(_pieces(vals, pieces_of, device), dim=0)
@@ -185,6 +187,22 @@ def collate_left(
         else:
             out[key] = [x for v in vals for x in v]
     return out
+
+
+MASKED_AUDIO_KEYS = ("input_features", "feature_attention_mask")
+"""Audio feature tensors (A_i, mel, frames) / (A_i, frames) whose padded frames are masked:
+rows padded tightly to their own audio (``audio_padding: tight``) are joined by zero-padding the
+frame axis to the longest; the audio encoder reads only the frames inside the mask."""
+
+
+def _right_pad(vals: list[Any]) -> list[Any]:
+    import torch
+
+    width = max(int(v.shape[-1]) for v in vals)
+    return [
+        v if v.shape[-1] == width else torch.nn.functional.pad(v, (0, width - int(v.shape[-1])))
+        for v in vals
+    ]
 
 
 def _pieces(vals: list[Any], pieces_of: Any, device: str | None) -> list[Any]:
