@@ -245,7 +245,9 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
 
 def test_online_session_keeps_at_most_frames_max_frames(omni, media, pts_of_frame):
     capped = Settings(frames={"max": 3})
-    ad, spy = _adapter(omni, capped, session_cache=False, session_reprefill_every=1)
+    ad, spy = _adapter(
+        omni, capped, session_cache=False, session_reprefill_every=1, session_history="all"
+    )
     ob = Observer(CITY, capped, media=media)
     session = ad.open_session(IT, VIDEO)
     for t in [0.0, 1.0, 2.0, 3.0, 4.0, 5.0]:
@@ -255,7 +257,7 @@ def test_online_session_keeps_at_most_frames_max_frames(omni, media, pts_of_fram
         assert sorted(set(pts)) == newest  # the 3 newest frames, never more
     assert out.extra["session_frames_dropped"] == 3  # seconds 0, 1, 2
     wav = np.concatenate(spy.calls[-1]["audio"])
-    np.testing.assert_array_equal(wav, media.audio_until(5.0))  # audio is all kept
+    np.testing.assert_array_equal(wav, media.audio_until(5.0))  # history all: audio all kept
 
 
 def test_vl_model_gets_frames_and_transcript_text_never_audio():

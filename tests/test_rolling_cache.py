@@ -15,7 +15,7 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
-from interactscope.engines.qwen_session import tight_audio_length  # noqa: E402
+from interactscope.engines.qwen_audio import tight_audio_length  # noqa: E402
 from interactscope.media import Frame  # noqa: E402
 from interactscope.streaming.adapters.base import DecisionRequest  # noqa: E402
 from interactscope.streaming.adapters.transformers_backend import (  # noqa: E402
@@ -228,6 +228,7 @@ def test_session_options_are_recorded():
         "reprefill_every": 16,  # half the cap
         "window": "evict",
         "audio_padding": "tight",
+        "history": "all",  # evict keeps every turn
     }
     with pytest.raises(Exception, match="session_window"):
         TransformersAdapter("tiny", {**CFG, "session_window": "slide"}, Settings(),
@@ -248,3 +249,31 @@ def test_evict_with_image_frames_drops_one_frame_a_step():
     eng = sn.adapter.engine
     held = eng.process(eng.render(sn.messages[:-1]))["input_ids"]
     assert sn.kept.ids[0].tolist() == held[0].tolist() and sn.kept.prefills == 1
+
+
+def _prefill_sizes(outs):
+    return [o.prompt_tokens for o in outs if o.extra.get("session_prefill")]
+
+
+@pytest.mark.slow
+def test_history_window_bounds_the_re_prefill():
+    # frames.max 4, K = 2: past the cap two frames leave every second step and the cache is
+    # prefilled again; with session_history: window the turns whose frames left go too, so every
+    # re-prefill holds the instruction turn and the same few later turns: it does not grow with t
+    s = Settings(frames={"max": 4})
+    grid = [float(t) for t in range(2, 26)]
+    win, sw = _run(tiny_omni(), grid, s, session_reprefill_every=2)
+    enc, _ = _run(tiny_omni(), grid, s, session_reprefill_every=2, session_cache=False)
+    _same_answers(win, enc)  # the kept cache still equals re-encoding the trimmed conversation
+    # the first prefill is the replay at q; the first re-prefill (t = 4 s) drops frames of the
+    # replay turn only, so later turns are first dropped from the second one (t = 6 s) on
+    spikes = _prefill_sizes(win)[2:]
+    assert len(spikes) >= 8
+    assert max(spikes) <= 1.1 * min(spikes)
+    assert win[-1].extra["session_turns_dropped"] > 0
+    # a user turn holds one new frame: at most the cap's frames' turns (+ the newest) are held
+    assert len(sw.messages) <= 2 + 2 * (4 + 1) + 1
+    # with every turn kept the same points' re-prefills grow with t
+    old, _ = _run(tiny_omni(), grid, s, session_reprefill_every=2, session_history="all")
+    grown = _prefill_sizes(old)[2:]
+    assert grown[-1] > 1.5 * grown[0]

@@ -59,11 +59,20 @@ class FrameCache:
         self._bytes = 0
         self._ids: dict[int, tuple[weakref.ref, str]] = {}
         self._lock = threading.Lock()
+        self._lazy = threading.local()
+        self._placeholders: dict[int, tuple[Any, list[Any]]] = {}
 
     # -------------------------------------------------------------------- installing
     @contextmanager
-    def installed(self, processor: Any) -> Iterator[None]:
-        """Route ``processor``'s image and video processors through the cache while inside."""
+    def installed(self, processor: Any, *, lazy: bool = False) -> Iterator[None]:
+        """Route ``processor``'s image and video processors through the cache while inside.
+
+        ``lazy``: the pixel tensor of an assembled call is a zero-stride placeholder of the right
+        shape, and its pieces wait in :meth:`pieces_of` until a batch joins them (one copy per
+        distinct frame instead of a row copy and then a batch copy); :meth:`release` forgets
+        them. The processor only reads the grids, never the pixels."""
+        prev = getattr(self._lazy, "on", False)
+        self._lazy.on = lazy
         saved = {}
         for attr, kind in (("image_processor", "image"), ("video_processor", "video")):
             inner = getattr(processor, attr, None)
@@ -73,8 +82,18 @@ class FrameCache:
         try:
             yield
         finally:
+            self._lazy.on = prev
             for attr, inner in saved.items():
                 setattr(processor, attr, inner)
+
+    def pieces_of(self, tensor: Any) -> list[Any] | None:
+        """The cached pieces (in order) a lazy placeholder stands for; None for a real tensor."""
+        ent = self._placeholders.get(id(tensor))
+        return ent[1] if ent is not None and ent[0] is tensor else None
+
+    def release(self) -> None:
+        """Forget every lazy placeholder (after its batch ran)."""
+        self._placeholders.clear()
 
     # -------------------------------------------------------------------- keys
     def _digest(self, a: np.ndarray) -> str:
@@ -199,5 +218,11 @@ class _Proxy:
         names = ("pixel_values_videos", "video_grid_thw")
         if self._kind == "image":
             names = ("pixel_values", "image_grid_thw")
-        data = {names[0]: torch.cat(pix, dim=0), names[1]: torch.cat(grids, dim=0)}
+        if getattr(self._cache._lazy, "on", False):
+            rows = sum(int(p.shape[0]) for p in pix)
+            pixels = pix[0].new_zeros(()).expand(rows, *pix[0].shape[1:])
+            self._cache._placeholders[id(pixels)] = (pixels, pix)
+        else:
+            pixels = torch.cat(pix, dim=0)
+        data = {names[0]: pixels, names[1]: torch.cat(grids, dim=0)}
         return BatchFeature(data=data, tensor_type=kw.get("return_tensors"))

@@ -25,9 +25,10 @@ processes only its new frames (``raw["frames_reused"]`` counts the others).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +46,7 @@ from interactscope.engines.base import (
     chat_each,
     hf_generate_kwargs,
 )
+from interactscope.engines.qwen_audio import LogMelCache, tight_audio_length
 from interactscope.engines.qwen_frames import FrameCache
 from interactscope.engines.qwen_options import QwenOptions
 from interactscope.engines.vllm_engine import fps_of
@@ -135,7 +137,12 @@ def _raw(r: Rendered, model_s: float, process_s: float = 0.0) -> dict[str, Any]:
     return raw
 
 
-def collate_left(rows: Sequence[Any], pad_id: int) -> dict[str, Any]:
+def collate_left(
+    rows: Sequence[Any],
+    pad_id: int,
+    pieces_of: Callable[[Any], list[Any] | None] | None = None,
+    device: str | None = None,
+) -> dict[str, Any]:
     """Processor outputs of single prompts joined into one batch.
 
     Args:
@@ -144,11 +151,15 @@ def collate_left(rows: Sequence[Any], pad_id: int) -> dict[str, Any]:
             ``pixel_values_videos`` (P_i, D), ``video_grid_thw`` (V_i, 3), ``input_features``
             (A_i, mel, frames)) or lists (one entry per item).
         pad_id: token id put in front of shorter prompts.
+        pieces_of: for a lazy pixel placeholder (:class:`~interactscope.engines.qwen_frames.FrameCache`
+            ``installed(lazy=True)``), the cached pieces it stands for; they are joined straight
+            into the batch tensor, each distinct piece moved to ``device`` once.
+        device: where the media tensors are joined (default: where they are).
 
     Returns:
         ``input_ids`` / ``attention_mask`` of shape (B, max L_i), left-padded (mask 0 on pads);
         every other key concatenated along its first axis in row order (rows without it add
-        nothing).
+        nothing); audio features of different lengths zero-padded first (:data:`MASKED_AUDIO_KEYS`).
 
     Raises:
         ValueError: a media key whose tensors differ beyond the first axis (torch's message).
@@ -166,13 +177,45 @@ def collate_left(rows: Sequence[Any], pad_id: int) -> dict[str, Any]:
     keys = [k for r in rows for k in r.keys() if k not in out]
     for key in dict.fromkeys(keys):
         vals = [r[key] for r in rows if key in r]
+        if key in MASKED_AUDIO_KEYS and all(isinstance(v, torch.Tensor) for v in vals):
+            vals = _right_pad(vals)
         if all(isinstance(v, torch.Tensor) for v in vals):
             try:
-                out[key] = torch.cat(vals, dim=0)
+                out[key] = torch.cat(_pieces(vals, pieces_of, device), dim=0)
             except RuntimeError as exc:
                 raise ValueError(f"cannot batch {key!r}: {exc}") from exc
         else:
             out[key] = [x for v in vals for x in v]
+    return out
+
+
+MASKED_AUDIO_KEYS = ("input_features", "feature_attention_mask")
+"""Audio feature tensors (A_i, mel, frames) / (A_i, frames) whose padded frames are masked:
+rows padded tightly to their own audio (``audio_padding: tight``) are joined by zero-padding the
+frame axis to the longest; the audio encoder reads only the frames inside the mask."""
+
+
+def _right_pad(vals: list[Any]) -> list[Any]:
+    import torch
+
+    width = max(int(v.shape[-1]) for v in vals)
+    return [
+        v if v.shape[-1] == width else torch.nn.functional.pad(v, (0, width - int(v.shape[-1])))
+        for v in vals
+    ]
+
+
+def _pieces(vals: list[Any], pieces_of: Any, device: str | None) -> list[Any]:
+    """Row tensors (or the pieces a placeholder stands for), each distinct one on ``device``
+    once (a frame repeated across rows moves to the GPU once)."""
+    out, moved = [], {}
+    for v in vals:
+        for p in (pieces_of(v) if pieces_of is not None else None) or [v]:
+            if p.ndim and 0 in p.stride():
+                raise EngineError("internal: a lazy pixel placeholder without its pieces")
+            if device is not None and id(p) not in moved:
+                moved[id(p)] = p.to(device)
+            out.append(moved.get(id(p), p))
     return out
 
 
@@ -207,6 +250,9 @@ class QwenEngine:
         self.device: str | None = None
         mb = int(options.frame_cache_mb)
         self.frame_cache: FrameCache | None = FrameCache(mb << 20) if mb > 0 else None
+        self.audio_cache: LogMelCache | None = (
+            LogMelCache() if options.audio_feature_cache else None
+        )
         pk = options.processor_options()
         self.video_size: dict[str, int] | None = None
         if "max_pixels" in pk:
@@ -400,8 +446,14 @@ class QwenEngine:
             ]
         return vk
 
-    def processor_inputs(self, r: Rendered) -> dict[str, Any]:
-        """Keyword arguments of the processor call for one rendered prompt (arrays only)."""
+    def processor_inputs(self, r: Rendered, audio_padding: str | None = None) -> dict[str, Any]:
+        """Keyword arguments of the processor call for one rendered prompt (arrays only).
+
+        ``audio_padding`` (default ``options.audio_padding``): ``tight`` pads the audio to its
+        own length plus one STFT half-window, rounded to the hop
+        (:func:`interactscope.engines.qwen_session.tight_audio_length`), instead of the feature
+        extractor's whole window (300 s for Qwen Omni): the valid features and so the model's
+        inputs are the same (the padding is masked), at a fraction of the STFT work."""
         kw: dict[str, Any] = {"text": [r.text], "return_tensors": "pt", "padding": True}
         if r.images:
             kw["images"] = r.images
@@ -410,30 +462,52 @@ class QwenEngine:
             kw["videos_kwargs"] = self._videos_kwargs(r)
         if r.audios:
             kw["audio"] = r.audios
+            fe = getattr(self.processor, "feature_extractor", None)
+            if (audio_padding or self.options.audio_padding) == "tight" and fe is not None:
+                longest = max(int(a.shape[0]) for a in r.audios)
+                n_fft = int(getattr(fe, "n_fft", 400))
+                hop = int(getattr(fe, "hop_length", 160))
+                window = getattr(fe, "n_samples", None)
+                kw["audio_kwargs"] = {"max_length": tight_audio_length(longest, n_fft, hop, window)}
         return kw
+
+    @contextlib.contextmanager
+    def caches_installed(self, *, lazy: bool = False) -> Iterator[None]:
+        """The frame cache (``lazy``: see :meth:`FrameCache.installed`) and the log-mel cache
+        hooked into the processor while inside."""
+        with contextlib.ExitStack() as stack:
+            if self.frame_cache is not None:
+                stack.enter_context(self.frame_cache.installed(self.processor, lazy=lazy))
+            if self.audio_cache is not None:
+                stack.enter_context(self.audio_cache.installed(self.processor))
+            yield
 
     # ------------------------------------------------------------------ generation
     def _inputs(self, r: Rendered) -> Any:
         return self._on_device(self.process(r))
 
-    def process(self, r: Rendered) -> Any:
+    def process(self, r: Rendered, *, lazy: bool = False) -> Any:
         """The processor's outputs for one rendering (on the CPU), with each frame's pixels
         processed at most once across calls while ``frame_cache_mb > 0`` (same tensors as
-        without: :mod:`interactscope.engines.qwen_frames`); sets ``r.frames_reused``."""
+        without: :mod:`interactscope.engines.qwen_frames`); sets ``r.frames_reused``. ``lazy``:
+        pixel tensors may be placeholders that only :func:`collate_left` with the frame cache's
+        ``pieces_of`` turns into pixels (:meth:`chat_batch`)."""
         kw = self.processor_inputs(r)
-        if self.frame_cache is None:
-            return self.processor(**kw)
-        before = self.frame_cache.hits
-        with self.frame_cache.installed(self.processor):
+        before = self.frame_cache.hits if self.frame_cache is not None else 0
+        with self.caches_installed(lazy=lazy):
             out = self.processor(**kw)
-        r.frames_reused = self.frame_cache.hits - before
+        if self.frame_cache is not None:
+            r.frames_reused = self.frame_cache.hits - before
         return out
 
     def _on_device(self, inputs: Any) -> Any:
         """Processor outputs on the model's device, float inputs in the model's dtype."""
         import torch
 
-        inputs = inputs.to(self.device) if hasattr(inputs, "to") else inputs
+        if hasattr(inputs, "to"):
+            inputs = inputs.to(self.device)
+        else:  # a joined batch (a plain dict): tensors moved one by one (no-op where they are)
+            inputs = {k: v.to(self.device) if hasattr(v, "to") else v for k, v in inputs.items()}
         fdt = getattr(self.generator, "dtype", None)
         if fdt is not None and fdt != torch.float32:
             for k in ("pixel_values", "pixel_values_videos", "input_features"):
@@ -522,7 +596,7 @@ class QwenEngine:
             t_row = time.perf_counter()
             try:
                 r = self.render(conv)
-                rows.append((i, r, self.process(r)))
+                rows.append((i, r, self.process(r, lazy=True)))
                 process_s[i] = time.perf_counter() - t_row
             except EngineError as exc:
                 results[i] = exc
@@ -530,6 +604,28 @@ class QwenEngine:
                 results[i] = EngineError(f"{type(exc).__name__}: {exc}")
                 results[i].__cause__ = exc
         pending = [rows] if rows else []
+        try:
+            self._answer_all(
+                pending, conversations, results, gen_kw, start, process_s, tools, generation
+            )
+        finally:
+            if self.frame_cache is not None:
+                self.frame_cache.release()
+        return [r if r is not None else EngineError("no result") for r in results]
+
+    def _answer_all(
+        self,
+        pending: list[list[tuple[int, Rendered, Any]]],
+        conversations: Sequence[Sequence[Any]],
+        results: list[ChatResult | EngineError | None],
+        gen_kw: dict[str, Any],
+        start: float,
+        process_s: dict[int, float],
+        tools: Sequence[Any] | None,
+        generation: dict[str, Any],
+    ) -> None:
+        """Batched ``generate`` over each part of ``pending``; a failing part is halved, down to
+        one :meth:`chat` each."""
         while pending:
             part = pending.pop(0)
             try:
@@ -541,7 +637,6 @@ class QwenEngine:
                 else:
                     i = part[0][0]
                     results[i] = chat_each(self, [conversations[i]], tools, **generation)[0]
-        return [r if r is not None else EngineError("no result") for r in results]
 
     def _pad_id(self) -> int:
         tok = getattr(self.processor, "tokenizer", self.processor)
@@ -563,7 +658,9 @@ class QwenEngine:
 
         pad = self._pad_id()
         t_join = time.perf_counter()
-        inputs = self._on_device(collate_left([row[2] for row in rows], pad))
+        pieces_of = self.frame_cache.pieces_of if self.frame_cache is not None else None
+        joined = collate_left([row[2] for row in rows], pad, pieces_of, self.device)
+        inputs = self._on_device(joined)
         width = int(inputs["input_ids"].shape[1])
         t_model = time.perf_counter()
         with torch.inference_mode():

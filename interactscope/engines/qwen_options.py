@@ -72,7 +72,16 @@ class QwenOptions(BackendOptions):
     )
     session_audio_padding: Literal["tight", "window"] = "tight"
     session_window: Literal["reprefill", "evict"] = "reprefill"
+    session_history: Literal["window", "all"] = Field(
+        "window",
+        description="Online Rolling: later turns leave with their frames (window) or all stay",
+    )
     frame_cache_mb: int = Field(256, ge=0, description="processed frames kept (MiB); 0 = off")
+    audio_padding: Literal["tight", "window"] = Field(
+        "tight",
+        description="Offline Probing: audio zero-padded to its length (tight) or the window",
+    )
+    audio_feature_cache: bool = Field(True, description="log-mel STFT frames reused across points")
 
     def processor_options(self) -> dict[str, Any]:
         """``mm_processor_kwargs`` or its alias ``processor_kwargs`` (a copy; empty if unset)."""

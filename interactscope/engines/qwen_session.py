@@ -53,18 +53,9 @@ from interactscope.engines.base import ChatResult, EngineError
 from interactscope.engines.causal_lm import _cache_kwarg, _crop
 from interactscope.engines.qwen_mm import QwenEngine, Rendered
 
-__all__ = ["KeptCache", "tight_audio_length"]
+__all__ = ["KeptCache"]
 
 _TEXT_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")
-
-
-def tight_audio_length(n: int, n_fft: int, hop: int, window: int | None) -> int:
-    """Samples an ``n``-sample part is zero-padded to under ``audio_padding: tight``: at least
-    ``n_fft // 2 + 1`` zeros after it (so no valid STFT frame, centred with reflect padding,
-    sees past the zeros), rounded up to a multiple of ``hop``, at most ``window`` (the feature
-    extractor's ``n_samples``; a part that long is not padded at all)."""
-    p = -(-(n + n_fft // 2 + 1) // hop) * hop
-    return min(p, window) if window else p
 
 
 def _same_arrays(old: Sequence[np.ndarray], new: Sequence[np.ndarray]) -> bool:
@@ -220,19 +211,11 @@ class KeptCache:
         return int((~mask).sum())
 
     def _process(self, d: Rendered) -> Any:
-        """Processor outputs of a delta (frame cache used; tight audio padding)."""
+        """Processor outputs of a delta (frame and log-mel caches used; the session's audio
+        padding)."""
         eng = self.engine
-        kw = eng.processor_inputs(d)
-        fe = getattr(eng.processor, "feature_extractor", None)
-        if d.audios and self.audio_padding == "tight" and fe is not None:
-            longest = max(int(a.shape[0]) for a in d.audios)
-            n_fft = int(getattr(fe, "n_fft", 400))
-            hop = int(getattr(fe, "hop_length", 160))
-            window = getattr(fe, "n_samples", None)
-            kw["audio_kwargs"] = {"max_length": tight_audio_length(longest, n_fft, hop, window)}
-        if eng.frame_cache is None:
-            return eng.processor(**kw)
-        with eng.frame_cache.installed(eng.processor):
+        kw = eng.processor_inputs(d, audio_padding=self.audio_padding)
+        with eng.caches_installed():
             return eng.processor(**kw)
 
     def _positions(self, inputs: Any) -> Any:

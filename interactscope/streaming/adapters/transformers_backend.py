@@ -28,8 +28,11 @@ overrides any of them; unknown keys are refused): :class:`interactscope.engines.
 per-frame pixel budget, also given as the video ``size`` on every call), ``videos_kwargs``,
 ``trust_remote_code``, ``min_audio_samples`` (1600), ``session_max_frames`` (Online Rolling;
 default ``frames.max``), ``session_cache`` (true), ``session_reprefill_every`` (cap // 2),
-``session_window`` (``reprefill`` | ``evict``), ``session_audio_padding`` (``tight``: a new audio
+``session_window`` (``reprefill`` | ``evict``), ``session_history`` (``window``: later turns
+leave with their frames | ``all``), ``session_audio_padding`` (``tight``: a new audio
 part is zero-padded to its length + 201 samples, not to the feature window; same features),
+``audio_padding`` (Offline Probing, ``tight`` | ``window``), ``audio_feature_cache`` (true:
+log-mel STFT frames reused across points),
 ``frame_cache_mb`` (256: processed frames kept across decision points; 0 = off),
 ``generation: {max_new_tokens: 128, temperature: 0}``.
 """
@@ -137,6 +140,7 @@ class TransformersAdapter(LocalEngineAdapter):
             "reprefill_every": reprefill_every(o, cap),
             "window": o.session_window,
             "audio_padding": o.session_audio_padding,
+            "history": "all" if o.session_window == "evict" else o.session_history,
         }
 
     def consumer_max_side(self, width: int, height: int) -> int | None:
@@ -220,8 +224,11 @@ class TransformersSession(Session):
     held in the conversation are capped at ``session_max_frames`` (config; default
     ``frames.max``): past it the oldest frames leave the conversation, ``session_reprefill_every``
     (K, default cap // 2) at a time, so it holds cap - K + 1 to cap frames (K = 1: exactly the
-    cap; their text labels stay; ``extra["session_frames_dropped"]`` counts them). Audio parts
-    are all kept.
+    cap; their text labels stay; ``extra["session_frames_dropped"]`` counts them). With
+    ``session_history: window`` (default) the later turns whose frames have all left go too
+    (:func:`drop_frameless_turns`: their audio, text and answers; ``extra["session_turns_dropped"]``),
+    so a re-prefill is bounded by the cap; ``all`` keeps every turn (and with ``evict``, every
+    turn is kept).
 
     With ``session_cache: true`` (default) the KV cache is kept across steps
     (:class:`interactscope.engines.qwen_session.KeptCache`): a step runs only its new tokens
@@ -242,6 +249,10 @@ class TransformersSession(Session):
         self.evict = o.session_window == "evict"  # whole parts leave, one step past the cap
         self.drop_chunk = 1 if self.evict else reprefill_every(o, self.max_frames)
         self.frames_dropped = 0
+        self.turns_dropped = 0
+        # evict keeps the cache through drops by matching the held text less whole visual parts:
+        # removing turns too would prefill at every step, so evict keeps every turn
+        self.history_window = o.session_history == "window" and not self.evict
         self.results_shown = 0
         self.kept: Any = None
         if o.session_cache:
@@ -278,9 +289,12 @@ class TransformersSession(Session):
             results_shown=self.results_shown,
         )
         self.messages.extend(turn)
-        self.frames_dropped += _drop_oldest_frames(
+        dropped = _drop_oldest_frames(
             self.messages, self.max_frames, self.drop_chunk, whole=self.evict
         )
+        self.frames_dropped += dropped
+        if dropped and self.history_window:
+            self.turns_dropped += drop_frameless_turns(self.messages)
         out = self._answer(request)
         answer = out.text.strip() or request.settings.silence_token
         self.messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
@@ -292,6 +306,8 @@ class TransformersSession(Session):
         out.extra["session_messages"] = len(self.messages)
         if self.frames_dropped:
             out.extra["session_frames_dropped"] = self.frames_dropped
+        if self.turns_dropped:
+            out.extra["session_turns_dropped"] = self.turns_dropped
         return out
 
     def close(self) -> None:
@@ -306,6 +322,37 @@ def reprefill_every(options: QwenOptions, cap: int) -> int:
     (default ``cap // 2``, at least 1), at most ``cap``."""
     k = options.session_reprefill_every or max(1, cap // 2)
     return max(1, min(int(k), int(cap)))
+
+
+def _holds_stream_media(msg: dict[str, Any]) -> bool:
+    content = msg.get("content")
+    if not isinstance(content, list):
+        return False
+    return any(
+        (p.get("type") == "image" and not p.get("attachment")) or p.get("type") == "video"
+        for p in content
+    )
+
+
+def drop_frameless_turns(messages: list[dict[str, Any]]) -> int:
+    """``session_history: window``: remove, oldest first, the (user, assistant) turn pairs after
+    the first user turn (the instruction, the query and the replay stay) that hold no stream
+    frame any more, up to the oldest later turn that still holds one; the newest turn always
+    stays. Their audio, text and the model's answers leave with them, so what a re-prefill
+    processes is bounded by the frame cap, not by t. Returns the turns removed."""
+    first = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    if first is None:
+        return 0
+    i, n = first + 2, 0
+    while (
+        i + 2 < len(messages)
+        and messages[i].get("role") == "user"
+        and messages[i + 1].get("role") == "assistant"
+        and not _holds_stream_media(messages[i])
+    ):
+        del messages[i : i + 2]
+        n += 1
+    return n
 
 
 def _drop_oldest_frames(

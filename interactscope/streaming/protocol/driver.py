@@ -39,6 +39,9 @@ from interactscope.streaming.settings import Settings
 
 log = logging.getLogger(__name__)
 
+PROGRESS_REFRESH_S = 0.5
+"""The progress bar redraws at most this often (s): a bar is host work at every point."""
+
 
 @dataclass
 class CollectSummary:
@@ -196,10 +199,12 @@ def collect(
         desc="collect",
         disable=not progress,
         dynamic_ncols=True,
+        mininterval=PROGRESS_REFRESH_S,
     )
     try:
         for i, it in enumerate(order, start=1):
-            bar.set_postfix_str(f"interaction {i}/{len(order)} {it.id}")
+            # refresh=False: the postfix shows with the next timed refresh, not one redraw each
+            bar.set_postfix_str(f"interaction {i}/{len(order)} {it.id}", refresh=False)
             pending = [t for t in grids[it.id] if (it.id, t) not in writer.done]
             if not pending:
                 continue

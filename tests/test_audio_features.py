@@ -1,0 +1,174 @@
+"""Whisper log-mel features once per stream (engines/qwen_audio.py): the incremental STFT equals the
+feature extractor's own output, and tight audio padding in Offline Probing gives the same model
+inputs as the window padding."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+pytest.importorskip("transformers")
+
+from interactscope.engines.base import AudioPart, Message, TextPart, VideoPart  # noqa: E402
+from interactscope.engines.qwen_audio import LogMelCache, tight_audio_length  # noqa: E402
+from tests.tiny_qwen import tiny_omni  # noqa: E402
+
+SR = 16000
+# speech-like: noise under a 3 Hz envelope, and 0.3 s of exact silence from 2.5 s on
+_RNG = np.random.default_rng(3)
+AUDIO = (
+    _RNG.normal(0, 0.1, 14 * SR) * (1 + np.sin(np.arange(14 * SR) * 2 * np.pi * 3 / SR))
+).astype(np.float32)
+AUDIO[int(2.5 * SR) : int(2.8 * SR)] = 0.0
+KW = {"sampling_rate": SR, "return_attention_mask": True, "padding": "max_length"}
+
+
+@pytest.fixture(scope="module")
+def fe():
+    return tiny_omni()[1].feature_extractor
+
+
+def _both(fe, wav, cache, **kw):
+    ref = fe([wav], **KW, **kw)
+    with cache.installed(type("P", (), {"feature_extractor": fe})()):
+        got = fe([wav], **KW, **kw)
+    return ref, got
+
+
+@pytest.mark.parametrize("padding", ["window", "tight"])
+def test_incremental_log_mel_equals_the_extractor(fe, padding):
+    cache = LogMelCache()
+    for t in (1.0, 2.0, 2.5, 2.6, 3.0, 4.0, 4.0, 7.3, 9.0, 10.0):
+        wav = AUDIO[: int(t * SR)]
+        kw = (
+            {}
+            if padding == "window"
+            else {"max_length": tight_audio_length(wav.shape[0], 400, 160, fe.n_samples)}
+        )
+        ref, got = _both(fe, wav, cache, **kw)
+        assert got["input_features"].shape == ref["input_features"].shape
+        np.testing.assert_array_equal(got["attention_mask"], ref["attention_mask"])
+        np.testing.assert_allclose(got["input_features"], ref["input_features"], atol=2e-5)
+    assert cache.frames_reused > 0
+
+
+def test_frames_reused_worked_by_hand(fe):
+    # 1 s then 2 s, tight padding: 16000 samples -> 16320 padded (1 + 16320 / 160 = 103 STFT
+    # frames); 32000 -> 32320 (203 frames). The two share the first 16000 samples, so frames k
+    # with 160 k + 200 <= 16000 (k = 0..98: 99 frames) are reused and 203 - 99 = 104 computed.
+    cache = LogMelCache()
+    for n in (16000, 32000):
+        _both(fe, AUDIO[:n], cache, max_length=tight_audio_length(n, 400, 160, fe.n_samples))
+    assert (cache.frames_reused, cache.frames_computed) == (99, 103 + 104)
+
+
+def test_unrelated_audio_is_computed_whole(fe):
+    cache = LogMelCache()
+    _both(fe, AUDIO[:16000], cache)
+    ref, got = _both(fe, AUDIO[SR : 3 * SR], cache)  # another start: nothing shared
+    np.testing.assert_allclose(got["input_features"], ref["input_features"], atol=2e-5)
+    assert cache.frames_reused == 0
+
+
+def test_dither_goes_to_the_library(fe):
+    cache = LogMelCache()
+    fe.dither = 1e-3
+    try:
+        _both(fe, AUDIO[:16000], cache)
+        _both(fe, AUDIO[:32000], cache)
+    finally:
+        fe.dither = 0.0
+    assert cache.frames_computed == 0  # never routed through the cache
+
+
+def _engine(**opts):
+    from interactscope.engines.qwen_mm import QwenEngine
+    from interactscope.engines.qwen_options import QwenOptions
+
+    model, proc = tiny_omni()
+    o = {
+        "checkpoint": "tiny",
+        "generation": {"max_new_tokens": 6, "temperature": 0.0},
+        "processor_kwargs": {"min_pixels": 56 * 56, "max_pixels": 112 * 112},
+        **opts,
+    }
+    eng = QwenEngine(QwenOptions.model_validate(o), "t", model=model, processor=proc)
+    eng.load()
+    return eng
+
+
+@pytest.mark.slow
+def test_tight_padding_and_the_cache_give_the_window_padding_answers():
+    base = _engine(audio_padding="window", audio_feature_cache=False)
+    new = _engine()  # defaults: tight padding, log-mel cache on
+    assert new.options.audio_padding == "tight" and new.audio_cache is not None
+    for t in (1.0, 2.0, 3.0, 4.0):
+        msgs = [
+            Message(
+                role="user", content=[AudioPart(audio=AUDIO[: int(t * SR)]), TextPart(text="t")]
+            )
+        ]
+        a, b = base.process(base.render(msgs)), new.process(new.render(msgs))
+        valid = int(a["feature_attention_mask"].sum())
+        assert int(b["feature_attention_mask"].sum()) == valid
+        assert b["input_features"].shape[-1] < a["input_features"].shape[-1]
+        np.testing.assert_allclose(
+            b["input_features"][..., :valid].numpy(),
+            a["input_features"][..., :valid].numpy(),
+            atol=2e-5,
+        )
+        assert a["input_ids"].tolist() == b["input_ids"].tolist()
+        assert base.chat(msgs).text == new.chat(msgs).text
+    assert new.audio_cache.frames_reused > 0
+
+
+# --------------------------------------------------------------------------- one pixel copy
+
+
+def _video_conv(n: int, text: str = "t"):
+    frames = [np.full((56, 56, 3), 30 * k, np.uint8) for k in range(n)]
+    return [
+        Message(
+            role="user",
+            content=[
+                VideoPart(frames=frames, pts_s=[float(k) for k in range(n)]),
+                TextPart(text=text),
+            ],
+        )
+    ]
+
+
+def test_a_batch_joins_each_distinct_frame_once_with_the_same_inputs():
+    import torch
+
+    from interactscope.engines.qwen_mm import _pieces, collate_left
+
+    eng = _engine(frames_as="video")
+    convs = [_video_conv(n) for n in (2, 4, 6, 8)]
+    pad = eng._pad_id()
+    eager = collate_left([eng.process(eng.render(c)) for c in convs], pad)
+    lazy_rows = [eng.process(eng.render(c), lazy=True) for c in convs]
+    # each row's pixels are a zero-stride placeholder: no per-row pixel copy
+    assert all(r["pixel_values_videos"].stride() == (0, 0) for r in lazy_rows)
+    vals = [r["pixel_values_videos"] for r in lazy_rows]
+    got = _pieces(vals, eng.frame_cache.pieces_of, "cpu")
+    # rows of 1, 2, 3 and 4 frame pairs: 10 pieces joined, 4 distinct (pairs 0-1, 2-3, 4-5, 6-7)
+    assert (len(got), len({id(p) for p in got})) == (10, 4)
+    lazy = collate_left(lazy_rows, pad, eng.frame_cache.pieces_of, "cpu")
+    assert sorted(lazy) == sorted(eager)
+    for k, v in eager.items():
+        assert torch.equal(lazy[k], v), k
+    eng.frame_cache.release()
+    with pytest.raises(Exception, match="placeholder without its pieces"):
+        collate_left(lazy_rows, pad, eng.frame_cache.pieces_of, "cpu")
+
+
+def test_batched_answers_equal_single_answers_with_lazy_pixels():
+    eng = _engine(frames_as="video")
+    convs = [_video_conv(n, f"q{n}") for n in (2, 4, 6)]
+    single = [eng.chat(c).text for c in convs]
+    batch = eng.chat_batch(convs)
+    assert [b.text for b in batch] == single
+    assert eng.frame_cache._placeholders == {}  # released after the batch
