@@ -114,6 +114,7 @@ class StreamFrames:
 
         self.fps = float(fps)
         self.images: list[np.ndarray] = []
+        self.end_s = 0.0
         try:
             with av.open(str(path)) as c:
                 stream = c.streams.video[0]
@@ -132,6 +133,7 @@ class StreamFrames:
                     self.images.append(last)
                     while len(self.images) / self.fps < end - EPS:
                         self.images.append(last)
+                self.end_s = end
         except (av.error.FFmpegError, IndexError) as exc:
             raise AdapterError(f"{path}: cannot decode the video ({exc})") from None
 
@@ -155,7 +157,8 @@ class StreamFrames:
 
     @property
     def duration_s(self) -> float:
-        return len(self.images) / self.fps
+        """The file's duration (s): the container's, at least the last frame's pts."""
+        return self.end_s
 
 
 def frame_times(start_k: int, n: int, fps: float) -> list[float]:
