@@ -103,7 +103,7 @@ def test_collect_panel_runs_baselines_and_skips_the_rest_one_line_each(monkeypat
     assert "skip AURA (-): skipped, no public checkpoint" in lines
     assert (out / "oracle" / "run.json").exists() and (out / "silent" / "run.json").exists()
     assert (out / "report" / "all_metrics.csv").exists()
-    board = res.output[res.output.index("Panel "):]
+    board = res.output[res.output.index("Panel ") :]
     assert "| oracle" in board and "| silent" in board
     assert "2 row(s) ran, 2 skipped, 0 failed" in res.output
 
@@ -129,8 +129,13 @@ def test_collect_panel_runs_a_tiny_livecc_from_disk_online(tmp_path) -> None:
                                    "max_new_tokens": 4, "settings": {"protocol": "online",
                                    "audio": {"mode": "none"}}}))  # fmt: skip
     bench = write_bench(tmp_path / "bench", [interaction("a", q=3.0)])
-    panel = _panel(tmp_path, [{"row": "LiveCC (tiny)", "group": "streaming", "model": str(cfg)},
-                              {"row": "silent", "group": "baseline", "model": "silent"}])
+    panel = _panel(
+        tmp_path,
+        [
+            {"row": "LiveCC (tiny)", "group": "streaming", "model": str(cfg)},
+            {"row": "silent", "group": "baseline", "model": "silent"},
+        ],
+    )
     out = tmp_path / "out"
     res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench", str(bench),
                               "--out", str(out)])  # fmt: skip

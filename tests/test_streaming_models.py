@@ -140,7 +140,7 @@ def test_mmduet2_feeds_its_own_loop_token_for_token(tmp_path: Path) -> None:
         hook.remove()
     img = "<|vision_start|>" + "<|image_pad|>" * 14 + "<|vision_end|>"  # 56x196 -> 14 tokens
     gen = "<|im_end|>\n<|im_start|>assistant\n"
-    t1 = (f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{img}{gen}")
+    t1 = f"<|im_start|>system\n{SYSTEM_PROMPT}<|im_end|>\n<|im_start|>user\n{img}{gen}"
     t2 = f"<|im_end|>\n<|im_start|>user\n{img}{QUERY}{gen}"
     t3 = f"<|im_end|>\n<|im_start|>user\n{img}{gen}"
     assert session.stream.fed[:3] == [tok(x).input_ids for x in (t1, t2, t3)]

@@ -131,8 +131,14 @@ def tiny_mmduet2(seed: int = 0):
         chat_template=QWEN2_VL_TEMPLATE,
     )
     cfg = Qwen2_5_VLConfig(
-        vision_config=dict(depth=1, hidden_size=32, intermediate_size=64, num_heads=2,
-                           out_hidden_size=64, fullatt_block_indexes=[0]),  # fmt: skip
+        vision_config=dict(
+            depth=1,
+            hidden_size=32,
+            intermediate_size=64,
+            num_heads=2,
+            out_hidden_size=64,
+            fullatt_block_indexes=[0],
+        ),  # fmt: skip
         text_config=_text_config(len(tok)),
         image_token_id=ids["image_token"],
         video_token_id=ids["video_token"],

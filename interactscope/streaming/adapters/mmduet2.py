@@ -143,4 +143,3 @@ class MMDuet2Session(NativeSession):
 
 
 MMDuet2Adapter.session_class = MMDuet2Session
-

@@ -242,7 +242,9 @@ class NativeSession(Session):
     Subclasses give :meth:`pieces` (the model's chunking of ``[0, duration]``) and
     :meth:`run_piece` (one piece through the model)."""
 
-    def __init__(self, adapter: NativeStreamAdapter, interaction: Interaction, frames: StreamFrames):
+    def __init__(
+        self, adapter: NativeStreamAdapter, interaction: Interaction, frames: StreamFrames
+    ):
         self.adapter = adapter
         self.interaction = interaction
         self.frames = frames
