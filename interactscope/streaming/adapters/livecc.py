@@ -46,6 +46,9 @@ class LiveCCOptions(NativeOptions):
     """LiveCC's loop settings (defaults: its ``demo/infer.py``; see the module docstring)."""
 
     fps: float = Field(2.0, gt=0)
+    # frames are held at <= 784 px long side: above the long side of any frame of aspect <= 2:1
+    # under the 301,056-pixel budget, so LiveCC's resize still sets the size
+    max_side: int | None = Field(784, ge=16)
     initial_frames: int = Field(6, ge=1)
     chunk_frames: int = Field(2, ge=1)
     max_new_tokens: int = Field(32, ge=1)
