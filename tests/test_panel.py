@@ -150,3 +150,19 @@ def test_collect_panel_runs_a_tiny_livecc_from_disk_online(tmp_path) -> None:
     manifest = json.loads((out / "tiny-livecc" / "run.json").read_text())
     assert manifest["settings"]["protocol"] == "online"
     assert "1 row(s) ran" not in res.output and "2 row(s) ran" in res.output
+
+
+def test_row_status_reads_weights_from_the_hub_cache_and_gpu(monkeypatch, tmp_path) -> None:
+    from interactscope.streaming import panel as P
+
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    row = next(r for r in P.load_panel("paper").rows if r.model == "livecc-7b-instruct")
+    monkeypatch.setattr(P, "gpu_present", lambda: False)
+    st = P.row_status(row)
+    assert st.missing[-2:] == ["no GPU", "weights chenjoya/LiveCC-7B-Instruct not in the HF cache"]
+    (hub / "models--chenjoya--LiveCC-7B-Instruct" / "snapshots" / "abc123").mkdir(parents=True)
+    monkeypatch.setattr(P, "gpu_present", lambda: True)
+    pytest.importorskip("transformers")  # the row's packages
+    st = P.row_status(row)
+    assert st.runnable and st.line() == "LiveCC-7B-Instruct (livecc-7b-instruct): can run here"
