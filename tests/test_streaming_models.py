@@ -214,3 +214,13 @@ def test_streaming_adapters_refuse_offline_probing(tmp_path: Path) -> None:
         a = cls("m", {"backend": backend}, Settings(), model=object(), processor=object())
         with pytest.raises(AdapterError, match="Online Rolling only"):
             a.respond(None)  # type: ignore[arg-type]
+
+
+def test_streaming_adapters_refuse_the_scene_ablation() -> None:
+    from interactscope.streaming.adapters.base import AdapterError
+    from interactscope.streaming.adapters.livecc import LiveCCAdapter
+
+    s = Settings.model_validate({"scene": "none"})
+    a = LiveCCAdapter("m", {"backend": "livecc"}, s, model=object(), processor=object())
+    with pytest.raises(AdapterError, match="scene=none"):
+        a.prepare(None)

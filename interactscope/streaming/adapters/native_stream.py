@@ -207,6 +207,17 @@ class NativeStreamAdapter(Adapter):
         raise NotImplementedError
 
     def prepare(self, bench: Any) -> None:
+        """Keep the benchmark (media paths) and load the model.
+
+        Raises:
+            AdapterError: ``scene=none`` (a streaming model's loop is driven by its frames;
+                the scene ablation applies to prompted models), or loading failed.
+        """
+        if self.settings.scene == "none":
+            raise AdapterError(
+                f"model {self.name}: a streaming model's own loop is driven by frames; "
+                "scene=none (the scene ablation) is for prompted models"
+            )
         self.bench = bench
         self.load()
 
