@@ -39,6 +39,7 @@ LAYERS: dict[str, int] = {
     "streaming.collect": 15,
     "streaming.distributed": 15,
     "streaming.demo": 15,
+    "streaming.panel": 15,
     "cli": 16,
     "__init__": 17,
 }

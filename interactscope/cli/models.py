@@ -1,31 +1,95 @@
-"""``interactscope models``: the model configs this installation can run."""
+"""``interactscope models``: the model configs, grouped as the paper's panel groups them, with
+what each needs and whether it can run here; ``collect --panel`` (its runner is here too)."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import typer
 
 from interactscope.cli.app import app
+from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, fail
+
+
+def _rows(panel_name: str) -> list[dict]:
+    """One dict per config: the panel row naming it (if any), its group, what it lacks here."""
+    from interactscope.core.model_configs import list_models
+    from interactscope.streaming.panel import PanelRow, load_panel, row_status
+
+    panel = load_panel(panel_name)
+    by_model = {r.model: r for r in panel.rows if r.model}
+    out = []
+    for m in list_models():
+        row = by_model.get(m.name) or PanelRow(row=m.name, group="baseline", model=m.name)
+        group = row.group if m.name in by_model else "other"
+        st = row_status(row)
+        out.append({**m.model_dump(), "row": row.row if m.name in by_model else "",
+                    "group": group, "memory": row.memory, "licence": row.licence,
+                    "missing": st.missing, "can_run": st.runnable})  # fmt: skip
+    for r in panel.rows:
+        if r.model is None:
+            out.append({"name": "-", "backend": "-", "row": r.row, "group": r.group,
+                        "sees": "", "hears": "", "notes": "", "source": "", "path": "",
+                        "memory": "", "licence": "", "missing": [r.missing or "no config"],
+                        "can_run": False})  # fmt: skip
+    return out
 
 
 @app.command("models")
 def models(
     as_json: bool = typer.Option(False, "--json", help="One JSON list on stdout, for scripts."),
+    panel: str = typer.Option("paper", "--panel", help="The panel whose groups to list by."),
 ) -> None:
-    """List the available model configs (bundled with the package, ./configs/models,
-    $INTERACTSCOPE_CONFIGS): name, backend, what each sees and hears, where the file is.
+    """List the model configs (bundled with the package, ./configs/models,
+    $INTERACTSCOPE_CONFIGS) grouped as the paper does (API / open prompted / streaming /
+    baselines): name, the paper's row, backend, what each sees and hears, and whether it can
+    run here (package installed, API key variable set, GPU present, weights in the local HF
+    cache; nothing is downloaded, no key is printed).
 
-    Use a name with `interactscope collect --model NAME`; copy a bundled file into
-    ./configs/models/ to change it (the local copy then shadows the bundled one)."""
-    from interactscope.core.model_configs import list_models
+    Use a name with `interactscope collect --model NAME`, or run the rows that can run with
+    `interactscope collect --panel paper`; copy a bundled file into ./configs/models/ to change
+    it (the local copy then shadows the bundled one)."""
+    from interactscope.streaming.panel import GROUP_TITLES, PanelError
 
-    rows = list_models()
+    try:
+        rows = _rows(panel)
+    except PanelError as exc:
+        fail(str(exc))
     if as_json:
-        typer.echo(json.dumps([r.model_dump() for r in rows], indent=2))
+        typer.echo(json.dumps(rows, indent=2))
         return
-    w = max(len(r.name) for r in rows)
-    b = max(len(r.backend) for r in rows)
-    typer.echo(f"{'model':<{w}}  {'backend':<{b}}  sees / hears")
-    for r in rows:
-        typer.echo(f"{r.name:<{w}}  {r.backend:<{b}}  {r.sees} / {r.hears}  [{r.source}]")
+    w = max(len(r["name"]) for r in rows)
+    b = max(len(r["backend"]) for r in rows)
+    for group, title in GROUP_TITLES.items():
+        sub = [r for r in rows if r["group"] == group]
+        if not sub:
+            continue
+        typer.echo(f"\n{title}")
+        for r in sub:
+            here = "can run here" if r["can_run"] else "needs: " + "; ".join(r["missing"])
+            row = f" = {r['row']}" if r["row"] and r["row"] != r["name"] else ""
+            senses = f"{r['sees']} / {r['hears']}" if r["sees"] else ""
+            typer.echo(f"  {r['name']:<{w}}  {r['backend']:<{b}}  {senses}{row}  [{here}]")
+
+
+def collect_panel(name: str, bench: Path, out: Path, limit: int | None) -> None:
+    """``collect --panel NAME``: every runnable row of the panel into OUT/<model>/, scored,
+    then the paper's tables over the panel (OUT/report/) and a leaderboard; one line per
+    skipped row. Exit 3 when a row failed to collect."""
+    from interactscope.streaming.analysis.errors import CompareError
+    from interactscope.streaming.judges import JudgeError
+    from interactscope.streaming.panel import PanelError, load_panel, run_panel
+
+    try:
+        with disk_errors(out):
+            res = run_panel(load_panel(name), bench, out, limit=limit, echo=typer.echo)
+    except (PanelError, CompareError, JudgeError) as exc:
+        fail(str(exc))
+    if res.leaderboard:
+        typer.echo(f"\nPanel {name} (% of targets [95% CI]):\n\n{res.leaderboard}")
+        typer.echo(f"\ntables: {res.report}")
+    typer.echo(f"{out}: {len(res.runs)} row(s) ran, {len(res.skipped)} skipped, "
+               f"{len(res.failed)} failed")  # fmt: skip
+    if res.failed:
+        raise typer.Exit(EXIT_RECORD_ERRORS)

@@ -101,11 +101,18 @@ TASK_HELP = "Only these tasks (e.g. T2,T7); recorded in run.json: resume with th
 
 
 MODEL = typer.Option(
-    ...,
+    None,
     "--model",
     "-m",
     help="Model config name (`interactscope models` lists them) or a YAML path. Baselines: "
-    "silent, oracle, blind-fire.",
+    "silent, oracle, blind-fire. Required unless --panel.",
+)
+PANEL = typer.Option(
+    None,
+    "--panel",
+    help="Run a model panel instead of one model (e.g. `paper`: the paper's rows): every row "
+    "this machine can run goes to OUT/<model>/ and is scored, rows that cannot run are "
+    "skipped with one line each, then the paper's tables over the panel in OUT/report/.",
 )
 PROTOCOL = typer.Option(
     None,
@@ -127,7 +134,7 @@ DRY_RUN = typer.Option(
 
 @app.command()
 def collect(
-    model: str = MODEL,
+    model: str | None = MODEL,
     bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder; an existing one is resumed."),
     protocol: str | None = PROTOCOL,
@@ -158,12 +165,19 @@ def collect(
     workers: int | None = ray_options.WORKERS,
     gpus_per_worker: float | None = ray_options.GPUS_PER_WORKER,
     dry_run: bool = DRY_RUN,
+    panel: str | None = PANEL,
 ) -> None:
     """Walk every interaction's decision grid and record the model's answer at each point.
 
     Records go to RUN/responses.jsonl (one per decision point, fsynced); RUN/run.json holds every
     setting. Killing and re-running the same command resumes without duplicates or gaps."""
     setup_logging(verbose)
+    if panel is not None:
+        from interactscope.cli.models import collect_panel
+
+        return collect_panel(panel, bench, out, limit)
+    if model is None:
+        fail("collect needs --model NAME (or --panel NAME); `interactscope models` lists them")
     if dry_run:
         return _dry_run(model, bench, set_)
     from interactscope.streaming.collect import CollectError

@@ -26,6 +26,10 @@ BACKENDS: dict[str, str] = {
     "vllm": "interactscope.streaming.adapters.vllm_backend:VLLMAdapter",
     "transformers": "interactscope.streaming.adapters.transformers_backend:TransformersAdapter",
     "cascade": "interactscope.streaming.adapters.cascade:CascadeAdapter",
+    # streaming models in their own loops (docs/protocol.md, "Streaming models")
+    "livecc": "interactscope.streaming.adapters.livecc:LiveCCAdapter",
+    "mmduet2": "interactscope.streaming.adapters.mmduet2:MMDuet2Adapter",
+    "videollm-online": "interactscope.streaming.adapters.videollm_online:VideoLLMOnlineAdapter",
 }
 """Backend name -> "module:Class". Add new backends here."""
 

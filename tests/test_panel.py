@@ -1,0 +1,168 @@
+"""The paper's model panel: configs for every row, `interactscope models` grouped as the paper
+groups them with what each lacks here, and `collect --panel` running the rows this machine can
+run (baselines; a tiny random-weight LiveCC saved to disk) and skipping the others in one line
+each."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from interactscope.cli import app
+from interactscope.core.resources import demo_benchmark_dir
+
+runner = CliRunner()
+
+PAPER_ROWS = {
+    "Gemini-3.1-Pro", "Gemini-3.5-Flash", "Qwen3.5-Omni-Plus", "GPT-4o", "Qwen2.5-Omni-7B",
+    "Qwen3-Omni-30B-A3B", "Qwen3-VL-8B", "InternVL3.5-8B", "LiveCC-7B-Instruct", "MMDuet2",
+}  # fmt: skip
+
+
+def test_paper_panel_names_every_row_with_a_config_or_why_not() -> None:
+    from interactscope.core.model_configs import resolve_model_config
+    from interactscope.streaming.panel import load_panel
+
+    p = load_panel("paper")
+    rows = {r.row: r for r in p.rows}
+    assert PAPER_ROWS <= set(rows)
+    assert rows["Gemini-3.5-Flash"].model == "gemini" and rows["GPT-4o"].in_paper == "comparison"
+    for r in p.rows:
+        if r.model is None:
+            assert r.missing  # says why
+        else:
+            resolve_model_config(r.model)  # exists
+    groups = {r.row: r.group for r in p.rows}
+    assert groups["Qwen3.5-Omni-Plus"] == "api" and groups["InternVL3.5-8B"] == "prompted"
+    assert groups["LiveCC-7B-Instruct"] == groups["MMDuet2"] == "streaming"
+    # the same file as configs/panels/paper.yaml in a checkout
+    repo = Path(__file__).resolve().parents[1] / "configs" / "panels" / "paper.yaml"
+    assert load_panel(str(repo)) == p
+
+
+def test_api_rows_use_the_providers_documented_endpoints() -> None:
+    from interactscope.core.model_configs import resolve_model_config
+
+    g = resolve_model_config("gemini-3.1-pro").config
+    assert g["base_url"] == "https://generativelanguage.googleapis.com/v1beta/openai/"
+    assert g["api_key_env"] == "GEMINI_API_KEY" and g["model"] == "gemini-3.1-pro"
+    q = resolve_model_config("qwen3.5-omni-plus").config
+    assert q["base_url"] == "https://dashscope-intl.aliyuncs.com/compatible-mode/v1"
+    assert q["api_key_env"] == "DASHSCOPE_API_KEY" and q["backend"] == "openai"
+    for name in ("livecc-7b-instruct", "mmduet2", "videollm-online-8b"):
+        c = resolve_model_config(name).config
+        assert c["settings"]["protocol"] == "online" and c["checkpoint"]
+
+
+def test_models_groups_the_panel_and_says_what_is_missing(monkeypatch, tmp_path) -> None:
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    monkeypatch.setenv("DASHSCOPE_API_KEY", "sk-do-not-print-me")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    res = runner.invoke(app, ["models"])
+    assert res.exit_code == 0, res.output
+    out = res.output
+    assert "sk-do-not-print-me" not in out
+    api, prompted, streaming = (out.index(x) for x in ("API (", "open prompted", "streaming"))
+    assert api < prompted < streaming
+    line = next(x for x in out.splitlines() if x.strip().startswith("gemini-3.1-pro"))
+    assert "$GEMINI_API_KEY not set" in line
+    line = next(x for x in out.splitlines() if x.strip().startswith("qwen3.5-omni-plus"))
+    assert "can run here" in line or "package openai" in line
+    line = next(x for x in out.splitlines() if x.strip().startswith("livecc-7b-instruct"))
+    assert "weights chenjoya/LiveCC-7B-Instruct not in the HF cache" in line
+    assert streaming < out.index("livecc-7b-instruct")
+    rows = json.loads(runner.invoke(app, ["models", "--json"]).output)
+    silent = next(r for r in rows if r["name"] == "silent")
+    assert silent["group"] == "baseline" and silent["can_run"]
+
+
+def _panel(tmp_path: Path, rows: list[dict]) -> Path:
+    p = tmp_path / "panel.yaml"
+    p.write_text(yaml.safe_dump({"name": "t", "judge": "lexical", "rows": rows}))
+    return p
+
+
+def test_collect_panel_runs_baselines_and_skips_the_rest_one_line_each(monkeypatch, tmp_path):
+    monkeypatch.delenv("GEMINI_API_KEY", raising=False)
+    panel = _panel(tmp_path, [
+        {"row": "oracle", "group": "baseline", "model": "oracle"},
+        {"row": "silent", "group": "baseline", "model": "silent"},
+        {"row": "Gemini-3.1-Pro", "group": "api", "model": "gemini-3.1-pro"},
+        {"row": "AURA", "group": "streaming", "missing": "no public checkpoint"},
+    ])  # fmt: skip
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench",
+                              str(demo_benchmark_dir()), "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert "skip Gemini-3.1-Pro (gemini-3.1-pro): skipped, $GEMINI_API_KEY not set" in lines
+    assert "skip AURA (-): skipped, no public checkpoint" in lines
+    assert (out / "oracle" / "run.json").exists() and (out / "silent" / "run.json").exists()
+    assert (out / "report" / "all_metrics.csv").exists()
+    board = res.output[res.output.index("Panel ") :]
+    assert "| oracle" in board and "| silent" in board
+    assert "2 row(s) ran, 2 skipped, 0 failed" in res.output
+
+
+def test_collect_needs_a_model_or_a_panel(tmp_path) -> None:
+    res = runner.invoke(app, ["collect", "--bench", str(demo_benchmark_dir()), "--out",
+                              str(tmp_path / "o")])  # fmt: skip
+    assert res.exit_code != 0 and "--model NAME (or --panel NAME)" in res.output
+
+
+@pytest.mark.slow
+def test_collect_panel_runs_a_tiny_livecc_from_disk_online(tmp_path) -> None:
+    pytest.importorskip("transformers")
+    from foundation_fixtures import interaction, write_bench
+    from tiny_streaming import tiny_livecc
+
+    model, proc = tiny_livecc()
+    ckpt = tmp_path / "tiny-livecc"
+    model.save_pretrained(ckpt)
+    proc.save_pretrained(ckpt)
+    cfg = tmp_path / "tiny-livecc.yaml"
+    cfg.write_text(yaml.safe_dump({"backend": "livecc", "checkpoint": str(ckpt), "device": "cpu",
+                                   "max_new_tokens": 4, "settings": {"protocol": "online",
+                                   "audio": {"mode": "none"}}}))  # fmt: skip
+    bench = write_bench(tmp_path / "bench", [interaction("a", q=3.0)])
+    panel = _panel(
+        tmp_path,
+        [
+            {"row": "LiveCC (tiny)", "group": "streaming", "model": str(cfg)},
+            {"row": "silent", "group": "baseline", "model": "silent"},
+        ],
+    )
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench", str(bench),
+                              "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    text = (out / "tiny-livecc" / "responses.jsonl").read_text()
+    recs = [json.loads(x) for x in text.splitlines() if x.strip()]
+    assert [r["t"] for r in recs] == [3.0, 4.0, 5.0, 6.0, 7.0, 7.6]
+    # 7.6 s clip at 2 fps: pieces end at 3, 4, 5, 6, 7 (7.5 is no full chunk): one per point
+    natives = [r["native"] for r in recs]
+    assert [[n["t_s"] for n in x] for x in natives] == [[3.0], [4.0], [5.0], [6.0], [7.0], []]
+    assert natives[0][0]["query_fed"] is True
+    manifest = json.loads((out / "tiny-livecc" / "run.json").read_text())
+    assert manifest["settings"]["protocol"] == "online"
+    assert "1 row(s) ran" not in res.output and "2 row(s) ran" in res.output
+
+
+def test_row_status_reads_weights_from_the_hub_cache_and_gpu(monkeypatch, tmp_path) -> None:
+    from interactscope.streaming import panel as P
+
+    hub = tmp_path / "hub"
+    monkeypatch.setenv("HF_HUB_CACHE", str(hub))
+    row = next(r for r in P.load_panel("paper").rows if r.model == "livecc-7b-instruct")
+    monkeypatch.setattr(P, "gpu_present", lambda: False)
+    st = P.row_status(row)
+    assert st.missing[-2:] == ["no GPU", "weights chenjoya/LiveCC-7B-Instruct not in the HF cache"]
+    (hub / "models--chenjoya--LiveCC-7B-Instruct" / "snapshots" / "abc123").mkdir(parents=True)
+    monkeypatch.setattr(P, "gpu_present", lambda: True)
+    pytest.importorskip("transformers")  # the row's packages
+    st = P.row_status(row)
+    assert st.runnable and st.line() == "LiveCC-7B-Instruct (livecc-7b-instruct): can run here"
