@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from interactscope.core.files import FileReadError, parse_json
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.records import AgentLog, EpisodeRecord, ToolCall
 
@@ -28,7 +29,7 @@ def _call(raw: Any, where: str, accept_arguments: bool) -> tuple[ToolCall, str |
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 problem = problem or f"{where}: arguments are not valid JSON"
                 args = {}
     else:
@@ -100,11 +101,9 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EgoBenchError(
-                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
+            raw = parse_json(text, path)
+        except FileReadError as exc:
+            raise EgoBenchError(str(exc)) from None
         logs = []
         for i, entry in enumerate(raw):
             if entry is None:

@@ -11,9 +11,9 @@ the file is unparseable (excluded and counted, never scored 0).
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
+from interactscope.core.files import parse_json
 from interactscope.streaming.judges.base import Judge, JudgeError, JudgeItem, Verdict, parse_verdict
 
 __all__ = ["FileJudge"]
@@ -36,7 +36,7 @@ class FileJudge(Judge):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line, self.path, n)
                 key = (str(row["interaction_id"]), str(row["target_id"]), round(row["t"] * 1000))
                 raw = row["verdict"]
             except (ValueError, KeyError, TypeError) as exc:
