@@ -9,6 +9,7 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import fail, parse_sets
+from interactscope.core.files import write_atomic
 
 PEER_SCORES_DIR = "peer-scores"
 
@@ -155,7 +156,7 @@ def score_peer_cmd(
         fail(str(exc))
     dest = run / PEER_SCORES_DIR
     dest.mkdir(exist_ok=True)
-    (dest / f"{variant}.json").write_text(score.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic((dest / f"{variant}.json"), score.model_dump_json(indent=2) + "\n")
     rate = "n/a" if score.rate is None else f"{100 * score.rate:.1f} %"
     per_task = ", ".join(
         f"{k} {'n/a' if v is None else f'{100 * v:.1f} %'}" for k, v in score.per_task.items()

@@ -18,6 +18,7 @@ import json
 import os
 import re
 import secrets
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -218,8 +219,9 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | Path, data: str | bytes) -> Path:
-    """Write ``data`` (text is UTF-8) to ``path`` all at once: a temp file beside it, fsync,
+def write_atomic(path: str | Path, data: str | bytes | Iterable[str]) -> Path:
+    """Write ``data`` (text is UTF-8; an iterable of strings is streamed, e.g. JSONL lines) to
+    ``path`` all at once: a temp file beside it, fsync,
     ``os.replace``. A reader sees the old file or the new one, never a half-written one (a full
     disk leaves the old file); a symbolic link at ``path`` is replaced by the file, its target
     is left unchanged. The folder must exist.
@@ -228,13 +230,16 @@ def write_atomic(path: str | Path, data: str | bytes) -> Path:
         OSError: the folder cannot be written (ENOSPC, EACCES, ...); the temp file is removed.
     """
     p = Path(path)
-    body = data.encode("utf-8") if isinstance(data, str) else data
     tmp = p.with_name(f".{p.name[:200]}.{secrets.token_hex(4)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
     fd = os.open(tmp, flags, 0o666)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(body)
+            if isinstance(data, (str, bytes)):
+                fh.write(data.encode("utf-8") if isinstance(data, str) else data)
+            else:
+                for chunk in data:
+                    fh.write(chunk.encode("utf-8"))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, p)
@@ -252,23 +257,31 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
-def open_append(path: str | Path) -> TextIO:
-    """``path`` opened for appending text (UTF-8; created 0666 & ~umask), never through a
-    symbolic link.
+def refuse_link(path: str | Path) -> None:
+    """Raise UnsafeWriteError when ``path`` is a symbolic link (for files opened in place, such
+    as SQLite databases and append-only logs)."""
+    p = Path(path)
+    if p.is_symlink():
+        err = UnsafeWriteError(
+            f"{p} is a symbolic link; remove it (files are never written through a link)"
+        )
+        err.errno, err.filename, err.strerror = errno.ELOOP, str(p), "a symbolic link; remove it"
+        raise err from None
+
+
+def open_append(path: str | Path, *, read: bool = False) -> TextIO:
+    """``path`` opened for appending text (UTF-8; created 0666 & ~umask; ``read``: also for
+    reading, ``"a+"``), never through a symbolic link.
 
     Raises:
         UnsafeWriteError: ``path`` is a symbolic link (one line: remove it).
         OSError: any other failure to open."""
     p = Path(path)
-    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
+    flags = (os.O_RDWR if read else os.O_WRONLY) | os.O_APPEND | os.O_CREAT
     try:
-        fd = os.open(p, flags, 0o666)
+        fd = os.open(p, flags | getattr(os, "O_NOFOLLOW", 0), 0o666)
     except OSError as exc:
         if exc.errno == errno.ELOOP or p.is_symlink():
-            err = UnsafeWriteError(
-                f"{p} is a symbolic link; remove it (files are never written through a link)"
-            )
-            err.errno, err.filename = errno.ELOOP, str(p)
-            raise err from None
+            refuse_link(p)
         raise
-    return os.fdopen(fd, "a", encoding="utf-8")
+    return os.fdopen(fd, "a+" if read else "a", encoding="utf-8")

@@ -790,7 +790,7 @@ def write_json_schemas(out_dir: str | Path) -> list[Path]:
             "description": f"interactscope: {what} (docs/protocol.md, data model)",
         }
         p = out / fname
-        p.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        files.write_atomic(p, json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
         paths.append(p)
     return paths
 
