@@ -104,6 +104,11 @@ def disk_errors(path: str | Path) -> Iterator[None]:
             fail(full)
         if exc.errno in (errno.EACCES, errno.EROFS, errno.EDQUOT):
             fail(f"{exc.filename or path}: cannot write ({exc.strerror}); check the permissions")
+        if exc.errno == errno.EFBIG:
+            fail(
+                f"{exc.filename or path}: file too large for the file system or `ulimit -f`; "
+                "raise the limit and run the same command again (what was written is kept)"
+            )
         if exc.errno == errno.ENAMETOOLONG:
             fail(f"{exc.filename or path}: file name too long; shorten it")
         raise

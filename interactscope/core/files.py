@@ -46,7 +46,11 @@ class FileReadError(InteractScopeError, ValueError):
 
 
 class UnsafeWriteError(InteractScopeError, OSError):
-    """A file cannot be written safely (e.g. an append-only log is a symbolic link)."""
+    """A file opened in place (an append-only log, a SQLite database) is a symbolic link: it is
+    never written through. ``errno`` is ELOOP; the message is one line naming the file."""
+
+    def __str__(self) -> str:
+        return f"{self.filename} is a symbolic link; remove it (files are never written through a link)"
 
 
 def name_problem(path: str | Path) -> str | None:
@@ -262,11 +266,7 @@ def refuse_link(path: str | Path) -> None:
     as SQLite databases and append-only logs)."""
     p = Path(path)
     if p.is_symlink():
-        err = UnsafeWriteError(
-            f"{p} is a symbolic link; remove it (files are never written through a link)"
-        )
-        err.errno, err.filename, err.strerror = errno.ELOOP, str(p), "a symbolic link; remove it"
-        raise err from None
+        raise UnsafeWriteError(errno.ELOOP, "a symbolic link; remove it", str(p))
 
 
 def open_append(path: str | Path, *, read: bool = False) -> TextIO:

@@ -71,7 +71,7 @@ def _score(d: Dialog) -> float | None:
         try:
             return float(q["final_score"])
         except OverflowError:  # an integer beyond float range: compare as +-inf
-            return math.copysign(math.inf, q["final_score"])
+            return math.inf if q["final_score"] > 0 else -math.inf
     return None
 
 
