@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from interactscope.core.files import open_append, write_atomic
+from interactscope.core.files import open_append, refuse_link, write_atomic
 from interactscope.core.settings import diff_settings
 from interactscope.egobench.records import EpisodeRecord, Variant
 from interactscope.runs.common import (
@@ -148,6 +148,7 @@ def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeReco
                     len(chunk),
                 )
                 if repair:
+                    refuse_link(p)  # never truncate through a planted link
                     with open(p, "r+b") as fh:
                         fh.truncate(pos)
                         os.fsync(fh.fileno())

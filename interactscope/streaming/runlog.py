@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from interactscope.core.errors import first_problem
-from interactscope.core.files import open_append, write_atomic
+from interactscope.core.files import open_append, refuse_link, write_atomic
 from interactscope.runs.common import (
     MANIFEST,
     RunLogError,
@@ -72,6 +72,7 @@ def _read_lines(path: Path, *, repair: bool) -> list[ResponseRecord]:
                     "%s:%d: dropping a half-written last line (%d bytes)", path, lineno, len(chunk)
                 )
                 if repair:
+                    refuse_link(path)  # never truncate through a planted link
                     with open(path, "r+b") as fh:
                         fh.truncate(pos)
                         fh.flush()
