@@ -317,3 +317,18 @@ def test_corrupt_response_record_is_one_line_with_field_and_fix(silent_run):
     msg = res.output.strip().splitlines()[-1]  # after the completeness warning naming it too
     assert msg.startswith(f"{path}:5: corrupt record, field 't': ")
     assert msg.endswith("fix or delete that line (collected again on resume)")
+
+
+# ----------------------------------------------------------------------------- last resort
+def test_an_error_no_command_maps_is_one_line_without_verbose():
+    code = (
+        "import sys, interactscope.streaming.bench as b\n"
+        "def boom(): raise RuntimeError('boom\\nsecond line')\n"
+        "b.benchmark_json_schema = boom\n"
+        "from interactscope.cli import main\n"
+        "sys.argv = ['interactscope', 'schema']\n"
+        "main()\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == 1
+    assert res.stderr.strip().splitlines() == ["error: boom (RuntimeError; -v shows the traceback)"]
