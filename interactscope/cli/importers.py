@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 
 from interactscope.cli.app import app
-from interactscope.cli.common import fail, parse_sets
+from interactscope.cli.common import disk_errors, fail, parse_sets
 from interactscope.core.files import write_atomic
 
 PEER_SCORES_DIR = "peer-scores"
@@ -42,15 +42,16 @@ def import_cmd(
     from interactscope.streaming.importers import ImporterError, import_benchmark
 
     try:
-        rep = import_benchmark(
-            format_name,
-            src,
-            out,
-            videos=videos,
-            settings=parse_sets(sets),
-            probe_media=not no_probe,
-            force=force,
-        )
+        with disk_errors(out):
+            rep = import_benchmark(
+                format_name,
+                src,
+                out,
+                videos=videos,
+                settings=parse_sets(sets),
+                probe_media=not no_probe,
+                force=force,
+            )
     except ImporterError as exc:
         fail(str(exc))
     typer.echo(
