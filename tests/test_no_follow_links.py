@@ -6,6 +6,7 @@ file outside is byte-for-byte unchanged: the command either replaced the link by
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -73,14 +74,18 @@ def test_import(tmp_path, fmt, name):
     target = plant(tmp_path, out / name)
     res = invoke("import", fmt, SOURCES[fmt], "-o", out, "--no-probe", "--force")
     replaced(res, out / name, target)
+    names = {"benchmark.json", "import-report.json", "interactions.jsonl"}
+    assert {p.name for p in out.iterdir()} - {"videos"} == names  # no temp file left
 
 
-@pytest.mark.parametrize("name", ["run.json", "responses.jsonl"])
-def test_collect(tmp_path, name):
+def test_collect(tmp_path):
+    # the fixed temp name run.json used to be written through (then renamed)
     out = tmp_path / "run"
-    target = plant(tmp_path, out / name)
+    target = plant(tmp_path, out / "run.json.tmp")
     res = invoke("collect", "-m", "silent", "-b", DEMO, "-o", out, "--no-progress")
-    untouched(res, target)  # refused as a run folder (no run.json / not a manifest)
+    assert res.exit_code == 0, res.output
+    untouched(res, target)
+    assert json.loads((out / "run.json").read_text())["benchmark"]["name"]
 
 
 def test_collect_resume_never_truncates_through_a_link(tmp_path):
@@ -110,10 +115,15 @@ def test_score_verdict_cache_link_is_refused(tmp_path, scored):
     refused(res, link, target)
 
 
-def test_merge(tmp_path, scored):
+def test_merge(tmp_path):
+    shards = [tmp_path / f"s{k}" for k in (1, 2)]
+    for k, s in enumerate(shards, 1):
+        res = invoke("collect", "-m", "silent", "-b", DEMO, "-o", s, "--shard", f"{k}/2")
+        assert res.exit_code == 0, res.output
     out = tmp_path / "merged"
-    target = plant(tmp_path, out / "run.json")
-    res = invoke("merge", scored, "-o", out)
+    target = plant(tmp_path, out / "run.json.tmp")
+    res = invoke("merge", *shards, "-o", out)
+    assert res.exit_code == 0, res.output
     untouched(res, target)
 
 
@@ -158,11 +168,11 @@ def test_report(tmp_path, scored):
     replaced(res, link, target)
 
 
-@pytest.mark.parametrize("name", ["run.json", "episodes.jsonl"])
-def test_ego_run(tmp_path, name):
+def test_ego_run(tmp_path):
     out = tmp_path / "run"
-    target = plant(tmp_path, out / name)
+    target = plant(tmp_path, out / "run.json.tmp")
     res = invoke("ego", "run", "-a", "oracle", "-v", "retail1", "--tasks", "1", "-o", out)
+    assert res.exit_code == 0, res.output
     untouched(res, target)
 
 
@@ -186,10 +196,16 @@ def test_ego_score(tmp_path, ego_run, name):
     assert written, sorted(str(p) for p in (tmp_path / "scores").rglob("*"))
 
 
-def test_ego_merge(tmp_path, ego_run):
+def test_ego_merge(tmp_path):
+    shards = [tmp_path / f"s{k}" for k in (1, 2)]
+    for k, s in enumerate(shards, 1):
+        res = invoke("ego", "run", "-a", "oracle", "-v", "retail1", "--tasks", "1-4",
+                     "--shard", f"{k}/2", "-o", s)  # fmt: skip
+        assert res.exit_code == 0, res.output
     out = tmp_path / "merged"
-    target = plant(tmp_path, out / "episodes.jsonl")
-    res = invoke("ego", "merge", ego_run, "-o", out)
+    target = plant(tmp_path, out / "run.json.tmp")
+    res = invoke("ego", "merge", *shards, "-o", out)
+    assert res.exit_code == 0, res.output
     untouched(res, target)
 
 
@@ -206,13 +222,3 @@ def test_ego_view(tmp_path, ego_run):
     link = tmp_path / "ego.html"
     target = plant(tmp_path, link)
     replaced(invoke("view", ego_run, "-o", link), link, target)
-
-
-def test_no_temp_file_is_left(tmp_path):
-    out = tmp_path / "out"
-    plant(tmp_path, out / "benchmark.json")
-    res = invoke("import", "omnimmi-si", SOURCES["omnimmi-si"], "-o", out, "--no-probe", "--force")
-    assert res.exit_code == 0, res.output
-    assert sorted(p.name for p in out.iterdir()) == [
-        "benchmark.json", "import-report.json", "interactions.jsonl"
-    ]  # fmt: skip
