@@ -332,3 +332,16 @@ def test_an_error_no_command_maps_is_one_line_without_verbose():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert res.returncode == 1
     assert res.stderr.strip().splitlines() == ["error: boom (RuntimeError; -v shows the traceback)"]
+
+
+# ----------------------------------------------------------------------------- other readers
+def test_ego_score_log_and_verdict_file_with_invalid_utf8(tmp_path, silent_run):
+    log = tmp_path / "retail1_easy.json"
+    log.write_bytes(b'[\n{"task_id": 1, "x": "caf\xe9"}]')
+    line = one_line(invoke("ego", "score", "--log", log, "-v", "retail1", "-o", tmp_path / "s"))
+    assert f"{log}:2: invalid UTF-8 at byte 26; save the file as UTF-8" in line
+    verdicts = tmp_path / "v.jsonl"
+    verdicts.write_bytes(b'{"interaction_id": "caf\xe9"}\n')
+    res = invoke("score", silent_run, "--judge", f"file:{verdicts}")
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    assert f"{verdicts}:1: invalid UTF-8 at byte 23" in res.output

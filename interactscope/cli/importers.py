@@ -117,6 +117,7 @@ def score_peer_cmd(
 ) -> None:
     """Score a run with a peer benchmark's own rule (substring match, ±2 s without allocation,
     ...); writes RUN/peer-scores/VARIANT.json and prints the rate."""
+    from interactscope.core.errors import first_problem
     from interactscope.streaming.bench import BenchmarkError, load_benchmark
     from interactscope.streaming.importers.peer_scoring import (
         VARIANTS,
@@ -140,7 +141,7 @@ def score_peer_cmd(
                 r = ResponseRecord.model_validate_json(line)
                 records[r.key] = r  # a later line for the same decision point wins
     except ValueError as exc:
-        fail(f"{run}: unreadable run files ({str(exc).splitlines()[0]})")
+        fail(f"{run}: unreadable run files ({first_problem(exc)})")
     try:
         b = load_benchmark(bench or manifest.benchmark.path, probe_media=False)
     except BenchmarkError as exc:

@@ -89,7 +89,8 @@ def _line_of(raw: bytes, offset: int) -> int:
     return raw.count(b"\n", 0, offset) + 1
 
 
-def _decode(raw: bytes | str, path: str | Path, line: int) -> str:
+def parse_text(raw: bytes | str, path: str | Path, line: int = 0) -> str:
+    """``raw`` decoded as UTF-8. Raises FileReadError naming the line of the first bad byte."""
     if isinstance(raw, str):
         return raw
     try:
@@ -122,7 +123,7 @@ def parse_json(raw: bytes | str, path: str | Path, line: int = 0) -> Any:
 
     Raises:
         FileReadError: invalid UTF-8, invalid JSON, too deep, an over-long integer."""
-    text = _decode(raw, path, line)
+    text = parse_text(raw, path, line)
     try:
         obj = json.loads(text)
     except RecursionError:
@@ -142,7 +143,7 @@ def parse_yaml(raw: bytes | str, path: str | Path) -> Any:
 
     Raises:
         FileReadError: invalid UTF-8 or YAML, a ``!tag``, too deep, an over-long integer."""
-    text = _decode(raw, path, 0)
+    text = parse_text(raw, path, 0)
     try:
         obj = yaml.safe_load(text)
     except RecursionError:

@@ -10,7 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from interactscope.core.files import FileReadError, parse_json
+from interactscope.core.files import FileReadError, parse_json, parse_text, read_bytes
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.records import AgentLog, EpisodeRecord, ToolCall
 
@@ -93,9 +93,9 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
         EgoBenchError: missing file, invalid JSON, or neither format (one line naming the file)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EgoBenchError(f"{path}: log file not found") from None
+        text = parse_text(read_bytes(path), path)
+    except FileReadError as exc:
+        raise EgoBenchError(str(exc)) from None
     m = _MODE.search(path.name)
     mode = m[1] if m else None
     stripped = text.lstrip()
