@@ -1,7 +1,7 @@
 """Viewer bidi spoofing (issue 27, item 9): a user string ending in U+202E (RIGHT-TO-LEFT
 OVERRIDE) must not reverse the page's own text after it. Every text node of the rendered page
 that holds U+202E must sit in a ``<bdi>`` holding only that string, or between FSI and PDI
-(U+2068 … U+2069) in the same text node (attributes, ``<option>``, SVG text, the heading)."""
+(U+2068 … U+2069) in the same text node (attributes, SVG text, the heading); an ``<option>`` is a bidi paragraph of its own."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ UNISOLATED = """() => {
   const walk = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
   for (let n = walk.nextNode(); n; n = walk.nextNode()) {
     const t = n.nodeValue;
-    if (!t.includes("\\u202e") || n.parentElement.closest("script, style")) continue;
+    if (!t.includes("\\u202e") || n.parentElement.closest("script, style, option")) continue;
     if (!t.replace(/\\u2068[^\\u2068\\u2069]*\\u2069/g, "").includes("\\u202e")) continue;
     const b = n.parentElement && n.parentElement.closest("bdi");
     if (b && b.textContent === t) continue;

@@ -25,7 +25,7 @@ function renderSummary(root) {
 
 function renderFilters(root) {
   const vs = [...new Set(DATA.tasks.map(t => t.variant))];
-  const opt = (v, l) => `<option value="${esc(v)}">${iso(l || v)}</option>`;
+  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>variant <select id="filter-variant">${opt("", "all")}${vs.map(v => opt(v)).join("")}</select></label>` +
     `<label>success <select id="filter-success">${opt("", "all")}${opt("success", "JointSucc")}${opt("failed", "failed")}</select></label>` +

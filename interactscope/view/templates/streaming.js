@@ -63,7 +63,7 @@ function tags(it) {
 function renderFilters(root) {
   const tasks = [...new Set(DATA.interactions.map(i => i.task))].sort();
   const outs = OUTCOMES.concat(["error"], DATA.runs.length === 2 ? ["gained", "lost"] : []);
-  const opt = (v, l) => `<option value="${esc(v)}">${iso(l || v)}</option>`;
+  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>task <select id="filter-task">${opt("", "all")}${tasks.map(t => opt(t)).join("")}</select></label>` +
     `<label>outcome <select id="filter-outcome">${opt("", "all")}${outs.map(o => opt(o)).join("")}</select></label>` +
