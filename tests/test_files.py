@@ -113,3 +113,13 @@ def test_open_append_refuses_a_link(tmp_path):
         fh.write("b\n")
         fh.seek(0)
         assert fh.read() == "a\nb\n"
+
+
+def test_errors_survive_pickling(tmp_path):
+    import pickle
+
+    err = FileReadError(tmp_path / "a.json", "invalid JSON (x)", "fix the JSON syntax", 3)
+    back = pickle.loads(pickle.dumps(err))
+    assert str(back) == str(err) and back.line == 3
+    link = UnsafeWriteError(errno.ELOOP, "a symbolic link; remove it", "/x/log.jsonl")
+    assert str(pickle.loads(pickle.dumps(link))) == str(link)

@@ -44,6 +44,9 @@ class FileReadError(InteractScopeError, ValueError):
         where = f"{path}:{line}" if line else str(path)
         super().__init__(f"{where}: {what}; {fix}")
 
+    def __reduce__(self) -> tuple[Any, ...]:  # picklable (Ray workers, process pools)
+        return (type(self), (self.path, self.what, self.fix, self.line))
+
 
 class UnsafeWriteError(InteractScopeError, OSError):
     """A file opened in place (an append-only log, a SQLite database) is a symbolic link: it is
