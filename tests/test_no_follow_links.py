@@ -127,6 +127,7 @@ def test_merge(tmp_path):
     untouched(res, target)
 
 
+@pytest.mark.slow
 def test_view(tmp_path, scored):
     link = tmp_path / "page.html"
     target = plant(tmp_path, link)
