@@ -4,6 +4,7 @@ command group parses options and calls the library modules."""
 from __future__ import annotations
 
 import importlib
+import sys
 
 from interactscope.cli.app import app
 
@@ -27,8 +28,22 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """Entry point of the ``interactscope`` script."""
-    app()
+    """Entry point of the ``interactscope`` script. The last resort against tracebacks: an
+    error no command turned into its own line is printed as one line (the traceback with
+    ``-v`` / ``--verbose``); exit 1."""
+    try:
+        app()
+    except Exception as exc:
+        if any(a in ("-v", "--verbose") for a in sys.argv[1:]):
+            raise
+        import typer
+
+        from interactscope.core.errors import first_problem
+        from interactscope.core.secrets import redact
+
+        msg = f"error: {first_problem(exc)} ({type(exc).__name__}; -v shows the traceback)"
+        typer.secho(redact(msg), fg=typer.colors.RED, err=True)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import signal
+import sqlite3
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +15,7 @@ from typing import Any
 import typer
 import yaml
 
+from interactscope.core.files import UnsafeWriteError
 from interactscope.core.secrets import install_log_redaction, redact
 
 CHATTY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "faster_whisper")
@@ -44,6 +47,8 @@ EXIT_RECORD_ERRORS = 3
 of ``score --strict`` when the scored records carry one."""
 EXIT_INTERRUPTED = 130
 """Exit code of ``collect`` stopped by Ctrl-C (what was written is kept; re-run to resume)."""
+EXIT_TERMINATED = 143
+"""Exit code of ``collect`` / ``ego run`` stopped by SIGTERM (128 + 15; kept, resumable)."""
 EXIT_INCOMPLETE = 4
 """Exit code of ``score --strict`` on a run that never finished or lacks decision points."""
 
@@ -82,14 +87,60 @@ def disk_errors(path: str | Path) -> Iterator[None]:
     """Turn a full disk or a failed write under ``path`` into one line and exit 1.
 
     Records already written stay valid: the run resumes once there is space."""
+    full = (
+        f"{path}: no space left on device while writing; free space and run the same "
+        "command again (what was written is kept)"
+    )
     try:
         yield
+    except UnsafeWriteError as exc:
+        fail(str(exc))
+    except sqlite3.OperationalError as exc:  # the verdict cache; SQLITE_FULL reads like this
+        if "database or disk is full" in str(exc):
+            fail(full)
+        raise
     except OSError as exc:
         if exc.errno == errno.ENOSPC:
-            fail(
-                f"{path}: no space left on device while writing; free space and run the same "
-                "command again (what was written is kept)"
-            )
+            fail(full)
         if exc.errno in (errno.EACCES, errno.EROFS, errno.EDQUOT):
             fail(f"{exc.filename or path}: cannot write ({exc.strerror}); check the permissions")
+        if exc.errno == errno.EFBIG:
+            fail(
+                f"{exc.filename or path}: file too large for the file system or `ulimit -f`; "
+                "raise the limit and run the same command again (what was written is kept)"
+            )
+        if exc.errno == errno.ENAMETOOLONG:
+            fail(f"{exc.filename or path}: file name too long; shorten it")
         raise
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread where Ctrl-C raises KeyboardInterrupt."""
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def interrupts(out: str | Path) -> Iterator[None]:
+    """Ctrl-C and SIGTERM in a resumable command: one line saying that what was written to
+    ``out`` is kept and how to resume; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread: SIGTERM keeps its handler
+        previous = None
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        term = isinstance(exc, Terminated)
+        typer.secho(
+            f"\n{'terminated' if term else 'interrupted'}: the records written to {out} are "
+            "kept; re-run the same command to resume",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
+        raise typer.Exit(EXIT_TERMINATED if term else EXIT_INTERRUPTED) from None
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)

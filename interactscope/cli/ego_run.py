@@ -7,7 +7,7 @@ from pathlib import Path
 
 import typer
 
-from interactscope.cli.common import disk_errors, fail, parse_sets, setup_logging
+from interactscope.cli.common import disk_errors, fail, interrupts, parse_sets, setup_logging
 from interactscope.cli.ego import ego_app
 
 DEMO_TASKS = "1-3"
@@ -60,7 +60,7 @@ def _run(
     except (ValueError, FileNotFoundError) as exc:
         fail(str(exc).splitlines()[0])
     try:
-        with disk_errors(out):
+        with interrupts(out), disk_errors(out):
             return execute(run, progress=None if quiet else _progress)
     except (EgoRunError, RunLogError, MediaError, FileNotFoundError) as exc:
         fail(str(exc).splitlines()[0])

@@ -8,7 +8,8 @@ from pathlib import Path
 import typer
 
 from interactscope.cli.app import app
-from interactscope.cli.common import fail, parse_sets
+from interactscope.cli.common import disk_errors, fail, parse_sets
+from interactscope.core.files import write_atomic
 
 PEER_SCORES_DIR = "peer-scores"
 
@@ -41,15 +42,16 @@ def import_cmd(
     from interactscope.streaming.importers import ImporterError, import_benchmark
 
     try:
-        rep = import_benchmark(
-            format_name,
-            src,
-            out,
-            videos=videos,
-            settings=parse_sets(sets),
-            probe_media=not no_probe,
-            force=force,
-        )
+        with disk_errors(out):
+            rep = import_benchmark(
+                format_name,
+                src,
+                out,
+                videos=videos,
+                settings=parse_sets(sets),
+                probe_media=not no_probe,
+                force=force,
+            )
     except ImporterError as exc:
         fail(str(exc))
     typer.echo(
@@ -115,6 +117,7 @@ def score_peer_cmd(
 ) -> None:
     """Score a run with a peer benchmark's own rule (substring match, ±2 s without allocation,
     ...); writes RUN/peer-scores/VARIANT.json and prints the rate."""
+    from interactscope.core.errors import first_problem
     from interactscope.streaming.bench import BenchmarkError, load_benchmark
     from interactscope.streaming.importers.peer_scoring import (
         VARIANTS,
@@ -138,7 +141,7 @@ def score_peer_cmd(
                 r = ResponseRecord.model_validate_json(line)
                 records[r.key] = r  # a later line for the same decision point wins
     except ValueError as exc:
-        fail(f"{run}: unreadable run files ({str(exc).splitlines()[0]})")
+        fail(f"{run}: unreadable run files ({first_problem(exc)})")
     try:
         b = load_benchmark(bench or manifest.benchmark.path, probe_media=False)
     except BenchmarkError as exc:
@@ -155,7 +158,7 @@ def score_peer_cmd(
         fail(str(exc))
     dest = run / PEER_SCORES_DIR
     dest.mkdir(exist_ok=True)
-    (dest / f"{variant}.json").write_text(score.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic((dest / f"{variant}.json"), score.model_dump_json(indent=2) + "\n")
     rate = "n/a" if score.rate is None else f"{100 * score.rate:.1f} %"
     per_task = ", ".join(
         f"{k} {'n/a' if v is None else f'{100 * v:.1f} %'}" for k, v in score.per_task.items()

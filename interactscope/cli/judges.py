@@ -8,6 +8,7 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import fail, setup_logging
+from interactscope.core.files import write_atomic
 
 
 @app.command("compare-judges")
@@ -45,5 +46,5 @@ def compare_judges_cmd(
     typer.echo(format_agreement(rep, max_listed=listed))
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(rep.model_dump_json(indent=2) + "\n", encoding="utf-8")
+        write_atomic(out, rep.model_dump_json(indent=2) + "\n")
         typer.echo(f"wrote {out}")

@@ -15,10 +15,10 @@ from interactscope.cli import ray_options
 from interactscope.cli.app import app
 from interactscope.cli.common import (
     EXIT_INCOMPLETE,
-    EXIT_INTERRUPTED,
     EXIT_RECORD_ERRORS,
     disk_errors,
     fail,
+    interrupts,
     parse_sets,
     setup_logging,
     split_list,
@@ -187,7 +187,7 @@ def collect(
     overrides = parse_sets(set_)
     subset = _subset(only, task, ray=opts is not None)
     try:
-        with disk_errors(out):
+        with interrupts(out), disk_errors(out):
             summary = run(
                 model=model,
                 bench=bench,
@@ -204,8 +204,6 @@ def collect(
             )
     except CollectError as exc:
         fail(str(exc))
-    except KeyboardInterrupt:
-        _interrupted(out)
     typer.echo(f"{out}: {summary.line()}")
     _exit_on_record_errors(out)
 
@@ -224,16 +222,6 @@ def _subset(only: str | None, task: str | None, *, ray: bool) -> dict[str, list[
     if out and ray:
         fail("--only/--task do not work with --ray yet; use --limit or --shard")
     return out
-
-
-def _interrupted(out: Path) -> None:
-    """Ctrl-C in ``collect``: say that nothing is lost and how to resume, exit 130."""
-    typer.secho(
-        f"\ninterrupted: the records written to {out} are kept; re-run the same command to resume",
-        fg=typer.colors.YELLOW,
-        err=True,
-    )
-    raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def _exit_on_record_errors(out: Path) -> None:

@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict
 
+from interactscope.core.files import FileReadError, exists, parse_yaml, read_bytes
 from interactscope.core.resources import bundled_models_dir
 
 __all__ = [
@@ -116,17 +116,16 @@ def resolve_model_config(name: str) -> ResolvedModelConfig:
     shadows = None
     if name.endswith((".yaml", ".yml")) or os.sep in name:
         path, source = Path(name), "path"
-        if not path.exists():
+        if not exists(path):
             raise ModelConfigError(f"model config {path} not found")
         name = path.stem
     else:
         source, path, shadows = _find(name)
     try:
-        raw = path.read_bytes()
-        cfg = yaml.safe_load(raw.decode("utf-8")) or {}
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise ModelConfigError(f"{path}: cannot read the model config ({first})") from None
+        raw = read_bytes(path)
+        cfg = parse_yaml(raw, path) or {}
+    except FileReadError as exc:
+        raise ModelConfigError(f"cannot read the model config {exc}") from None
     if not isinstance(cfg, dict) or "backend" not in cfg:
         raise ModelConfigError(f"{path}: field 'backend' is required")
     return ResolvedModelConfig(

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.core.files import FileReadError, read_data
 from interactscope.egobench.dates import parse_today
 from interactscope.egobench.records import SCENARIOS, Task, ToolCall, ToolSpec, Variant
 
@@ -64,19 +65,12 @@ def list_variants(data_dir: str | Path) -> list[str]:
 
 
 def read_json(path: Path) -> Any:
-    """Parsed JSON; EgoBenchError naming the file when it is missing or invalid."""
+    """Parsed JSON (:func:`interactscope.core.files.read_data`); EgoBenchError (one line: the
+    file, the line and the fix) when it is missing, unreadable or invalid."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EgoBenchError(f"{path}: file not found") from None
-    except OSError as exc:
-        raise EgoBenchError(f"{path}: cannot be read ({exc.strerror})") from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise EgoBenchError(
-            f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-        ) from None
+        return read_data(path, "json")
+    except FileReadError as exc:
+        raise EgoBenchError(str(exc)) from None
 
 
 def parse_tools(raw: Any, path: Path) -> list[ToolSpec]:
@@ -103,7 +97,7 @@ def parse_call(raw: Any) -> ToolCall:
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):  # not JSON, too deep, an over-long integer
             args = {}
     return ToolCall(
         name=str(raw.get("tool_name") or raw.get("name") or ""),

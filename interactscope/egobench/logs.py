@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from interactscope.core.files import FileReadError, parse_json, parse_text, read_bytes
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.records import AgentLog, EpisodeRecord, ToolCall
 
@@ -28,7 +29,7 @@ def _call(raw: Any, where: str, accept_arguments: bool) -> tuple[ToolCall, str |
         if isinstance(args, str):
             try:
                 args = json.loads(args)
-            except json.JSONDecodeError:
+            except (ValueError, RecursionError):
                 problem = problem or f"{where}: arguments are not valid JSON"
                 args = {}
     else:
@@ -92,19 +93,17 @@ def load_log(path: str | Path, accept_arguments: bool = True) -> tuple[list[Agen
         EgoBenchError: missing file, invalid JSON, or neither format (one line naming the file)."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise EgoBenchError(f"{path}: log file not found") from None
+        text = parse_text(read_bytes(path), path)
+    except FileReadError as exc:
+        raise EgoBenchError(str(exc)) from None
     m = _MODE.search(path.name)
     mode = m[1] if m else None
     stripped = text.lstrip()
     if stripped.startswith("["):
         try:
-            raw = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise EgoBenchError(
-                f"{path}: invalid JSON at line {exc.lineno} column {exc.colno}: {exc.msg}"
-            ) from None
+            raw = parse_json(text, path)
+        except FileReadError as exc:
+            raise EgoBenchError(str(exc)) from None
         logs = []
         for i, entry in enumerate(raw):
             if entry is None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from interactscope.core.files import write_atomic
 from interactscope.egobench.errors import CLASSES
 from interactscope.egobench.scorer import read_score
 from interactscope.stats import StatsWarning, bootstrap_metrics
@@ -139,9 +140,7 @@ def write_report(
     if notes:
         md += "\nNotes:\n" + "".join(f"- {n}\n" for n in notes)
     paths = [dest / "report.md", dest / "report.tex", dest / "report.csv"]
-    paths[0].write_text(md, encoding="utf-8")
-    paths[1].write_text(
-        table.to_latex(index=False, float_format="%.3f", na_rep=""), encoding="utf-8"
-    )
-    table.to_csv(paths[2], index=False)
+    write_atomic(paths[0], md)
+    write_atomic(paths[1], table.to_latex(index=False, float_format="%.3f", na_rep=""))
+    write_atomic(paths[2], table.to_csv(index=False))
     return table, paths, notes

@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from interactscope.core.files import open_append, refuse_link, write_atomic
 from interactscope.core.settings import diff_settings
 from interactscope.egobench.records import EpisodeRecord, Variant
 from interactscope.runs.common import (
@@ -159,6 +160,7 @@ def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeReco
                     len(chunk),
                 )
                 if repair:
+                    refuse_link(p)  # never truncate through a planted link
                     with open(p, "r+b") as fh:
                         fh.truncate(pos)
                         os.fsync(fh.fileno())
@@ -211,7 +213,7 @@ class EpisodeWriter:
         self.path, self.manifest = path, manifest
         self.records = records
         self.done = {record_key(r) for r in records}
-        self._fh = open(path / EPISODES, "a", encoding="utf-8")
+        self._fh = open_append(path / EPISODES)
 
     def append(self, rec: EpisodeRecord) -> None:
         """Write one record (flush + fsync). A key already written is an error."""
@@ -365,10 +367,7 @@ def merge_runs(sources: list[str | Path], out: str | Path) -> EgoRunManifest:
     )
     order = {k: i for i, k in enumerate(merged.keys())}
     with run_lock(outp, "merge"):
-        with open(outp / EPISODES, "w", encoding="utf-8") as fh:
-            for r in sorted(records, key=lambda r: order[record_key(r)]):
-                fh.write(r.model_dump_json() + "\n")
-            fh.flush()
-            os.fsync(fh.fileno())
+        ordered = sorted(records, key=lambda r: order[record_key(r)])
+        write_atomic(outp / EPISODES, (r.model_dump_json() + "\n" for r in ordered))
         write_manifest(outp, merged)
     return merged

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from interactscope.core.files import write_atomic
 from interactscope.egobench.data import load_variant
 from interactscope.egobench.logs import from_episode
 from interactscope.egobench.profiles import run_profile
@@ -106,9 +107,9 @@ def score_run(
         "false": sum(r.sees_pixels is not True for r in records),
     }
     out.mkdir(parents=True, exist_ok=True)
-    (out / "user_health.json").write_text(
+    write_atomic(
+        (out / "user_health.json"),
         json.dumps({**health.model_dump(), "sees_pixels": pixels}, indent=2) + "\n",
-        encoding="utf-8",
     )
     pk = pass_k(outcomes, manifest.trials) if outcomes else {}
     (out / "pass_k.json").write_text(

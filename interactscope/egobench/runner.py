@@ -13,9 +13,9 @@ from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.core.files import FileReadError, read_data
 from interactscope.egobench.agents import Agent, build_agent, load_visual
 from interactscope.egobench.agents.visual import video_path
 from interactscope.egobench.data import EgoBenchError, load_variant
@@ -115,9 +115,9 @@ def load_scripts(path: Path) -> dict[str, list[str]]:
     Raises:
         ValueError: unreadable file or wrong shape (one line)."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
-        raise ValueError(f"--user scripted:{path}: cannot read the script file ({exc})") from None
+        raw = read_data(path, "yaml")  # YAML reads JSON too
+    except FileReadError as exc:
+        raise ValueError(f"--user scripted:{exc}") from None
     if not isinstance(raw, dict) or not all(isinstance(v, list) for v in raw.values()):
         raise ValueError(
             f"--user scripted:{path}: must map 'variant:task_id' (or task_id) to a list of messages"

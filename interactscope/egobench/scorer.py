@@ -11,6 +11,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel
 
+from interactscope.core.files import write_atomic
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
@@ -255,10 +256,10 @@ def write_score(result: ScoreResult, out: str | Path) -> Path:
     """Write ``OUT/tasks.csv`` and ``OUT/summary.json``; returns OUT."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    result.frame().to_csv(out / "tasks.csv", index=False)
-    (out / "summary.json").write_text(
+    write_atomic(out / "tasks.csv", result.frame().to_csv(index=False))
+    write_atomic(
+        (out / "summary.json"),
         json.dumps(result.summary.model_dump(), indent=2, ensure_ascii=False) + "\n",
-        encoding="utf-8",
     )
     return out
 

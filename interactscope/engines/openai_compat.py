@@ -276,8 +276,15 @@ def to_chat_result(resp: Any, latency_s: float, *, require_answer: bool = True) 
         require_answer: refuse ``content: null`` without tool calls (False: token probes).
 
     Raises:
-        EngineError: the response holds no choices, or no content and no tool calls.
+        EngineError: the body is not JSON (the client hands back its text), the response holds
+            no choices, or no content and no tool calls.
     """
+    if isinstance(resp, (str, bytes)):
+        head = resp if isinstance(resp, str) else resp.decode("utf-8", "replace")
+        raise EngineError(
+            f"the server answered HTTP 200 with a body that is not JSON ({head.strip()[:60]!r}); "
+            "check that base_url is an OpenAI-compatible endpoint (usually ending in /v1)"
+        )
     choices = getattr(resp, "choices", None)
     if not choices:
         raise EngineError("the server returned no choices")

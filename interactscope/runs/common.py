@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from interactscope.core.files import open_append, write_atomic
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "run.json"
@@ -77,7 +79,7 @@ def run_lock(path: str | Path, purpose: str = "collect", *, create: bool = True)
     elif not p.is_dir():
         raise RunLogError(f"{p}: not a run folder (no such folder)")
     try:
-        fh = open(p / LOCK, "a+", encoding="utf-8")
+        fh = open_append(p / LOCK, read=True)
     except OSError as exc:
         raise RunLogError(f"{p}: cannot create the lock file {LOCK} ({exc.strerror})") from exc
     try:
@@ -179,6 +181,4 @@ def in_shard(interaction_id: str, shard: tuple[int, int] | None) -> bool:
 
 def write_manifest(path: Path, manifest: BaseModel) -> None:
     """Write ``manifest`` as ``path/run.json`` (temp file + rename: a reader never sees half)."""
-    tmp = path / (MANIFEST + ".tmp")
-    tmp.write_text(manifest.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path / MANIFEST)
+    write_atomic(path / MANIFEST, manifest.model_dump_json(indent=2) + "\n")

@@ -25,6 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core import files
 from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord, panel_of, storable
 
 log = logging.getLogger(__name__)
@@ -33,8 +34,9 @@ BENCHMARK_FILE = "benchmark.json"
 INTERACTIONS_FILE = "interactions.jsonl"
 TIME_EPS_S = 1e-3
 """Times are compared after rounding to milliseconds."""
-MAX_JSON_DEPTH = 64
+MAX_JSON_DEPTH = files.MAX_DEPTH
 """Deepest nesting of arrays/objects accepted in either file (the formats need about 6)."""
+NULL_LINE = "the line is null; put one interaction (a JSON object) per line or delete the line"
 DURATION_TOLERANCE_S = 0.1
 """A measured duration that differs from the annotated or the container's declared one by more
 than this (s) gives a warning naming the file."""
@@ -198,21 +200,6 @@ def field_path(loc: tuple[Any, ...] | list[Any]) -> str:
     return out or "<root>"
 
 
-def _too_deep(obj: Any) -> bool:
-    """Nesting deeper than :data:`MAX_JSON_DEPTH` (walked iteratively: no recursion limit).
-    Non-finite numbers are left to the typed models, which name the field."""
-    stack: list[tuple[Any, int]] = [(obj, 0)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_JSON_DEPTH:
-            return True
-        if isinstance(node, dict):
-            stack.extend((v, depth + 1) for v in node.values())
-        elif isinstance(node, list):
-            stack.extend((v, depth + 1) for v in node)
-    return False
-
-
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
 
 
@@ -226,23 +213,12 @@ def parse_json(raw: bytes, fname: str, line: int = 0) -> tuple[Any, list[Problem
     Returns:
         (value or None, problems, warnings); ``line`` (1-based, 0 for a whole file) goes on them.
     """
-
-    def bad(msg: str, at: int = line) -> tuple[Any, list[Problem], list[str]]:
-        return None, [Problem(fname, at, None, "<line>" if line else "<file>", msg)], []
-
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        at = line or raw.count(b"\n", 0, exc.start) + 1
-        return bad(f"invalid UTF-8 at byte {exc.start}; save the file as UTF-8", at)
-    try:
-        obj = json.loads(text)
-    except RecursionError:
-        return bad(f"nested deeper than {MAX_JSON_DEPTH} levels")
-    except json.JSONDecodeError as exc:
-        return bad(f"invalid JSON: {exc}", line or exc.lineno)
-    if _too_deep(obj):
-        return bad(f"nested deeper than {MAX_JSON_DEPTH} levels")
+        obj = files.parse_json(raw, fname, line)
+    except files.FileReadError as exc:
+        msg = f"{exc.what}; {exc.fix}"
+        return None, [Problem(fname, exc.line, None, "<line>" if line else "<file>", msg)], []
+    text = raw.decode("utf-8")
     warns: list[str] = []
     if _SURROGATE_ESCAPE.search(text):  # valid UTF-8 holds surrogates only as \u escapes
         obj, changed = storable(obj)
@@ -371,6 +347,10 @@ def _check_videos(st: _State, bdata: BenchmarkFile, lines: dict[tuple[str, str],
                 Problem(st.bfile, line, None, f"{fld}.path", f"{v.path!r} escapes the folder")
             )
             continue
+        if too_long := files.name_problem(v.path):
+            msg = f"file name too long ({too_long}); shorten it"
+            st.problems.append(Problem(st.bfile, line, None, f"{fld}.path", msg))
+            continue
         full, err = _materialise(full, v)
         if full != _inside(st.root, v.path, resolved_root):
             st.media_paths[v.id] = full
@@ -411,11 +391,9 @@ def _read_json_file(st: _State, fld: str, rel: str) -> Any:
         st.problems.append(Problem(st.bfile, 0, None, fld, f"{rel!r} escapes the folder"))
         return None
     try:
-        return json.loads(full.read_text(encoding="utf-8"))
-    except OSError:
-        st.problems.append(Problem(st.bfile, 0, None, fld, f"{rel}: file not found"))
-    except ValueError as exc:
-        st.problems.append(Problem(st.bfile, 0, None, fld, f"{rel}: invalid JSON ({exc})"))
+        return files.read_data(full, "json")
+    except files.FileReadError as exc:
+        st.problems.append(Problem(st.bfile, 0, None, fld, str(exc)))
     return None
 
 
@@ -507,6 +485,8 @@ def _read_interactions(st: _State, raw: bytes, cross_check: bool) -> list[Intera
         st.problems += probs
         st.warnings += warns
         if obj is None:
+            if not probs:  # a literal null: refused, not skipped
+                st.problems.append(Problem(ifile, lineno, None, "<line>", NULL_LINE))
             continue
         iid = obj.get("id") if isinstance(obj, dict) else None
         try:
@@ -561,7 +541,7 @@ def _check_interaction(ctx: _Ctx, seen: dict[str, int]) -> None:
         full = _inside(ctx.st.root, att.path)
         if full is None:
             ctx.bad(f"query.attachments[{j}].path", f"{att.path!r} escapes the folder")
-        elif not full.exists():
+        elif not files.exists(full):
             ctx.bad(f"query.attachments[{j}].path", f"{att.path}: file not found")
     offered = _check_offered(ctx)
     _check_targets(ctx, video, offered)
@@ -748,7 +728,7 @@ def _load(
         try:
             raws[name] = (root / name).read_bytes()
         except OSError as exc:
-            why = "file not found" if not (root / name).exists() else exc.strerror
+            why = "file not found" if not files.exists(root / name) else exc.strerror
             st.problems.append(Problem(str(root / name), 0, None, "<file>", str(why)))
     if st.problems:
         raise BenchmarkError(st.problems)
@@ -810,7 +790,7 @@ def write_json_schemas(out_dir: str | Path) -> list[Path]:
             "description": f"interactscope: {what} (docs/protocol.md, data model)",
         }
         p = out / fname
-        p.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+        files.write_atomic(p, json.dumps(schema, indent=2, ensure_ascii=False) + "\n")
         paths.append(p)
     return paths
 

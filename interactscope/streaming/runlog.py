@@ -18,6 +18,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from interactscope.core.errors import first_problem
+from interactscope.core.files import open_append, refuse_link, write_atomic
 from interactscope.runs.common import (
     MANIFEST,
     RunLogError,
@@ -58,7 +60,10 @@ def _read_lines(path: Path, *, repair: bool) -> list[ResponseRecord]:
                 rec = ResponseRecord.model_validate_json(chunk)
             except ValueError as exc:
                 if nl >= 0 and data[nl + 1 :].strip():
-                    raise RunLogError(f"{path}:{lineno}: corrupt record ({exc})") from exc
+                    why = (
+                        f"{first_problem(exc)}; fix or delete that line (collected again on resume)"
+                    )
+                    raise RunLogError(f"{path}:{lineno}: corrupt record, {why}") from exc
                 rec = None
             # A last line that does not parse, or lacks its newline, was being written when the
             # run was killed: drop it (it is collected again on resume).
@@ -67,6 +72,7 @@ def _read_lines(path: Path, *, repair: bool) -> list[ResponseRecord]:
                     "%s:%d: dropping a half-written last line (%d bytes)", path, lineno, len(chunk)
                 )
                 if repair:
+                    refuse_link(path)  # never truncate through a planted link
                     with open(path, "r+b") as fh:
                         fh.truncate(pos)
                         fh.flush()
@@ -185,7 +191,7 @@ class RunWriter:
         for r in records:
             self._remember(r)
         self.totals = summarise_records(records, len(manifest.interaction_ids or []))
-        self._fh = open(path / RESPONSES, "a", encoding="utf-8")
+        self._fh = open_append(path / RESPONSES)
 
     def append(self, record: ResponseRecord) -> None:
         """Write one record durably (flush + fsync). A key already present is an error."""
@@ -365,13 +371,7 @@ def retried(
 
 
 def _rewrite(path: Path, records: list[ResponseRecord]) -> None:
-    tmp = path.with_suffix(".jsonl.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        for r in records:
-            fh.write(r.model_dump_json() + "\n")
-        fh.flush()
-        os.fsync(fh.fileno())
-    tmp.replace(path)
+    write_atomic(path, (r.model_dump_json() + "\n" for r in records))
 
 
 def partial_interactions(

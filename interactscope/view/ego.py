@@ -38,6 +38,7 @@ from interactscope.view.ego_model import (
     TableDiff,
     VariantScore,
 )
+from interactscope.view.model import isolate
 from interactscope.view.runs import ViewError
 
 __all__ = ["build_ego_page", "is_ego_run", "state_diff"]
@@ -371,7 +372,7 @@ def build_ego_page(path: str | Path) -> EgoPageData:
             tasks.append(_task(v, v.task(tid), by_id[tid], by_key.get((name, tid)), settings))
     vs = [summaries[n] for n in manifest.tasks]
     return EgoPageData(
-        title=f"{manifest.agent_id} with user {manifest.user_id} — EgoBench ({manifest.mode})",
+        title=f"{isolate(manifest.agent_id)} with user {isolate(manifest.user_id)} — EgoBench ({isolate(manifest.mode)})",
         run=info,
         variants=vs,
         overall=_pooled(vs, tasks),

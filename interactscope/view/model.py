@@ -10,6 +10,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+
+def isolate(text: str) -> str:
+    """``text`` between FSI and PDI (U+2068 … U+2069): a bidi isolate, so a user string ending
+    in U+202E cannot reverse the page text after it (the heading; the scripts use ``<bdi>``)."""
+    return f"\u2068{text}\u2069"
+
+
 MarkClass = Literal[
     "hit", "premature", "wrong", "late", "unjudged", "unmatched", "ignored", "suppressed",
     "error", "unscored",

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import jinja2
 
+from interactscope.core.files import write_atomic
 from interactscope.view.ego_model import EgoPageData
 from interactscope.view.model import PageData
 
@@ -45,5 +46,5 @@ def write_page(data: Page, out: str | Path) -> Path:
     """Write the page to ``out`` (parent folders created); returns the path."""
     out = Path(out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(render_page(data), encoding="utf-8")
+    write_atomic(out, render_page(data))
     return out

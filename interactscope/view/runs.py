@@ -3,7 +3,6 @@ scored, ``scores/targets.csv``, ``scores/clusters.csv`` and ``scores/summary.jso
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -12,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.core.files import read_data
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.bench import Benchmark, BenchmarkError
 from interactscope.streaming.runlog import RunFolder
@@ -66,7 +66,7 @@ def _read_scores(run: LoadedRun, scores: Path) -> None:
     try:
         tdf = pd.read_csv(need[0], keep_default_na=False, na_values=[""])
         run.clusters = pd.read_csv(need[1])
-        run.summary = json.loads(need[2].read_text(encoding="utf-8"))
+        run.summary = read_data(need[2], "json")
     except (ValueError, OSError) as exc:
         raise ViewError(
             f"{scores}: unreadable score files ({exc}); re-run `interactscope score`"

@@ -15,6 +15,7 @@ from interactscope.view.model import (
     RunTimeline,
     TargetInfo,
     ViewSettings,
+    isolate,
 )
 from interactscope.view.runs import LoadedRun
 from interactscope.view.scores import score_cells
@@ -125,7 +126,10 @@ def build_streaming_page(runs: Sequence[LoadedRun], view: ViewSettings) -> PageD
         if len(runs) == 2:
             _diff(page)
         pages.append(page)
-    title = " vs ".join(r.label for r in runs) + f" — {runs[0].manifest.benchmark.name}"
+    title = (
+        " vs ".join(isolate(r.label) for r in runs)
+        + f" — {isolate(runs[0].manifest.benchmark.name)}"
+    )
     data = PageData(
         title=title,
         runs=[_summary(r, view) for r in runs],

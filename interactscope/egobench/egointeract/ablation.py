@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from interactscope.core.files import write_atomic
 from interactscope.egobench.run_folder import load_run
 from interactscope.egobench.run_score import score_run
 from interactscope.stats import StatsWarning, bootstrap_metrics, paired_metrics
@@ -191,10 +192,8 @@ def write_ablation(table: pd.DataFrame, notes: list[str], dest: str | Path) -> l
     if notes:
         md += "\nNotes:\n" + "".join(f"- {n}\n" for n in notes)
     paths = [dest / "ablation.md", dest / "ablation.tex", dest / "ablation.csv"]
-    paths[0].write_text(md, encoding="utf-8")
+    write_atomic(paths[0], md)
     cols = [c for c in table.columns if c != "run"]
-    paths[1].write_text(
-        table[cols].to_latex(index=False, float_format="%.3f", na_rep=""), encoding="utf-8"
-    )
-    table.to_csv(paths[2], index=False)
+    write_atomic(paths[1], table[cols].to_latex(index=False, float_format="%.3f", na_rep=""))
+    write_atomic(paths[2], table.to_csv(index=False))
     return paths

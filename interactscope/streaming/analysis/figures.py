@@ -4,11 +4,14 @@ sequences against the permutation reference (paper Figure 6)."""
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from interactscope.core.files import write_atomic
 
 __all__ = ["sequence_figure", "tolerance_figure"]
 
@@ -24,8 +27,10 @@ def _plt():
 
 def _save(fig: Any, out: Path, name: str) -> list[Path]:
     paths = [out / f"{name}.png", out / f"{name}.pdf"]
-    fig.savefig(paths[0], dpi=150, bbox_inches="tight")
-    fig.savefig(paths[1], bbox_inches="tight")
+    for p, dpi in zip(paths, (150, "figure"), strict=True):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=p.suffix[1:], dpi=dpi, bbox_inches="tight")
+        write_atomic(p, buf.getvalue())
     _plt().close(fig)
     return paths
 

@@ -11,6 +11,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 
+from interactscope.core.files import write_atomic
+
 __all__ = ["jsonable", "latex_table", "write_table"]
 
 
@@ -28,17 +30,15 @@ def write_table(
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"csv": out / f"{name}.csv", "md": out / f"{name}.md"}
-    df.to_csv(paths["csv"], index=False, float_format="%.4f", lineterminator="\n")
+    write_atomic(paths["csv"], df.to_csv(index=False, float_format="%.4f", lineterminator="\n"))
     md = markdown if markdown is not None else df.to_markdown(index=False)
-    paths["md"].write_text(md.rstrip() + "\n", encoding="utf-8")
+    write_atomic(paths["md"], md.rstrip() + "\n")
     if latex is not None:
         paths["tex"] = out / f"{name}.tex"
-        paths["tex"].write_text(latex, encoding="utf-8")
+        write_atomic(paths["tex"], latex)
     if meta is not None:
         paths["json"] = out / f"{name}.json"
-        paths["json"].write_text(
-            json.dumps(jsonable(meta), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
-        )
+        write_atomic(paths["json"], json.dumps(jsonable(meta), indent=2, ensure_ascii=False) + "\n")
     return paths
 
 

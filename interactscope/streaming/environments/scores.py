@@ -33,6 +33,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.core.files import write_atomic
 from interactscope.egobench.matching import ParamComparer, clean_calls, match_calls
 from interactscope.egobench.settings import ScoreSettings
 from interactscope.streaming.environments.execution import fresh_environment
@@ -258,7 +259,7 @@ def write_environment_scores(
     doc = {"totals": tot, "interactions": [asdict(s) for s in scores]}
     path = Path(out_dir) / SCORES_FILE
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    write_atomic(path, json.dumps(doc, indent=2, sort_keys=True) + "\n")
     return path, _lines(scores, tot)
 
 

@@ -7,13 +7,13 @@ videos folder; the writer (``interactscope.streaming.importers.write``) prefixes
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core.files import FileReadError, read_data
 from interactscope.streaming.schema import Interaction, VideoRecord
 
 
@@ -83,15 +83,13 @@ class ImportReport(BaseModel):
 
 
 def read_json_array(src: str | Path) -> list[Any]:
-    """The JSON array in ``src``. Raises ImporterError (one line) when the file is missing, is
-    not JSON, or is not an array."""
+    """The JSON array in ``src`` (read by :func:`interactscope.core.files.read_data`). Raises
+    ImporterError (one line) when the file cannot be read or parsed, or is not an array."""
     p = Path(src)
-    if not p.is_file():
-        raise ImporterError(f"{p}: file not found (give the peer's annotation JSON file)")
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ImporterError(f"{p}: not a JSON file ({exc})") from None
+        data = read_data(p, "json")
+    except FileReadError as exc:
+        raise ImporterError(f"{exc} (give the peer's annotation JSON file)") from None
     if not isinstance(data, list):
         raise ImporterError(f"{p}: expected a JSON array of items, got {type(data).__name__}")
     return data

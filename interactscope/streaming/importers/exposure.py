@@ -21,6 +21,7 @@ All times are seconds; exposures are rounded to milliseconds.
 from __future__ import annotations
 
 import csv
+import io
 import math
 from collections import defaultdict
 from pathlib import Path
@@ -28,6 +29,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from interactscope.core.files import write_atomic
 from interactscope.streaming.importers import omnimmi, ovo, proassist, streamingbench
 from interactscope.streaming.importers.common import (
     ImporterError,
@@ -404,11 +406,12 @@ def audit_exposure(
 
 def write_csv(rows: list[ExposureRow], path: str | Path) -> None:
     """One line per ``ExposureRow`` (header = its field names)."""
-    with open(path, "w", newline="", encoding="utf-8") as fh:
-        w = csv.DictWriter(fh, fieldnames=list(ExposureRow.model_fields))
-        w.writeheader()
-        for r in rows:
-            w.writerow(r.model_dump(mode="json"))
+    fh = io.StringIO(newline="")
+    w = csv.DictWriter(fh, fieldnames=list(ExposureRow.model_fields))
+    w.writeheader()
+    for r in rows:
+        w.writerow(r.model_dump(mode="json"))
+    write_atomic(path, fh.getvalue())
 
 
 def format_table(summary: ExposureSummary) -> str:

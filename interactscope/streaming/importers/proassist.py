@@ -8,6 +8,7 @@ with this project (no licence permits it); the format follows the peer's code.
 
 from __future__ import annotations
 
+import math
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -67,7 +68,10 @@ IGNORED = {
 def _score(d: Dialog) -> float | None:
     q = (d.model_extra or {}).get("auto_quality_eval")
     if isinstance(q, dict) and isinstance(q.get("final_score"), (int, float)):
-        return float(q["final_score"])
+        try:
+            return float(q["final_score"])
+        except OverflowError:  # an integer beyond float range: compare as +-inf
+            return math.inf if q["final_score"] > 0 else -math.inf
     return None
 
 

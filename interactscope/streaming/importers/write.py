@@ -12,11 +12,13 @@ import os
 from collections import Counter
 from pathlib import Path
 
+from interactscope.core.files import exists, name_problem, write_atomic
 from interactscope.streaming.bench import (
     BENCHMARK_FILE,
     INTERACTIONS_FILE,
     BenchmarkError,
     BenchmarkFile,
+    _inside,
     load_benchmark,
 )
 from interactscope.streaming.importers.common import (
@@ -55,10 +57,16 @@ def videos_prefix(out: Path, videos: Path | None) -> tuple[str, str | None]:
     return VIDEOS_LINK, f"{link} links to {vdir}"
 
 
+def _absent(out: Path, rel: str) -> bool:
+    """``rel`` is a well-formed path inside ``out`` whose file does not exist."""
+    return _inside(out, rel) is not None and name_problem(rel) is None and not exists(out / rel)
+
+
 def validate_import(out: Path, conv: Conversion, probe_media: bool) -> ValidationSummary:
     """Load the written benchmark; missing video files are listed, not counted as problems."""
     bfile = BenchmarkFile.model_validate_json((out / BENCHMARK_FILE).read_text(encoding="utf-8"))
-    absent = {i for i, v in enumerate(bfile.videos) if not (out / v.path).exists()}
+    # a path that escapes OUT or that the OS refuses stays a problem, not "missing"
+    absent = {i for i, v in enumerate(bfile.videos) if _absent(out, v.path)}
     missing = [bfile.videos[i].path for i in sorted(absent)]
     try:
         b = load_benchmark(out, probe_media=probe_media)
@@ -125,13 +133,12 @@ def import_benchmark(
         description=f"imported from {Path(src).name} ({fmt.description})",
         videos=records,
     )
-    (outp / BENCHMARK_FILE).write_text(
+    write_atomic(
+        outp / BENCHMARK_FILE,
         json.dumps(bfile.model_dump(mode="json", exclude_none=True), indent=2) + "\n",
-        encoding="utf-8",
     )
-    with open(outp / INTERACTIONS_FILE, "w", encoding="utf-8") as fh:
-        for it in conv.interactions:
-            fh.write(it.model_dump_json(exclude_none=True) + "\n")
+    lines = (it.model_dump_json(exclude_none=True) + "\n" for it in conv.interactions)
+    write_atomic(outp / INTERACTIONS_FILE, "".join(lines))
     validation = validate_import(outp, conv, probe_media)
     notes = list(conv.notes) + ([link_note] if link_note else [])
     report = ImportReport(
@@ -150,5 +157,5 @@ def import_benchmark(
         notes=notes,
         validation=validation,
     )
-    (outp / REPORT_FILE).write_text(report.model_dump_json(indent=2) + "\n", encoding="utf-8")
+    write_atomic(outp / REPORT_FILE, report.model_dump_json(indent=2) + "\n")
     return report

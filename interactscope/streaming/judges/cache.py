@@ -14,6 +14,7 @@ import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
+from interactscope.core.files import refuse_link
 from interactscope.streaming.judges.base import Verdict
 
 __all__ = ["VerdictCache", "cache_key"]
@@ -66,6 +67,7 @@ class VerdictCache:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        refuse_link(self.path)
         self._db = sqlite3.connect(str(self.path))
         self._db.execute(_SCHEMA)
         self._db.commit()

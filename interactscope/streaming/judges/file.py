@@ -11,9 +11,9 @@ the file is unparseable (excluded and counted, never scored 0).
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 
+from interactscope.core.files import FileReadError, parse_json, parse_text
 from interactscope.streaming.judges.base import Judge, JudgeError, JudgeItem, Verdict, parse_verdict
 
 __all__ = ["FileJudge"]
@@ -32,11 +32,15 @@ class FileJudge(Judge):
         self.name = f"file:{self.path}"
         self.model = hashlib.sha256(data).hexdigest()[:16]
         self._table: dict[tuple[str, str, int], Verdict] = {}
-        for n, line in enumerate(data.decode("utf-8").splitlines(), 1):
+        try:
+            text = parse_text(data, self.path)
+        except FileReadError as exc:
+            raise JudgeError(str(exc)) from None
+        for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
                 continue
             try:
-                row = json.loads(line)
+                row = parse_json(line, self.path, n)
                 key = (str(row["interaction_id"]), str(row["target_id"]), round(row["t"] * 1000))
                 raw = row["verdict"]
             except (ValueError, KeyError, TypeError) as exc:

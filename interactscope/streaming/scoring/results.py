@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core.files import FileReadError, read_data
 from interactscope.streaming.settings import options_with
 
 __all__ = [
@@ -204,11 +205,10 @@ class ScoreSummary(_Open):
         """
         p = Path(path)
         try:
-            return cls.model_validate(json.loads(p.read_text(encoding="utf-8")))
-        except json.JSONDecodeError as exc:
-            raise SummaryError(
-                f"{p}: not JSON ({exc.msg}, line {exc.lineno}); re-score the run"
-            ) from None
+            return cls.model_validate(read_data(p, "json"))
+        except FileReadError as exc:
+            at = f":{exc.line}" if exc.line else ""
+            raise SummaryError(f"{p}{at}: {exc.what}; re-score the run") from None
         except ValidationError as exc:
             e = exc.errors()[0]
             loc = ".".join(map(str, e["loc"]))

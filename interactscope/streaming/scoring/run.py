@@ -29,6 +29,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.core.files import write_atomic
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.bench import BenchmarkError
 from interactscope.streaming.judges import (
@@ -357,7 +358,7 @@ def score_collection(
 
 
 def _write_csv(df: pd.DataFrame, path: Path) -> None:
-    df.to_csv(path, index=False, float_format="%.3f", lineterminator="\n", encoding="utf-8")
+    write_atomic(path, df.to_csv(index=False, float_format="%.3f", lineterminator="\n"))
 
 
 def _json_text(obj: Any) -> str:
@@ -380,7 +381,7 @@ def write_scores(result: ScoreResult, out_dir: str | Path) -> dict[str, Path]:
     if result.responses is not None:
         paths["responses"] = out / "responses.csv"
         _write_csv(result.responses, paths["responses"])
-    paths["summary"].write_text(result.summary.to_json(), encoding="utf-8")
+    write_atomic(paths["summary"], result.summary.to_json())
     rep = result.judge_report
     if rep.rejudged:
         paths["rejudge"] = out / "rejudge.json"
@@ -390,7 +391,7 @@ def write_scores(result: ScoreResult, out_dir: str | Path) -> dict[str, Path]:
             "flip_rate": rep.flip_rate,
             "flipped": rep.flipped,
         }
-        paths["rejudge"].write_text(_json_text(flips), encoding="utf-8")
+        write_atomic(paths["rejudge"], _json_text(flips))
     return paths
 
 

@@ -4,6 +4,11 @@ const DATA = JSON.parse(document.getElementById("view-data").textContent);
 function esc(s) {
   return String(s == null ? "" : s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
+// Bidi isolation of every user string (an id ending in U+202E must not reverse the page's own
+// text): <bdi> in HTML content; FSI…PDI (U+2068/U+2069, the same isolate) in attributes and
+// SVG text, where elements cannot go (an <option> is a bidi paragraph of its own).
+function bdi(s) { return `<bdi>${esc(s)}</bdi>`; }
+function iso(s) { return "\u2068" + esc(s) + "\u2069"; }
 function fmt(x, d) { return x == null ? "—" : Number(x).toFixed(d == null ? 1 : d); }
 function el(tag, attrs, html) {
   const e = document.createElement(tag);

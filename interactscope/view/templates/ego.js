@@ -1,22 +1,22 @@
 // EgoBench page: run summary, scores per variant, one section per task (opened on click).
 const pct = v => v == null ? "—" : fmt(100 * v, 1);
-const js = v => esc(JSON.stringify(v, null, 1));
+const js = v => bdi(JSON.stringify(v, null, 1));
 
 function scoreRow(s) {
-  const cls = Object.entries(s.error_classes || {}).filter(([, n]) => n).map(([c, n]) => `${esc(c)} ${n}`).join(", ");
-  return `<tr data-variant="${esc(s.variant)}"><td>${esc(s.variant)}${s.scenario ? ` <span class="ci">${esc(s.scenario)}</span>` : ""}</td><td>${s.n_tasks}</td>` +
+  const cls = Object.entries(s.error_classes || {}).filter(([, n]) => n).map(([c, n]) => `${bdi(c)} ${n}`).join(", ");
+  return `<tr data-variant="${esc(s.variant)}"><td>${bdi(s.variant)}${s.scenario ? ` <span class="ci">${bdi(s.scenario)}</span>` : ""}</td><td>${s.n_tasks}</td>` +
     `<td>${pct(s.joint_succ)}</td><td>${pct(s.micro_acc)} <span class="ci">(${s.matched}/${s.total_gt})</span></td>` +
     `<td>${pct(s.tool_succ)}</td><td>${pct(s.result_succ)}</td><td>${cls || "—"}</td></tr>`;
 }
 
 function renderSummary(root) {
   const r = DATA.run, h = r.health || {};
-  const counts = o => Object.entries(o || {}).map(([k, n]) => `${esc(k)} ${n}`).join(", ") || "—";
+  const counts = o => Object.entries(o || {}).map(([k, n]) => `${bdi(k)} ${n}`).join(", ") || "—";
   const health = h.all_pass == null ? "no user verdicts (scripted user)" : `user all-pass ${pct(h.all_pass)}% over ${h.trajectories} trajectories, ${h.rewrites} rewrites`;
-  const card = `<div class="runcard"><b>agent ${esc(r.agent)}</b>, user ${esc(r.user)}, mode ${esc(r.mode)}` +
-    `<br><span class="ci">${esc(r.path)}</span><br>sees_pixels: ${r.sees_pixels.yes ?? 0} yes, ${r.sees_pixels.no ?? 0} no` +
-    `<br>stop reasons: ${counts(r.stop_reasons)}<br>${esc(health)}<br><span class="ci">scores: ${esc(r.score_source)}</span>` +
-    r.warnings.map(w => `<br><span class="warn">${esc(w)}</span>`).join("") + "</div>";
+  const card = `<div class="runcard"><b>agent ${bdi(r.agent)}</b>, user ${bdi(r.user)}, mode ${bdi(r.mode)}` +
+    `<br><span class="ci">${bdi(r.path)}</span><br>sees_pixels: ${r.sees_pixels.yes ?? 0} yes, ${r.sees_pixels.no ?? 0} no` +
+    `<br>stop reasons: ${counts(r.stop_reasons)}<br>${bdi(health)}<br><span class="ci">scores: ${bdi(r.score_source)}</span>` +
+    r.warnings.map(w => `<br><span class="warn">${bdi(w)}</span>`).join("") + "</div>";
   const rows = DATA.variants.concat(DATA.overall ? [DATA.overall] : []).map(scoreRow).join("");
   const table = `<table class="scores" id="score-table"><tr><th>variant</th><th>tasks</th><th>JointSucc %</th><th>MicroAcc %</th>` +
     `<th>ToolSucc %</th><th>ResultSucc %</th><th>error classes</th></tr>${rows}</table>`;
@@ -25,21 +25,21 @@ function renderSummary(root) {
 
 function renderFilters(root) {
   const vs = [...new Set(DATA.tasks.map(t => t.variant))];
-  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;
+  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>variant <select id="filter-variant">${opt("", "all")}${vs.map(v => opt(v)).join("")}</select></label>` +
     `<label>success <select id="filter-success">${opt("", "all")}${opt("success", "JointSucc")}${opt("failed", "failed")}</select></label>` +
     `<span id="shown"></span>`));
 }
 
-function badge(ok, label) { return `<span class="badge ${ok ? "ok" : "fail"}">${esc(label)}</span>`; }
+function badge(ok, label) { return `<span class="badge ${ok ? "ok" : "fail"}">${bdi(label)}</span>`; }
 
 function header(t) {
   const nd = t.diff.length;
-  return `${esc(t.key)} ` + badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`) +
+  return `${bdi(t.key)} ` + badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`) +
     badge(t.result_succ, t.result_succ ? "state = GT" : "state ≠ GT") +
-    (t.error_class ? `<span class="badge neutral">${esc(t.error_class)}</span>` : "") +
-    `<span class="ci"> · stop ${esc(t.stop_reason || "—")} · ${t.calls.length} call(s)` + (nd ? ` · diff in ${nd} table(s)` : "") + (t.present ? "" : " · no episode") + "</span>";
+    (t.error_class ? `<span class="badge neutral">${bdi(t.error_class)}</span>` : "") +
+    `<span class="ci"> · stop ${bdi(t.stop_reason || "—")} · ${t.calls.length} call(s)` + (nd ? ` · diff in ${nd} table(s)` : "") + (t.present ? "" : " · no episode") + "</span>";
 }
 
 function renderShells(root) {
@@ -53,43 +53,43 @@ function renderShells(root) {
 
 function dialogueHtml(t) {
   if (!t.dialogue.length) return "<p class=\"ci\">no dialogue</p>";
-  return `<div class="dialogue">${t.dialogue.map(d => `<div class="turn ${esc(d.role)}"><b>${esc(d.role)}</b>${esc(d.text)}</div>`).join("")}</div>`;
+  return `<div class="dialogue">${t.dialogue.map(d => `<div class="turn ${esc(d.role)}"><b>${bdi(d.role)}</b>${bdi(d.text)}</div>`).join("")}</div>`;
 }
 
 function callsHtml(t) {
   if (!t.calls.length) return "<p class=\"ci\">no tool calls</p>";
   const row = (c, i) => {
-    const res = c.malformed ? `malformed: ${esc(c.malformed)}` : c.ok == null ? "not executed" :
-      c.ok ? `ok${c.changed ? " (state changed)" : ""}: <code>${esc(JSON.stringify(c.output))}</code>` : `failed (${esc(c.error_kind)}): ${esc(c.error)}`;
-    const ign = c.ignored.length ? `<br><span class="ci">ignored: ${esc(c.ignored.join(", "))}</span>` : "";
-    return `<tr class="call ${c.ok === false || c.malformed ? "call-failed" : ""}"><td>${i + 1}</td><td>${c.turn}</td><td>${esc(c.name)}</td><td><code>${js(c.arguments)}</code>${ign}</td><td>${res}</td></tr>`;
+    const res = c.malformed ? `malformed: ${bdi(c.malformed)}` : c.ok == null ? "not executed" :
+      c.ok ? `ok${c.changed ? " (state changed)" : ""}: <code>${bdi(JSON.stringify(c.output))}</code>` : `failed (${bdi(c.error_kind)}): ${bdi(c.error)}`;
+    const ign = c.ignored.length ? `<br><span class="ci">ignored: ${bdi(c.ignored.join(", "))}</span>` : "";
+    return `<tr class="call ${c.ok === false || c.malformed ? "call-failed" : ""}"><td>${i + 1}</td><td>${c.turn}</td><td>${bdi(c.name)}</td><td><code>${js(c.arguments)}</code>${ign}</td><td>${res}</td></tr>`;
   };
   return `<table class="calls"><tr><th>#</th><th>turn</th><th>tool</th><th>arguments</th><th>result</th></tr>${t.calls.map(row).join("")}</table>`;
 }
 
 function gtHtml(t) {
   return `<details><summary>ground-truth calls (${t.gt_calls.length})</summary><table class="calls">` +
-    t.gt_calls.map(c => `<tr><td>${esc(c.name)}</td><td><code>${js(c.arguments)}</code></td></tr>`).join("") + "</table></details>";
+    t.gt_calls.map(c => `<tr><td>${bdi(c.name)}</td><td><code>${js(c.arguments)}</code></td></tr>`).join("") + "</table></details>";
 }
 
 function verdictsHtml(t) {
   if (!t.has_ledger) return "";
   if (!t.verdicts.length) return "<h4>Auditor</h4><p class=\"ci\">ledger without auditor verdicts</p>";
-  const row = v => `<tr class="verdict"><td>${v.turn}</td><td>${esc(v.proposal)}${v.calls.length ? ": " + esc(v.calls.join(", ")) : ""}</td><td>${v.attempt}</td>` +
-    `<td class="verdict-${esc(v.verdict)}">${esc(v.verdict)}${v.unparseable ? " (unparseable)" : ""}</td><td>${esc(v.reason)}${v.revised ? `<br><i>revised: ${esc(v.revised)}</i>` : ""}</td></tr>`;
+  const row = v => `<tr class="verdict"><td>${v.turn}</td><td>${bdi(v.proposal)}${v.calls.length ? ": " + bdi(v.calls.join(", ")) : ""}</td><td>${v.attempt}</td>` +
+    `<td class="verdict-${esc(v.verdict)}">${bdi(v.verdict)}${v.unparseable ? " (unparseable)" : ""}</td><td>${bdi(v.reason)}${v.revised ? `<br><i>revised: ${bdi(v.revised)}</i>` : ""}</td></tr>`;
   return `<h4>Auditor verdicts (${t.verdicts.length})</h4><table class="calls verdicts"><tr><th>turn</th><th>proposal</th><th>attempt</th><th>verdict</th><th>reason</th></tr>${t.verdicts.map(row).join("")}</table>`;
 }
 
 function diffHtml(t) {
-  if (t.diff_note) return `<p class="warn">${esc(t.diff_note)}</p>`;
+  if (t.diff_note) return `<p class="warn">${bdi(t.diff_note)}</p>`;
   if (!t.present) return "<p class=\"ci\">no episode: nothing to replay</p>";
   if (!t.diff.length) return "<p class=\"empty-diff\">final state equals the ground-truth state (empty diff)</p>";
   const cell = (v, miss) => miss ? "<i>absent</i>" : `<code>${js(v)}</code>`;
   return t.diff.map(d => {
-    const only = (o, side) => Object.entries(o).map(([k, v]) => `<tr class="diff-row only-${side}"><td>${esc(k)}</td><td>(whole row)</td>` +
+    const only = (o, side) => Object.entries(o).map(([k, v]) => `<tr class="diff-row only-${side}"><td>${bdi(k)}</td><td>(whole row)</td>` +
       (side === "gt" ? `<td>${cell(v)}</td><td><i>absent</i></td>` : `<td><i>absent</i></td><td>${cell(v)}</td>`) + "</tr>").join("");
-    const ch = d.changed.map(c => `<tr class="diff-row changed"><td>${esc(c.row)}</td><td>${esc(c.field)}</td><td>${cell(c.gt, c.missing === "gt")}</td><td>${cell(c.agent, c.missing === "agent")}</td></tr>`).join("");
-    return `<table class="diff" data-table="${esc(d.table)}"><caption>table <b>${esc(d.table)}</b></caption><tr><th>row</th><th>field</th><th>ground truth</th><th>episode</th></tr>${only(d.only_gt, "gt")}${only(d.only_agent, "agent")}${ch}</table>`;
+    const ch = d.changed.map(c => `<tr class="diff-row changed"><td>${bdi(c.row)}</td><td>${bdi(c.field)}</td><td>${cell(c.gt, c.missing === "gt")}</td><td>${cell(c.agent, c.missing === "agent")}</td></tr>`).join("");
+    return `<table class="diff" data-table="${esc(d.table)}"><caption>table <b>${bdi(d.table)}</b></caption><tr><th>row</th><th>field</th><th>ground truth</th><th>episode</th></tr>${only(d.only_gt, "gt")}${only(d.only_agent, "agent")}${ch}</table>`;
   }).join("");
 }
 
@@ -98,9 +98,9 @@ function renderBody(sec) {
   sec.dataset.drawn = "1";
   const t = DATA.tasks[+sec.dataset.n];
   const uv = t.user_verdicts.length ? `<p class="ci">user Evaluator: ${t.user_verdicts.filter(v => v.all_pass).length}/${t.user_verdicts.length} turns passed all four criteria</p>` : "";
-  const errs = t.errors.map(e => `<div class="warn">error: ${esc(e)}</div>`).join("");
-  sec.querySelector(".body").innerHTML = `<p class="ci">instruction: ${esc(t.instruction)}</p>` +
-    `<p>stop reason <b>${esc(t.stop_reason || "—")}</b> · error class <b>${esc(t.error_class || "— (JointSucc)")}</b>` + (t.note ? ` · <span class="ci">${esc(t.note)}</span>` : "") +
+  const errs = t.errors.map(e => `<div class="warn">error: ${bdi(e)}</div>`).join("");
+  sec.querySelector(".body").innerHTML = `<p class="ci">instruction: ${bdi(t.instruction)}</p>` +
+    `<p>stop reason <b>${bdi(t.stop_reason || "—")}</b> · error class <b>${bdi(t.error_class || "— (JointSucc)")}</b>` + (t.note ? ` · <span class="ci">${bdi(t.note)}</span>` : "") +
     ` · tokens ${t.input_tokens} in / ${t.output_tokens} out · ${fmt(t.latency_s, 2)} s</p>${errs}` +
     `<h4>Dialogue</h4>${dialogueHtml(t)}${uv}<h4>Tool calls</h4>${callsHtml(t)}${gtHtml(t)}${verdictsHtml(t)}<h4>Final state against the ground truth</h4><div class="state-diff">${diffHtml(t)}</div>`;
 }
@@ -147,7 +147,7 @@ function render() {
   applyFilters();
   window.addEventListener("hashchange", goHash);
   goHash();
-  document.body.appendChild(el("footer", {}, `${esc(DATA.generated_by)} · EgoBench run · click a task to open it; #t-N links to task N`));
+  document.body.appendChild(el("footer", {}, `${bdi(DATA.generated_by)} · EgoBench run · click a task to open it; #t-N links to task N`));
   document.body.dataset.ready = "1";
 }
 

@@ -6,7 +6,7 @@ const W = 960, PAD = 30;
 function ciCell(c) {
   if (!c) return "<td>—</td>";
   const ci = c.low == null ? "" : ` <span class="ci">[${fmt(c.low)}, ${fmt(c.high)}]</span>`;
-  return `<td title="${esc(c.counts)}${c.note ? " — " + esc(c.note) : ""}">${fmt(c.estimate)}${ci}</td>`;
+  return `<td title="${iso(c.counts)}${c.note ? " — " + iso(c.note) : ""}">${fmt(c.estimate)}${ci}</td>`;
 }
 
 function renderSummary(root) {
@@ -15,29 +15,29 @@ function renderSummary(root) {
     const h = r.health || {}, j = h.judge || {};
     const health = r.scored ? `infrastructure errors ${h.infrastructure_errors ?? 0}, suppressed ${h.suppressed_records ?? 0}, ` +
       `parse errors ${h.parse_errors ?? 0}, unparseable verdicts ${j.unparseable_pairs ?? 0}, unjudged targets ${j.unjudged_targets ?? 0}` : "";
-    return `<div class="runcard" data-run="${i}"><b>${esc(r.label)}</b> — model ${esc(r.model)}, ${esc(r.protocol)} protocol` +
-      (r.judge ? `, judge ${esc(r.judge)}` : "") + `<br><span class="ci">${esc(r.path)}</span>` +
-      (r.approximation ? `<br><span class="ci">judge approximation: ${esc(r.approximation)}</span>` : "") +
-      (health ? `<br>health: ${health}` : "") + r.warnings.map(w => `<br><span class="warn">${esc(w)}</span>`).join("") + "</div>";
+    return `<div class="runcard" data-run="${i}"><b>${bdi(r.label)}</b> — model ${bdi(r.model)}, ${bdi(r.protocol)} protocol` +
+      (r.judge ? `, judge ${bdi(r.judge)}` : "") + `<br><span class="ci">${bdi(r.path)}</span>` +
+      (r.approximation ? `<br><span class="ci">judge approximation: ${bdi(r.approximation)}</span>` : "") +
+      (health ? `<br>health: ${health}` : "") + r.warnings.map(w => `<br><span class="warn">${bdi(w)}</span>`).join("") + "</div>";
   }).join("");
   const metrics = [];
   runs.forEach(r => r.scores.forEach(c => { if (!metrics.includes(c.metric)) metrics.push(c.metric); }));
-  const head = "<tr><th>metric (%; 95% CI)</th>" + runs.map(r => `<th>${esc(r.label)}</th>`).join("") + "</tr>";
-  const rows = metrics.map(m => `<tr><td>${esc(m)}</td>` + runs.map(r => ciCell(r.scores.find(c => c.metric === m))).join("") + "</tr>").join("");
+  const head = "<tr><th>metric (%; 95% CI)</th>" + runs.map(r => `<th>${bdi(r.label)}</th>`).join("") + "</tr>";
+  const rows = metrics.map(m => `<tr><td>${bdi(m)}</td>` + runs.map(r => ciCell(r.scores.find(c => c.metric === m))).join("") + "</tr>").join("");
   const table = metrics.length ? `<table class="scores" id="score-table">${head}${rows}</table>` : "<p>No scores yet.</p>";
   root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${cards}</div><h2>Scores</h2>${table}`));
 }
 
 function diffList(id, title, items) {
   // Long lists start folded so the interactions stay on the first screen.
-  const link = x => `<li><a href="#" data-goto="${esc(x.split("/")[0])}">${esc(x)}</a></li>`;
+  const link = x => `<li><a href="#" data-goto="${esc(x.split("/")[0])}">${bdi(x)}</a></li>`;
   return `<details id="${id}"${items.length <= 20 ? " open" : ""}><summary>${title}: ${items.length}</summary>` +
     `<ul>${items.map(link).join("")}</ul></details>`;
 }
 
 function renderDiff(root) {
   if (DATA.runs.length !== 2) return;
-  const a = esc(DATA.runs[0].label), b = esc(DATA.runs[1].label);
+  const a = bdi(DATA.runs[0].label), b = bdi(DATA.runs[1].label);
   root.appendChild(el("section", {id: "diff", class: "diff"}, `<h2>${b} against ${a}</h2>` +
     diffList("gained", `<b>Targets gained</b> (missed by ${a}, hit by ${b})`, DATA.gained) +
     diffList("lost", `<b>Targets lost</b> (hit by ${a}, missed by ${b})`, DATA.lost)));
@@ -63,7 +63,7 @@ function tags(it) {
 function renderFilters(root) {
   const tasks = [...new Set(DATA.interactions.map(i => i.task))].sort();
   const outs = OUTCOMES.concat(["error"], DATA.runs.length === 2 ? ["gained", "lost"] : []);
-  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;
+  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>task <select id="filter-task">${opt("", "all")}${tasks.map(t => opt(t)).join("")}</select></label>` +
     `<label>outcome <select id="filter-outcome">${opt("", "all")}${outs.map(o => opt(o)).join("")}</select></label>` +
@@ -73,18 +73,18 @@ function renderFilters(root) {
 
 function badges(it) {
   return it.runs.map((r, i) => {
-    if (!r.present) return `<span class="badge" style="background:#bbb">${esc(DATA.runs[i].label)}: —</span>`;
+    if (!r.present) return `<span class="badge" style="background:#bbb">${bdi(DATA.runs[i].label)}: —</span>`;
     const o = Object.values(r.outcomes), hits = o.filter(x => x === "hit").length;
-    return `<span class="badge" style="background:${hits === o.length && o.length ? "var(--hit)" : "#607d8b"}">${esc(DATA.runs[i].label)}: ${hits}/${o.length}</span>`;
-  }).join("") + it.gained.map(t => `<span class="badge" style="background:var(--hit)">gained ${esc(t)}</span>`).join("") +
-    it.lost.map(t => `<span class="badge" style="background:var(--wrong)">lost ${esc(t)}</span>`).join("");
+    return `<span class="badge" style="background:${hits === o.length && o.length ? "var(--hit)" : "#607d8b"}">${bdi(DATA.runs[i].label)}: ${hits}/${o.length}</span>`;
+  }).join("") + it.gained.map(t => `<span class="badge" style="background:var(--hit)">gained ${bdi(t)}</span>`).join("") +
+    it.lost.map(t => `<span class="badge" style="background:var(--wrong)">lost ${bdi(t)}</span>`).join("");
 }
 
 function renderShells(root) {
   const html = DATA.interactions.map((it, n) =>
     `<section class="interaction" id="i-${n}" data-n="${n}" data-id="${esc(it.id)}" data-task="${esc(it.task)}" data-tags="${esc(tags(it).join(" "))}">` +
-    `<h3>${esc(it.id)} <span class="ci">${esc(it.task)} · video ${esc(it.video_id)} · q = ${fmt(it.q, 2)} s</span>${badges(it)}</h3>` +
-    `<div class="query">“${esc(it.query)}”</div><div class="body"></div></section>`).join("");
+    `<h3>${bdi(it.id)} <span class="ci">${bdi(it.task)} · video ${bdi(it.video_id)} · q = ${fmt(it.q, 2)} s</span>${badges(it)}</h3>` +
+    `<div class="query">“${bdi(it.query)}”</div><div class="body"></div></section>`).join("");
   const box = el("div", {id: "interactions"}, html);
   root.appendChild(box);
   return box;
@@ -98,9 +98,9 @@ function timelineSvg(it, r, ri) {
   it.targets.forEach((t, k) => {
     const x0 = x(t.window_s[0], end), x1 = x(t.window_s[1], end);
     const o = r.outcomes[t.id] || "";
-    s += `<rect x="${x0}" y="14" width="${Math.max(2, x1 - x0)}" height="50" fill="var(--${o === "hit" || o === "infra_error" ? o : "missed"})" opacity="0.13"><title>${esc(t.id)} window [${fmt(t.window_s[0], 2)}, ${fmt(t.window_s[1], 2)}] s: ${esc(o || "unscored")}</title></rect>`;
+    s += `<rect x="${x0}" y="14" width="${Math.max(2, x1 - x0)}" height="50" fill="var(--${o === "hit" || o === "infra_error" ? o : "missed"})" opacity="0.13"><title>${iso(t.id)} window [${fmt(t.window_s[0], 2)}, ${fmt(t.window_s[1], 2)}] s: ${iso(o || "unscored")}</title></rect>`;
     s += `<line x1="${x(t.anchor_s, end)}" x2="${x(t.anchor_s, end)}" y1="14" y2="64" stroke="#555" stroke-width="1"/>`;
-    s += `<text x="${x(t.anchor_s, end) + 2}" y="11" font-size="10">${esc(t.id)}${o ? ": " + esc(o) : ""}</text>`;
+    s += `<text x="${x(t.anchor_s, end) + 2}" y="11" font-size="10">${iso(t.id)}${o ? ": " + iso(o) : ""}</text>`;
     const reg = r.regions[t.id];
     if (reg && reg[1] != null) s += `<line class="region" x1="${x(reg[1], end)}" x2="${x(reg[1], end)}" y1="14" y2="64" stroke="#333" stroke-dasharray="1,3"/>`;
   });
@@ -109,7 +109,7 @@ function timelineSvg(it, r, ri) {
   r.grid.forEach(t => { s += `<line class="gridpt" data-t="${t}" x1="${x(t, end)}" x2="${x(t, end)}" y1="${yM - 4}" y2="${yM + 4}"><title>decision point ${fmt(t, 2)} s</title></line>`; });
   for (let k = 0; k <= Math.floor(end); k++) s += `<text x="${x(k, end)}" y="${H - 2}" font-size="9" text-anchor="middle" fill="#777">${k}</text>`;
   r.marks.forEach((m, j) => {
-    const cx = x(m.t, end), tt = `<title>${fmt(m.t, 2)} s: ${esc(m.cls)}</title>`;
+    const cx = x(m.t, end), tt = `<title>${fmt(m.t, 2)} s: ${iso(m.cls)}</title>`;
     if (m.cls === "error") s += `<path class="mark mark-error" data-j="${j}" d="M${cx - 5},${yM - 17}l10,10m0,-10l-10,10" stroke="var(--error)" stroke-width="3">${tt}</path>`;
     else if (m.cls === "suppressed") s += `<circle class="mark mark-suppressed" data-j="${j}" cx="${cx}" cy="${yM - 12}" r="5" fill="#fff" style="stroke:var(--suppressed);stroke-width:2">${tt}</circle>`;
     else s += `<circle class="mark mark-${m.cls}" data-j="${j}" cx="${cx}" cy="${yM - 12}" r="${m.matched ? 7 : 5.5}" fill="var(--${m.cls})">${tt}</circle>`;
@@ -118,23 +118,24 @@ function timelineSvg(it, r, ri) {
 }
 
 function markDetail(m) {
-  const tools = m.tools.length ? "\ntool calls: " + JSON.stringify(m.tools) : "";
-  const lines = [`t = ${fmt(m.t, 3)} s — ${m.cls}` + (m.target ? ` (target ${m.target}${m.matched ? ", the eligible response" : ""})` : ""),
-    "text: " + m.text + tools,
-    "content verdict: " + (m.verdict || (m.target ? "not judged (scoring never read it)" : "—")),
+  const u = v => "\u2068" + v + "\u2069";  // escaped once below, with the rest
+  const tools = m.tools.length ? "\ntool calls: " + u(JSON.stringify(m.tools)) : "";
+  const lines = [`t = ${fmt(m.t, 3)} s — ${u(m.cls)}` + (m.target ? ` (target ${u(m.target)}${m.matched ? ", the eligible response" : ""})` : ""),
+    "text: " + u(m.text) + tools,
+    "content verdict: " + (m.verdict ? u(m.verdict) : (m.target ? "not judged (scoring never read it)" : "—")),
     `latency ${m.latency_s == null ? "—" : fmt(m.latency_s, 2) + " s"}, tokens ${m.prompt_tokens ?? "—"} in / ${m.completion_tokens ?? "—"} out`];
-  if (m.error) lines.push("error: " + m.error);
-  if (m.parse_error) lines.push("parse error: " + m.parse_error);
+  if (m.error) lines.push("error: " + u(m.error));
+  if (m.parse_error) lines.push("parse error: " + u(m.parse_error));
   return esc(lines.join("\n"));
 }
 
 function framesHtml(r, t) {
   const f = r.frames[String(Math.round(t * 1000))];
   if (!f) return `<div class="ci">t = ${fmt(t, 3)} s: no frame data</div>`;
-  let h = `<div class="ci">t = ${fmt(t, 3)} s — ${f.times.length} frame(s) seen` + (f.times.length ? ` at ${f.times.map(v => fmt(v, 2)).join(", ")} s` : "") + (f.note ? ` — ${esc(f.note)}` : "") + "</div><div class=\"frames\">";
+  let h = `<div class="ci">t = ${fmt(t, 3)} s — ${f.times.length} frame(s) seen` + (f.times.length ? ` at ${f.times.map(v => fmt(v, 2)).join(", ")} s` : "") + (f.note ? ` — ${bdi(f.note)}` : "") + "</div><div class=\"frames\">";
   f.thumbs.forEach((k, i) => { if (k && DATA.thumbs[k]) h += `<figure><img class="thumb" alt="frame ${fmt(f.times[i], 2)} s" src="${DATA.thumbs[k]}"><figcaption>${fmt(f.times[i], 2)} s</figcaption></figure>`; });
   h += "</div>";
-  if (f.transcript != null) h += `<div class="transcript">heard so far: “${esc(f.transcript)}”</div>`;
+  if (f.transcript != null) h += `<div class="transcript">heard so far: “${bdi(f.transcript)}”</div>`;
   return h;
 }
 
@@ -142,12 +143,12 @@ function renderBody(sec) {
   if (sec.dataset.drawn) return;
   sec.dataset.drawn = "1";
   const it = DATA.interactions[+sec.dataset.n];
-  const tg = it.targets.map(t => `${esc(t.id)} @ ${t.interval ? "[" + fmt(t.window_s[0], 2) + ", " + fmt(t.window_s[1], 2) + "]" : fmt(t.anchor_s, 2)} s: “${esc(t.reference)}”` + (t.tools ? ` tools ${esc(t.tools.join(", "))}` : "")).join("<br>");
+  const tg = it.targets.map(t => `${bdi(t.id)} @ ${t.interval ? "[" + fmt(t.window_s[0], 2) + ", " + fmt(t.window_s[1], 2) + "]" : fmt(t.anchor_s, 2)} s: “${bdi(t.reference)}”` + (t.tools ? ` tools ${bdi(t.tools.join(", "))}` : "")).join("<br>");
   let h = `<div class="ci">targets:<br>${tg}</div>`;
   it.runs.forEach((r, ri) => {
-    h += `<div class="runrow" data-run="${ri}"><div class="runlabel">${esc(DATA.runs[ri].label)}</div>`;
+    h += `<div class="runrow" data-run="${ri}"><div class="runlabel">${bdi(DATA.runs[ri].label)}</div>`;
     h += r.present ? timelineSvg(it, r, ri) : "";
-    h += r.notes.map(n => `<div class="ci">${esc(n)}</div>`).join("");
+    h += r.notes.map(n => `<div class="ci">${bdi(n)}</div>`).join("");
     h += `<div class="detail"></div><div class="seen"></div></div>`;
   });
   sec.querySelector(".body").innerHTML = h;
@@ -227,7 +228,7 @@ function render() {
   window.addEventListener("hashchange", goHash);
   goHash();
   const s = DATA.settings;
-  document.body.appendChild(el("footer", {}, `${esc(DATA.generated_by)} · thumbnails ≤ ${s.max_thumbnails} (${s.thumbs_per_point} per point, ${s.thumb_px} px) · bootstrap B = ${s.resamples}, seed ${s.seed}` + (DATA.lazy ? " · timelines drawn as they scroll into view" : "")));
+  document.body.appendChild(el("footer", {}, `${bdi(DATA.generated_by)} · thumbnails ≤ ${s.max_thumbnails} (${s.thumbs_per_point} per point, ${s.thumb_px} px) · bootstrap B = ${s.resamples}, seed ${s.seed}` + (DATA.lazy ? " · timelines drawn as they scroll into view" : "")));
   document.body.dataset.ready = "1";
 }
 

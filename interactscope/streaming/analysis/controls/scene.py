@@ -10,6 +10,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.core.files import write_atomic
 from interactscope.stats import BootstrapOptions
 from interactscope.streaming.analysis.compare import paired_table, run_table
 from interactscope.streaming.analysis.controls.base import (
@@ -180,7 +181,9 @@ def report_scene(inputs: ReportInputs, sink: ReportSink) -> None:
         if r.label not in paired:
             sink.skip(f"scene ablation: no main run pairs with {r.label}")
     sink.add_files("fig_scene_tolerance", tolerance_figure(curves, inputs.out))
-    curves.to_csv(inputs.out / "fig_scene_tolerance.csv", index=False, float_format="%.4f")
+    write_atomic(
+        inputs.out / "fig_scene_tolerance.csv", curves.to_csv(index=False, float_format="%.4f")
+    )
     if not tables:
         sink.skip("scene_ablation: no (main, scene=none) pair of the same model")
         return

@@ -24,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.core.files import write_atomic
 from interactscope.stats import BootstrapOptions
 from interactscope.streaming.analysis.compare import run_table
 from interactscope.streaming.analysis.controls.base import ReportInputs
@@ -160,22 +161,25 @@ def _sequence_figure(rep: Report, mains: list[ScoredRun], opts: BootstrapOptions
     panels = _sequence_panels(mains, opts)
     rep.add_files("fig_sequences", sequence_figure(panels, rep.out))
     if panels:
-        pd.DataFrame(
-            [
-                {
-                    "run": p["run"],
-                    "task": p["task"],
-                    "K": p["k"],
-                    "episodes": p["outcomes"].shape[0],
-                    **{f"step{j + 1}": int(v) for j, v in enumerate(p["outcomes"].sum(axis=0))},
-                    "complete": p["perm"].observed,
-                    "expected": p["perm"].expected,
-                    "ref_low": p["perm"].low,
-                    "ref_high": p["perm"].high,
-                }
-                for p in panels
-            ]
-        ).to_csv(rep.out / "fig_sequences.csv", index=False, float_format="%.4f")
+        write_atomic(
+            rep.out / "fig_sequences.csv",
+            pd.DataFrame(
+                [
+                    {
+                        "run": p["run"],
+                        "task": p["task"],
+                        "K": p["k"],
+                        "episodes": p["outcomes"].shape[0],
+                        **{f"step{j + 1}": int(v) for j, v in enumerate(p["outcomes"].sum(axis=0))},
+                        "complete": p["perm"].observed,
+                        "expected": p["perm"].expected,
+                        "ref_low": p["perm"].low,
+                        "ref_high": p["perm"].high,
+                    }
+                    for p in panels
+                ]
+            ).to_csv(index=False, float_format="%.4f"),
+        )
     if not any(p["task"] in SEQUENCE_TASKS for p in panels):
         rep.skip(
             "fig_sequences: no T8-C episodes; the figure shows the multi-target episodes of "
@@ -215,8 +219,8 @@ def _write_index(rep: Report, inputs: ReportInputs, pairing: dict[str, Any]) -> 
         },
         "files": {k: [p.name for p in v] for k, v in rep.files.items()},
     }
-    (rep.out / "report.json").write_text(
-        json.dumps(rep.meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    write_atomic(
+        (rep.out / "report.json"), json.dumps(rep.meta, indent=2, ensure_ascii=False) + "\n"
     )
     head = "# interactscope report\n\nRuns: " + ", ".join(
         f"`{r.label}` ({roles[r.label]})" for r in inputs.runs
@@ -226,13 +230,13 @@ def _write_index(rep: Report, inputs: ReportInputs, pairing: dict[str, Any]) -> 
         "![sequences](fig_sequences.png)\n"
     )
     skipped = "\n".join(f"- {s}" for s in rep.skipped)
-    (rep.out / "report.md").write_text(
+    write_atomic(
+        (rep.out / "report.md"),
         head
         + "\n\n"
         + "\n".join(rep.markdown)
         + figs
         + ("\n## Skipped\n\n" + skipped + "\n" if rep.skipped else ""),
-        encoding="utf-8",
     )
 
 
