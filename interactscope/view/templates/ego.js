@@ -9,18 +9,32 @@ function scoreRow(s) {
     `<td>${pct(s.tool_succ)}</td><td>${pct(s.result_succ)}</td><td>${cls || "—"}</td></tr>`;
 }
 
-function renderSummary(root) {
-  const r = DATA.run, h = r.health || {};
+function runCard(r, tag) {
+  const h = r.health || {};
   const counts = o => Object.entries(o || {}).map(([k, n]) => `${esc(k)} ${n}`).join(", ") || "—";
   const health = h.all_pass == null ? "no user verdicts (scripted user)" : `user all-pass ${pct(h.all_pass)}% over ${h.trajectories} trajectories, ${h.rewrites} rewrites`;
-  const card = `<div class="runcard"><b>agent ${esc(r.agent)}</b>, user ${esc(r.user)}, mode ${esc(r.mode)}` +
+  return `<div class="runcard">${tag ? `<b>${tag}</b> ` : ""}<b>agent ${esc(r.agent)}</b>, user ${esc(r.user)}, mode ${esc(r.mode)}` +
     `<br><span class="ci">${esc(r.path)}</span><br>sees_pixels: ${r.sees_pixels.yes ?? 0} yes, ${r.sees_pixels.no ?? 0} no` +
     `<br>stop reasons: ${counts(r.stop_reasons)}<br>${esc(health)}<br><span class="ci">scores: ${esc(r.score_source)}</span>` +
     r.warnings.map(w => `<br><span class="warn">${esc(w)}</span>`).join("") + "</div>";
-  const rows = DATA.variants.concat(DATA.overall ? [DATA.overall] : []).map(scoreRow).join("");
-  const table = `<table class="scores" id="score-table"><tr><th>variant</th><th>tasks</th><th>JointSucc %</th><th>MicroAcc %</th>` +
+}
+
+function scoreTable(variants, overall, id) {
+  const rows = variants.concat(overall ? [overall] : []).map(scoreRow).join("");
+  return `<table class="scores" id="${id}"><tr><th>variant</th><th>tasks</th><th>JointSucc %</th><th>MicroAcc %</th>` +
     `<th>ToolSucc %</th><th>ResultSucc %</th><th>error classes</th></tr>${rows}</table>`;
-  root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${card}</div><h2>Scores</h2>${table}`));
+}
+
+function renderSummary(root) {
+  const two = !!DATA.other;
+  const cards = runCard(DATA.run, two ? "A" : "") + (two ? runCard(DATA.other, "B") : "");
+  let scores = (two ? "<h3>A</h3>" : "") + scoreTable(DATA.variants, DATA.overall, "score-table");
+  if (two) {
+    const keys = ks => ks.length ? ks.map(esc).join(", ") : "none";
+    scores += "<h3>B</h3>" + scoreTable(DATA.other_variants, DATA.other_overall, "score-table-b") +
+      `<p id="gained-lost">B against A (JointSucc, tasks both played): gained ${DATA.gained.length} (${keys(DATA.gained)}), lost ${DATA.lost.length} (${keys(DATA.lost)})</p>`;
+  }
+  root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${cards}</div><h2>Scores</h2>${scores}`));
 }
 
 function renderFilters(root) {
@@ -35,6 +49,12 @@ function renderFilters(root) {
 function badge(ok, label) { return `<span class="badge ${ok ? "ok" : "fail"}">${esc(label)}</span>`; }
 
 function header(t) {
+  const o = t.other, b = o ? ` · B: ` + badge(o.joint_succ, o.joint_succ ? "JointSucc" : "failed") + badge(o.tool_succ, `tools ${o.matched}/${o.total_gt}`) : "";
+  if (!t.present && o) return `${esc(t.key)} <span class="ci">A: no episode</span>${b}`;
+  return headA(t) + b;
+}
+
+function headA(t) {
   const nd = t.diff.length;
   return `${esc(t.key)} ` + badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`) +
     badge(t.result_succ, t.result_succ ? "state = GT" : "state ≠ GT") +
@@ -97,9 +117,16 @@ function renderBody(sec) {
   if (sec.dataset.drawn) return;
   sec.dataset.drawn = "1";
   const t = DATA.tasks[+sec.dataset.n];
+  if (!t.other) { sec.querySelector(".body").innerHTML = bodyHtml(t); return; }
+  const a = t.present ? bodyHtml(t) : "<p class=\"ci\">no episode in A</p>";
+  sec.querySelector(".body").innerHTML = `<div class="sides"><div class="side side-a"><h4>A: ${esc(DATA.run.agent)}</h4>${a}</div>` +
+    `<div class="side side-b"><h4>B: ${esc(DATA.other.agent)}</h4>${bodyHtml(t.other)}</div></div>`;
+}
+
+function bodyHtml(t) {
   const uv = t.user_verdicts.length ? `<p class="ci">user Evaluator: ${t.user_verdicts.filter(v => v.all_pass).length}/${t.user_verdicts.length} turns passed all four criteria</p>` : "";
   const errs = t.errors.map(e => `<div class="warn">error: ${esc(e)}</div>`).join("");
-  sec.querySelector(".body").innerHTML = `<p class="ci">instruction: ${esc(t.instruction)}</p>` +
+  return `<p class="ci">instruction: ${esc(t.instruction)}</p>` +
     `<p>stop reason <b>${esc(t.stop_reason || "—")}</b> · error class <b>${esc(t.error_class || "— (JointSucc)")}</b>` + (t.note ? ` · <span class="ci">${esc(t.note)}</span>` : "") +
     ` · tokens ${t.input_tokens} in / ${t.output_tokens} out · ${fmt(t.latency_s, 2)} s</p>${errs}` +
     `<h4>Dialogue</h4>${dialogueHtml(t)}${uv}<h4>Tool calls</h4>${callsHtml(t)}${gtHtml(t)}${verdictsHtml(t)}<h4>Final state against the ground truth</h4><div class="state-diff">${diffHtml(t)}</div>`;
