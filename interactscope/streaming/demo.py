@@ -1,7 +1,9 @@
 """``interactscope demo``: a panel of models on the bundled demo benchmark, one leaderboard.
 
 The panel shows the evaluator discriminating: ``oracle`` (a perfect model), ``blind-fire`` (the
-timing-prior control: one answer at q + delay whatever the scene), ``silent`` (never answers) and
+timing-prior control: one answer at q + delay whatever the scene), ``change-detector`` (the
+signal-driven control: answers at visual change points and audio onsets of the causal prefix),
+``silent`` (never answers) and
 the CPU default model (``cascade``: ASR transcript + SmolLM2-135M, which sees no pixels). The
 baselines are instant; the CPU model runs on the first ``cpu_limit`` interactions only (recorded
 in its ``run.json`` as ``interaction_ids``) so the whole demo stays within minutes on 2 cores.
@@ -35,7 +37,7 @@ __all__ = ["DemoResult", "DemoSettings", "leaderboard", "run_panel"]
 
 log = logging.getLogger(__name__)
 
-BASELINES: tuple[str, ...] = ("oracle", "blind-fire", "silent")
+BASELINES: tuple[str, ...] = ("oracle", "blind-fire", "change-detector", "silent")
 LEADERBOARD_METRICS: tuple[tuple[str, str], ...] = (
     ("Overall", "Overall %"),
     ("Avg(6)", "Avg(6) %"),
