@@ -121,3 +121,9 @@ def test_fires_at_the_cut_and_the_onset_never_before(bench, tmp_path):
 def test_auto_detector_is_silero_with_the_asr_extra():
     pytest.importorskip("faster_whisper")
     assert resolve_detector("auto") == "silero"
+
+
+def test_demo_panel_places_it_between_blind_fire_and_silent():
+    from interactscope.streaming.demo import DemoSettings
+
+    assert DemoSettings().models == ["oracle", "blind-fire", "change-detector", "silent"]

@@ -11,6 +11,7 @@ more than a test's minutes on a 2-core CPU), ``python -m interactscope`` and the
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -40,8 +41,10 @@ def installed(tmp_path_factory) -> tuple[Path, Path, dict[str, str]]:
     src = base / "src"
     shutil.copytree(ROOT, src, ignore=_skip)
     pip = [sys.executable, "-m", "pip", "-q", "--disable-pip-version-check"]
-    subprocess.run([*pip, "wheel", "--no-deps", "--no-build-isolation", "-w", str(base / "dist"),
-                    str(src)], check=True, capture_output=True)  # fmt: skip
+    # without setuptools in the environment (Python >= 3.12 venvs) pip builds in isolation
+    iso = [] if importlib.util.find_spec("setuptools") is None else ["--no-build-isolation"]
+    subprocess.run([*pip, "wheel", "--no-deps", *iso, "-w", str(base / "dist"), str(src)],
+                   check=True, capture_output=True)  # fmt: skip
     (wheel,) = (base / "dist").glob("interactscope-*.whl")
     target = base / "site"
     subprocess.run([*pip, "install", "--no-deps", "--target", str(target), str(wheel)],
