@@ -56,3 +56,18 @@ def test_missing_videos_are_one_summary_line(bench, tmp_path):
     assert "media/extra/x4.mp4" in line and "media/extra/x5.mp4" not in line
     assert f"put them under {bench / 'media' / 'extra'}" in line
     assert not (tmp_path / "r").exists()
+
+
+def test_missing_asr_extra_is_one_line_before_collecting(tmp_path, monkeypatch):
+    """audio.mode=asr without the [asr] extra: refused in preflight naming the extra (it was
+    found only while collecting: one error record per interaction, exit 3)."""
+    from interactscope.media import asr
+    from interactscope.streaming.collect import CollectError, run_collect
+
+    monkeypatch.setattr(asr, "default_model_available", lambda: False)
+    with pytest.raises(CollectError, match=r"needs the \[asr\] extra.*interactscope\[asr\]"):
+        run_collect(model="silent", bench=DEMO, out=tmp_path / "r", progress=False,
+                    overrides={"audio.mode": "asr"})  # fmt: skip
+    assert not (tmp_path / "r").exists()
+    # native audio needs no ASR: the same check passes
+    run_collect(model="silent", bench=DEMO, out=tmp_path / "ok", progress=False, limit=1)
