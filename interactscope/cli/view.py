@@ -36,8 +36,9 @@ def view(
     interaction a timeline of the decision grid, q, target windows and every response coloured
     by its outcome; click a response for its text, tool calls, verdict, latency and tokens, and
     for the frames (and transcript) the model had at that decision point. For an `ego run`
-    folder (two: side by side, with the tasks B gained and lost): scores per variant, and per task the dialogue, tool calls with results, auditor
-    verdicts, stop reason, error class and the final state diff against the ground truth."""
+    folder (two: side by side, with the tasks B gained and lost): scores per variant, and per
+    task the dialogue, tool calls with results, auditor verdicts, stop reason, error class and
+    the final state diff against the ground truth."""
     setup_logging(verbose)
     from pydantic import ValidationError
 
