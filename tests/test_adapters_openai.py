@@ -241,6 +241,12 @@ def test_parts_become_openai_content_parts() -> None:
     dropped = to_openai_messages(fake_messages(2.0, audio_s=1.5), drop_audio=True)
     assert [p["type"] for p in dropped[1]["content"]] == ["image_url", "text"]
 
+    # t = 0: the stream has no samples yet; no (empty) WAV is sent unless a config asks for it
+    at_zero = to_openai_messages(fake_messages(0.0, audio_s=0.0))
+    assert [p["type"] for p in at_zero[1]["content"]] == ["image_url", "text"]
+    asked = to_openai_messages(fake_messages(0.0, audio_s=0.0), send_empty_audio=True)
+    assert [p["type"] for p in asked[1]["content"]] == ["image_url", "input_audio", "text"]
+
     tools = to_openai_tools(TOOLS)
     assert tools[0]["type"] == "function"
     assert tools[0]["function"]["parameters"]["required"] == ["room"]

@@ -231,7 +231,10 @@ def test_validate_warns_about_missing_videos_and_exits_0(tmp_path):
     )
     assert res.stdout.startswith("tiny v1: 2 interactions (T2=2), 2 targets, 3 videos")
     strict = subprocess.run([*cli, "--strict-media"], capture_output=True, text=True)
-    assert strict.returncode == 1 and "media/gone.mp4: file not found" in strict.stderr
+    assert strict.returncode == 1, strict.stderr
+    assert (
+        "2 video files missing: media/gone.mp4, videos/later.mp4; put them under" in strict.stderr
+    )
     js = subprocess.run([*cli, "--json"], capture_output=True, text=True)
     doc = json.loads(js.stdout)
     assert doc["ok"] is True and doc["missing_media"]["gone"] == "media/gone.mp4"

@@ -6,6 +6,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
@@ -94,3 +95,23 @@ def test_single_model_demo_still_works(tmp_path, monkeypatch):
     assert res.exit_code == 0, res.output
     assert (tmp_path / "runs" / "demo-oracle" / "scores" / "summary.json").is_file()
     assert "100.00" in res.output
+
+
+@pytest.mark.slow
+def test_cpu_model_step_shows_progress(tmp_path, monkeypatch):
+    """The capped CPU model (the longest step) collects with a progress bar, the baselines
+    without one."""
+    from interactscope.streaming import demo
+
+    seen: list[tuple[str, bool]] = []
+    real = demo.run_collect
+
+    def spy(**kw):
+        seen.append((kw["model"], kw["progress"]))
+        return real(**kw)
+
+    monkeypatch.setattr(demo, "run_collect", spy)
+    s = DemoSettings(models=["silent"], cpu_model="oracle", cpu_limit=1, judge="lexical",
+                     resamples=100)  # fmt: skip
+    run_panel(DEMO, tmp_path / "demo", s, echo=lambda _: None)
+    assert seen == [("silent", False), ("oracle", True)]

@@ -451,3 +451,14 @@ def test_demo_prints_two_lines(tmp_path: Path) -> None:
     assert len(lines) == 2
     assert "21 played" in lines[0]
     assert "21 tasks (easy) | JointSucc 1.000  MicroAcc 1.000 (75/75)" in lines[1]
+
+
+def test_scene_text_and_first_user_message_are_separate_paragraphs() -> None:
+    """The blind agent's first user message: the scene description, a blank line, the user's
+    words (they were glued: "...in succession.Hello.")."""
+    v, t = _retail1()
+    eng = FakeEngine(lambda messages, tools: "Hi.")
+    s = build_settings("easy", {})
+    run_episode(v, t, ModelAgent(eng, "fake"), ScriptedUser(["Hello."]), s, _blind(t))
+    first_user = next(m for m in eng.calls[0][0] if m.role == "user").text()
+    assert first_user.endswith("\n\nHello.") and t.image_description.strip() in first_user

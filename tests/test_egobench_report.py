@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pandas as pd
 import pytest
@@ -80,7 +81,20 @@ def test_report_pooled_and_per_file_microacc(scored):
     )
     assert res.exit_code == 0, res.output
     table = pd.read_csv(tmp / "rep" / "report.csv")
-    easy = table[(table.scenario == "retail") & (table["mode"] == "easy")].iloc[0]
+    retail = table[(table.scenario == "retail") & (table.agent == "unknown")]
+    easy = retail[(retail["mode"] == "easy") & (retail.variant == "all")].iloc[0]
+    assert easy.cluster == "variant"
+    # per variant (cluster = task): the GT replay solves all 32, the empty log none of 49
+    r1 = retail[(retail["mode"] == "easy") & (retail.variant == "retail1")].iloc[0]
+    r6 = retail[(retail["mode"] == "easy") & (retail.variant == "retail6")].iloc[0]
+    assert (r1.cluster, r1.n_tasks, r1.JointSucc, r1.JointSucc_low, r1.JointSucc_high) == (
+        "task",
+        32,
+        1.0,
+        1.0,
+        1.0,
+    )
+    assert (r6.n_tasks, r6.JointSucc, r6.MicroAcc) == (49, 0.0, 0.0)
     # retail1 GT replay (32 tasks, 79/79 calls) + retail6 empty log (49 tasks, 0/165)
     assert easy.JointSucc == pytest.approx(32 / 81)
     assert easy.MicroAcc_pooled == pytest.approx(79 / 244)
@@ -88,7 +102,7 @@ def test_report_pooled_and_per_file_microacc(scored):
     # two clusters with ratios 1 and 0: a quarter of resamples draw each one twice
     assert (easy.JointSucc_low, easy.JointSucc_high) == (0.0, 1.0)
     assert easy.err_syntax == 49 and easy.n_variants == 2
-    mean = table[(table.scenario == "retail") & (table["mode"] == "mean of modes")].iloc[0]
+    mean = retail[retail["mode"] == "mean of modes"].iloc[0]
     assert mean.JointSucc == pytest.approx((32 / 81 + 1.0) / 2)
     for ext in ("md", "tex", "csv"):
         assert (tmp / "rep" / f"report.{ext}").stat().st_size > 0
@@ -117,3 +131,56 @@ def test_score_bad_setting_one_line(scored):
 def test_report_of_unscored_folder_one_line(tmp_path):
     res = CliRunner().invoke(app, ["ego", "report", str(tmp_path), "--out", str(tmp_path / "r")])
     assert res.exit_code == 1 and "summary.json" in res.output and "Traceback" not in res.output
+
+
+# --- run folders of two agents (hand-made runs: replays of the first N tasks' ground truth) ---
+
+
+@pytest.fixture(scope="module")
+def two_agents(tmp_path_factory):
+    from test_egointeract_ablation import make_run
+
+    base = tmp_path_factory.mktemp("agents")
+    return base, make_run(base / "a", "full", 7), make_run(base / "b", "no_rules", 4)
+
+
+def _report(*args):
+    return CliRunner().invoke(app, ["ego", "report", *map(str, args), "--resamples", "500"])
+
+
+def test_report_of_run_folders_one_row_per_agent(two_agents):
+    base, a, b = two_agents
+    res = _report(a, b, "--out", base / "rep")
+    assert res.exit_code == 0, res.output
+    assert "scored into" in res.output  # the runs had no score yet
+    table = pd.read_csv(base / "rep" / "report.csv")
+    assert list(table.agent) == ["egointeract:fake,full", "egointeract:fake,no_rules [no_rules]"]
+    assert list(table.JointSucc) == [7 / 8, 4 / 8]  # not pooled into 11/16
+    assert set(table.variant) == {"retail1"} and set(table.cluster) == {"task"}
+    d = pd.read_csv(base / "rep" / "differences.csv").set_index("agent")
+    # paired on the 8 shared tasks: tasks 5-7 solved by a only -> -3/8 = -37.5 points; every
+    # task-level difference is <= 0, so no resample can be above 0
+    b_row = d.loc["egointeract:fake,no_rules [no_rules]"]
+    assert b_row.d_Joint == pytest.approx(-37.5) and b_row.d_Joint_high <= 0 < -b_row.d_Joint_low
+    assert b_row.n_tasks == 8 and math.isnan(d.loc["egointeract:fake,full"].d_Joint)
+    assert (
+        "Paired differences against `egointeract:fake,full`"
+        in (base / "rep" / "report.md").read_text()
+    )
+
+
+def test_report_pools_agents_only_when_asked(two_agents):
+    base, a, b = two_agents
+    res = _report(a, b, "--out", base / "pooled", "--pool")
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(base / "pooled" / "report.csv")
+    assert len(table) == 1 and table.JointSucc[0] == 11 / 16 and table.n_tasks[0] == 16
+    assert table.agent[0].startswith("pooled (")
+
+
+def test_report_refuses_one_score_given_twice(two_agents):
+    base, a, _ = two_agents
+    _report(a, "--out", base / "x")  # scores a
+    res = _report(a, a / "scores" / "retail1", "--out", base / "dup")
+    assert res.exit_code == 1 and "already given by" in res.output
+    assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1

@@ -114,7 +114,7 @@ def test_cli_writes_csv(tmp_path):
         app, ["audit-exposure", "ovo-backward", str(LOOK / "ovo_backward.json"), "--out", str(out)]
     )
     assert res.exit_code == 0, res.output
-    assert "| all | 4 | 0.565 | 0.960 | 3 (75.0 %) | 0.753 | 4 |" in res.output
+    assert "| all | 4 | 0.565 | 0.960 | 3 (75.0 %) | 0.753 | 0 | 4 |" in res.output
     with open(out) as fh:
         rows = list(csv.DictReader(fh))
     assert [float(r["exposure_s"]) for r in rows] == [0.96, 0.0, 0.8, 0.5]
@@ -152,3 +152,18 @@ def test_measured_duration_with_real_video(tmp_path):
     rows, s = audit_exposure("omnimmi-si", src, videos=videos)
     assert [(r.exposure_s, r.bound) for r in rows] == [(6.0, "exact"), (0.0, "lower")]
     assert s.bounds == {"exact": 1, "lower": 1}
+
+
+def test_options_and_verbatim_references_are_separate_columns():
+    """OVO backward: the reference is one of the shown options (4 rows), not a leak; the
+    StreamingBench polling prompt holds the reference string itself (73 rows)."""
+    from interactscope.streaming.importers.exposure import format_table
+
+    _, ovo_s = audit_exposure("ovo-backward", LOOK / "ovo_backward.json")
+    assert (ovo_s.overall.reference_verbatim, ovo_s.overall.reference_among_options) == (0, 4)
+    _, sb = audit_exposure("streamingbench-po", SB)
+    assert (sb.overall.reference_verbatim, sb.overall.reference_among_options) == (73, 0)
+    table = format_table(ovo_s)
+    assert "| reference verbatim in prompt | reference among options |" in table
+    assert "| all | 4 |" in table and table.splitlines()[4].endswith("| 0 | 4 |")
+    assert "upper bound ignores the cap at D" in table  # the bound is said, not only named

@@ -356,3 +356,22 @@ def test_local_judge_runs_and_parses_strictly(tiny_lm):
     (v,) = judge.judge([("req", "a taxi ahead", "taxi in front")])
     assert v.value is True and v.raw.startswith("yes")
     assert "a taxi ahead" in seen["prompt"] and seen["do_sample"] is False
+
+
+def test_embedding_weights_load_once_per_process(monkeypatch, tmp_path):
+    """A demo builds a judge per re-score (24 loads of the MiniLM weights in one demo); the
+    encoder is now loaded once per folder."""
+    from interactscope.streaming.judges import embedding
+
+    loads = []
+
+    class Counting:
+        def __init__(self, path, batch_size=64):
+            loads.append(path)
+
+    monkeypatch.setattr(embedding, "SentenceEncoder", Counting)
+    embedding._encoder.cache_clear()
+    a = embedding.EmbeddingJudge(model_dir=tmp_path)
+    b = embedding.EmbeddingJudge(model_dir=tmp_path, threshold=0.9)
+    assert loads == [str(tmp_path)] and a.encoder is b.encoder
+    embedding._encoder.cache_clear()

@@ -119,3 +119,25 @@ def test_cli_collect_against_a_wrong_model_is_one_line(stub: Stub, tmp_path: Pat
     assert "does not serve model 'stub-model'" in run.stderr and "served-name" in run.stderr
     assert not out.exists()  # nothing half-made left behind
     assert not stub.requests  # no chat request was sent
+
+
+def test_collect_prints_no_request_log_without_verbose(stub: Stub, tmp_path: Path) -> None:
+    """The installed openai client logs each request (``INFO httpx2: HTTP Request: ...`` with
+    openai 3.x, ``httpx`` before); without ``-v`` no such line reaches stderr, with it they do."""
+    cfg = tmp_path / "stub.yaml"
+    cfg.write_text(json.dumps({"backend": "openai", "model": "stub-model", "base_url_env": URL_ENV,
+                               "api_key_env": KEY_ENV, "max_retries": 0}))  # fmt: skip
+    demo = Path(__file__).resolve().parents[1] / "annotations" / "demo"
+
+    def collect(out: str, *extra: str) -> subprocess.CompletedProcess:
+        args = ["collect", "-m", cfg, "-b", demo, "-o", tmp_path / out, "--limit", "1",
+                "--no-progress", *extra]  # fmt: skip
+        return subprocess.run([sys.executable, "-m", "interactscope.cli", *map(str, args)],
+                              capture_output=True, text=True, env=dict(os.environ), timeout=300)  # fmt: skip
+
+    quiet = collect("quiet")
+    assert quiet.returncode == 0, quiet.stderr
+    assert stub.requests  # chat requests were made
+    assert "HTTP Request" not in quiet.stderr, quiet.stderr
+    loud = collect("loud", "-v")
+    assert "HTTP Request" in loud.stderr  # the line exists: the quiet run really hid it

@@ -142,6 +142,30 @@ def test_cli_writes_self_contained_ego_page(ego_run, tmp_path):
 def test_ego_run_with_another_run_is_refused(ego_run, tmp_path):
     with pytest.raises(ViewError, match="viewed alone"):
         build_view([ego_run, tmp_path])
+    with pytest.raises(ViewError, match="two side by side"):
+        build_view([ego_run, ego_run, ego_run])
+
+
+@pytest.fixture(scope="module")
+def oracle_run(tmp_path_factory) -> Path:
+    """Run B: the oracle on tasks 1-3 of retail1 (all three solved)."""
+    out = tmp_path_factory.mktemp("egoview-b") / "b"
+    args = ["ego", "run", "--agent", "oracle", "--variant", "retail1", "--tasks", "1-3",
+            "--out", str(out)]  # fmt: skip
+    assert CliRunner().invoke(app, args).exit_code == 0
+    return out
+
+
+def test_two_ego_runs_side_by_side(ego_run, oracle_run):
+    data = build_view([ego_run, oracle_run])
+    assert data.other is not None and data.other.agent == "oracle"
+    assert [t.key for t in data.tasks] == ["retail1:1", "retail1:2", "retail1:3"]
+    # A fails task 3 (the hand-made wrong write), the oracle B solves it: B gained it
+    assert (data.gained, data.lost) == (["retail1:3"], [])
+    assert all(t.other is not None and t.other.joint_succ for t in data.tasks)
+    assert data.other_variants[0].joint_succ == 1.0 and data.variants[
+        0
+    ].joint_succ == pytest.approx(2 / 3)
 
 
 # --- in a real browser -------------------------------------------------------------------------
@@ -177,6 +201,22 @@ def test_ego_page_in_browser(browser, ego_run, tmp_path):
     page.select_option("#filter-variant", "retail1")
     assert page.locator("section.task:not([hidden])").count() == 3
     page.screenshot(path=str(tmp_path / "viewer-ego.png"))
+    assert problems == []
+    page.close()
+
+
+def test_two_ego_runs_in_browser(browser, ego_run, oracle_run, tmp_path):
+    from tests.test_view_browser import _open
+
+    out = tmp_path / "two.html"
+    res = CliRunner().invoke(app, ["view", str(ego_run), str(oracle_run), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    page, problems = _open(browser, out)
+    assert "gained 1 (retail1:3), lost 0" in page.locator("#gained-lost").inner_text()
+    sec = page.locator('section.task[data-key="retail1:3"]')
+    sec.locator(".task-head").click()
+    assert "HANDMADE-AGENT-LINE" in sec.locator(".side-a .dialogue").inner_text()
+    assert sec.locator(".side-b .empty-diff").count() == 1  # B's state equals the GT state
     assert problems == []
     page.close()
 

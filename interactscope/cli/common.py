@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import logging
+import re
 import signal
 import sqlite3
 import sys
@@ -18,9 +19,22 @@ import yaml
 from interactscope.core.files import UnsafeWriteError
 from interactscope.core.secrets import install_log_redaction, redact
 
-CHATTY_LOGGERS = ("httpx", "httpcore", "openai", "urllib3", "faster_whisper")
+CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3", "faster_whisper")
 """Libraries whose INFO lines (one per HTTP request, one per transcription) would bury the
-summary: shown only with ``-v``."""
+summary: shown only with ``-v``. The openai client logs through whichever HTTP client it was
+built on (``httpx``, or ``httpx2`` in openai 3.x); :class:`_QuietClients` also catches any other
+``httpx<N>`` / ``httpcore<N>`` release, so the silencer does not depend on the version."""
+
+_HTTP_CLIENT = re.compile(r"^(httpx|httpcore)\d*$")
+
+
+class _QuietClients(logging.Filter):
+    """Drop records below WARNING from the chatty libraries (by top-level logger name)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        top = record.name.split(".", 1)[0]
+        chatty = top in CHATTY_LOGGERS or _HTTP_CLIENT.match(top) is not None
+        return record.levelno >= logging.WARNING or not chatty
 
 
 def setup_logging(verbose: bool) -> None:
@@ -33,6 +47,11 @@ def setup_logging(verbose: bool) -> None:
     )
     for name in CHATTY_LOGGERS:
         logging.getLogger(name).setLevel(logging.DEBUG if verbose else logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        for f in [f for f in handler.filters if isinstance(f, _QuietClients)]:
+            handler.removeFilter(f)
+        if not verbose:
+            handler.addFilter(_QuietClients())
     install_log_redaction()  # API keys never reach a log line, with -v included
 
 

@@ -227,20 +227,28 @@ def score(
 
 @ego_app.command("report")
 def report(
-    outs: list[Path] = typer.Argument(..., help="Folders written by `ego score`."),
+    outs: list[Path] = typer.Argument(
+        ..., help="Run folders of `ego run` (scored if they have no score) or `ego score` folders."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Folder for report.md/.tex/.csv."),
     resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed"),
+    pool: bool = typer.Option(
+        False, "--pool", help="Pool different agents into one row (default: rows per agent)."
+    ),
 ) -> None:
-    """Per scenario x mode JointSucc / MicroAcc / ToolSucc / ResultSucc with 95 % cluster-bootstrap
-    intervals (cluster = variant), error classes, pooled and per-file MicroAcc."""
+    """Per agent x variant x mode JointSucc / MicroAcc / ToolSucc / ResultSucc with 95 %
+    cluster-bootstrap intervals (cluster = task; across variants cluster = variant), error
+    classes, pooled and per-file MicroAcc, and every other agent's paired difference against the
+    first run's agent on the tasks both played."""
     from interactscope.egobench import EgoBenchError
     from interactscope.egobench.report import markdown, write_report
+    from interactscope.egobench.run_folder import EgoRunError
 
     try:
-        table, paths, notes = write_report(outs, out, n_resamples=resamples, seed=seed)
-    except EgoBenchError as exc:
-        fail(str(exc))
+        table, paths, notes = write_report(outs, out, n_resamples=resamples, seed=seed, pool=pool)
+    except (EgoBenchError, EgoRunError) as exc:
+        fail(str(exc).splitlines()[0])
     typer.echo(markdown(table))
     for n in notes:
         typer.secho(f"note: {n}", fg=typer.colors.YELLOW, err=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -51,9 +52,13 @@ def validate(
     from interactscope.streaming.bench import BenchmarkError, load_benchmark
 
     missing = "raise" if strict_media else "report"
+    quiet = logging.getLogger("interactscope.streaming.bench")
+    level = quiet.level
+    quiet.setLevel(logging.ERROR)  # validate prints the warnings itself, once
     try:
         b = load_benchmark(bench, probe_media=not no_probe, missing_media=missing)
     except BenchmarkError as exc:
+        quiet.setLevel(level)
         if as_json:
             doc = {"ok": False, "problems": [str(p) for p in exc.problems]}
             typer.echo(json.dumps(doc | {"warnings": exc.warnings}, ensure_ascii=False))
@@ -61,6 +66,7 @@ def validate(
         for w in exc.warnings:
             typer.secho(f"warning: {w}", fg=typer.colors.YELLOW, err=True)
         fail(str(exc))
+    quiet.setLevel(level)
     warnings = list(b.warnings)
     if b.missing_media:
         shown = ", ".join(f"{vid} ({p})" for vid, p in sorted(b.missing_media.items())[:20])

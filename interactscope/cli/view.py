@@ -18,7 +18,7 @@ def view(
     runs: list[Path] = typer.Argument(
         ...,
         help="Run folder(s) of one benchmark; with two, B's gained and lost targets vs A. "
-        "An `ego run` folder (episodes.jsonl) gets the EgoBench page (one run).",
+        "`ego run` folders (episodes.jsonl) get the EgoBench page: one, or two side by side.",
     ),
     out: Path = typer.Option(Path("view.html"), "--out", "-o", help="HTML file to write."),
     max_thumbs: int = typer.Option(
@@ -36,8 +36,9 @@ def view(
     interaction a timeline of the decision grid, q, target windows and every response coloured
     by its outcome; click a response for its text, tool calls, verdict, latency and tokens, and
     for the frames (and transcript) the model had at that decision point. For an `ego run`
-    folder: scores per variant, and per task the dialogue, tool calls with results, auditor
-    verdicts, stop reason, error class and the final state diff against the ground truth."""
+    folder (two: side by side, with the tasks B gained and lost): scores per variant, and per
+    task the dialogue, tool calls with results, auditor verdicts, stop reason, error class and
+    the final state diff against the ground truth."""
     setup_logging(verbose)
     from pydantic import ValidationError
 

@@ -93,6 +93,9 @@ class OpenAIOptions(BackendOptions):
         True, description="ask GET /models for the model before a run (false: server has none)"
     )
     online_max_images: int | None = Field(None, ge=1, description="Online Rolling frame cap")
+    send_empty_audio: bool = Field(
+        False, description="send an audio part with no samples (a 0-sample WAV; default: left out)"
+    )
 
 
 # --------------------------------------------------------------------------- wire format
@@ -175,10 +178,14 @@ def _wire_parts(part: Any, quality: int, detail: str | None) -> list[dict[str, A
     raise EngineError(f"prompt part {type(part).__name__} is not supported by the openai backend")
 
 
-def _wire_message(msg: Message, quality: int, detail: str | None, drop_audio: bool) -> dict:
+def _wire_message(
+    msg: Message, quality: int, detail: str | None, drop_audio: bool, empty_audio: bool = False
+) -> dict:
     parts: list[dict[str, Any]] = []
     for p in msg.parts():
-        if drop_audio and isinstance(p, AudioPart):
+        # no samples (t = 0): no audio part, unless the config asks for an empty one
+        empty = isinstance(p, AudioPart) and np.asarray(p.audio).size == 0 and not empty_audio
+        if (drop_audio and isinstance(p, AudioPart)) or empty:
             continue
         parts.extend(_wire_parts(p, quality, detail))
     out: dict[str, Any] = {"role": msg.role}
@@ -209,15 +216,20 @@ def to_openai_messages(
     jpeg_quality: int = 90,
     image_detail: str | None = None,
     drop_audio: bool = False,
+    send_empty_audio: bool = False,
 ) -> list[dict[str, Any]]:
     """Chat messages (:class:`Message` values or the prompt builder's dicts) as OpenAI chat
     messages. A message whose content is text only is sent as one string; ``drop_audio=True``
-    leaves the audio parts out (the audio-consumption check).
+    leaves the audio parts out (the audio-consumption check); an audio part without samples
+    (the stream at t = 0) is left out unless ``send_empty_audio``.
 
     Raises:
         EngineError: a malformed part.
     """
-    return [_wire_message(m, jpeg_quality, image_detail, drop_audio) for m in as_messages(messages)]
+    return [
+        _wire_message(m, jpeg_quality, image_detail, drop_audio, send_empty_audio)
+        for m in as_messages(messages)
+    ]
 
 
 def to_openai_tools(tools: Sequence[Any]) -> list[dict[str, Any]]:
@@ -434,6 +446,7 @@ class OpenAIEngine:
             jpeg_quality=o.jpeg_quality,
             image_detail=o.image_detail,
             drop_audio=drop_audio,
+            send_empty_audio=o.send_empty_audio,
         )
 
     def url(self) -> str:

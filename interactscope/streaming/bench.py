@@ -108,14 +108,43 @@ class BenchmarkError(ValueError):
     """The benchmark folder is invalid; ``problems`` lists every problem found, ``warnings`` the
     warnings gathered on the way (e.g. a measured duration that differs from the declared)."""
 
+    SHOW_MISSING = 5
+    """Missing video files named in the message; the rest are counted (``problems`` has all)."""
+
     def __init__(self, problems: list[Problem], warnings: list[str] | None = None):
         self.problems = problems
         self.warnings = list(warnings or [])
-        if len(problems) == 1:  # one problem: one line
-            super().__init__(str(problems[0]))
+        missing = [p for p in problems if _is_missing_video(p)]
+        if len(missing) > 1:  # one summary line instead of one line per file
+            rest = [p for p in problems if not _is_missing_video(p)]
+            lines = [_missing_summary(missing, self.SHOW_MISSING)] + [str(p) for p in rest]
+        else:
+            lines = [str(p) for p in problems]
+        if len(lines) == 1:  # one problem: one line
+            super().__init__(lines[0])
             return
         head = f"{len(problems)} problem(s) in the benchmark:"
-        super().__init__("\n".join([head] + [f"  - {p}" for p in problems]))
+        super().__init__("\n".join([head] + [f"  - {x}" for x in lines]))
+
+
+def _is_missing_video(p: Problem) -> bool:
+    return p.field.startswith("videos[") and p.message.endswith(": file not found")
+
+
+def _missing_summary(missing: list[Problem], show: int) -> str:
+    """``N video files missing: a, b, ... (+K more); put them under FOLDER`` (FOLDER: the
+    deepest folder shared by their paths, inside the benchmark folder)."""
+    import os
+
+    paths = [p.message.rsplit(": file not found", 1)[0] for p in missing]
+    root = Path(missing[0].file).parent
+    common = os.path.commonpath([str(Path(x).parent) for x in paths]) if paths else ""
+    folder = root / common if common else root
+    more = f" (+{len(paths) - show} more)" if len(paths) > show else ""
+    return (
+        f"{missing[0].file}: {len(paths)} video files missing: {', '.join(paths[:show])}{more}; "
+        f"put them under {folder} (paths relative to {root})"
+    )
 
 
 @dataclass

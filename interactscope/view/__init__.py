@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from interactscope.view.ego import build_ego_page, is_ego_run
+from interactscope.view.ego import build_ego_comparison, build_ego_page, is_ego_run
 from interactscope.view.ego_model import EgoPageData
 from interactscope.view.model import PageData, ViewSettings
 from interactscope.view.render import PAGES, render_page, write_page
@@ -51,19 +51,22 @@ def build_view(
         settings: viewer settings (thumbnail cap, bootstrap resamples, ...).
 
     A folder of ``interactscope ego run`` (it holds ``episodes.jsonl``) gets the EgoBench page
-    (:func:`build_ego_page`; one such run at a time).
+    (:func:`build_ego_page`); two of them are shown side by side (:func:`build_ego_comparison`).
 
     Raises:
         ViewError: no runs, an unreadable run folder, runs of different benchmarks, or an
-            EgoBench run given with other runs.
+            EgoBench run given with a streaming run, or more than two EgoBench runs.
     """
     if not runs:
         raise ViewError("no run folders given")
     ego = [is_ego_run(r) for r in runs]
     if any(ego):
-        if len(runs) > 1:
-            raise ViewError("an EgoBench run folder is viewed alone: give one `ego run` folder")
-        return build_ego_page(runs[0])
+        if len(runs) > 2 or not all(ego):
+            raise ViewError(
+                "EgoBench run folders are viewed alone or two side by side: give one or two "
+                "`ego run` folders (no streaming runs with them)"
+            )
+        return build_ego_page(runs[0]) if len(runs) == 1 else build_ego_comparison(*runs)
     settings = settings or ViewSettings()
     paths = [Path(r) for r in runs]
     loaded = [load_run(p) for p in paths]

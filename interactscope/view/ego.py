@@ -41,7 +41,7 @@ from interactscope.view.ego_model import (
 from interactscope.view.model import isolate
 from interactscope.view.runs import ViewError
 
-__all__ = ["build_ego_page", "is_ego_run", "state_diff"]
+__all__ = ["build_ego_comparison", "build_ego_page", "is_ego_run", "state_diff"]
 
 NAME_KEYS = (
     "product_name", "name", "dish_name", "set_meal_name", "recipe_name", "ingredient_name",
@@ -377,4 +377,33 @@ def build_ego_page(path: str | Path) -> EgoPageData:
         variants=vs,
         overall=_pooled(vs, tasks),
         tasks=tasks,
+    )
+
+
+def build_ego_comparison(a: str | Path, b: str | Path) -> EgoPageData:
+    """Two ``ego run`` folders side by side: run A's page with run B's summary and scores, each
+    task of A with the same task of B beside it (``other``; B's tasks that A lacks are listed
+    after A's), and the task keys B gained (JointSucc in B only) and lost.
+
+    Raises:
+        ViewError: as :func:`build_ego_page`, for either run."""
+    pa, pb = build_ego_page(a), build_ego_page(b)
+    by_key = {t.key: t for t in pb.tasks}
+    keys = {t.key for t in pa.tasks}
+    for t in pa.tasks:
+        t.other = by_key.get(t.key)
+    both = [t for t in pa.tasks if t.other is not None]
+    extra = [
+        t.model_copy(update={"present": False, "other": t}) for t in pb.tasks if t.key not in keys
+    ]
+    return pa.model_copy(
+        update={
+            "title": f"{pa.run.agent} vs {pb.run.agent} — EgoBench ({pa.run.mode} / {pb.run.mode})",
+            "tasks": pa.tasks + extra,
+            "other": pb.run,
+            "other_variants": pb.variants,
+            "other_overall": pb.overall,
+            "gained": [t.key for t in both if t.other.joint_succ and not t.joint_succ],
+            "lost": [t.key for t in both if t.joint_succ and not t.other.joint_succ],
+        }
     )

@@ -126,6 +126,8 @@ class EgoTask(_Model):
     input_tokens: int = 0
     output_tokens: int = 0
     latency_s: float = 0.0
+    other: EgoTask | None = None
+    """With two runs: the same task in run B (shown beside this one)."""
 
 
 class EgoPageData(_Model):
@@ -137,4 +139,11 @@ class EgoPageData(_Model):
     variants: list[VariantScore]
     overall: VariantScore | None = None
     tasks: list[EgoTask]
+    other: EgoRunInfo | None = None
+    """With two runs (``view RUN_A RUN_B``): run B; its scores in ``other_variants``."""
+    other_variants: list[VariantScore] = Field(default_factory=list)
+    other_overall: VariantScore | None = None
+    gained: list[str] = Field(default_factory=list)
+    """Task keys JointSucc in B and not in A (``lost``: the reverse), on the tasks both hold."""
+    lost: list[str] = Field(default_factory=list)
     generated_by: str = "interactscope view"

@@ -117,6 +117,8 @@ class ModelAgent:
         parts: list[Any] = []
         if self.user_turns == 1 or self.ctx.settings.frames.every_turn:
             parts = self._visual_parts()
+        if parts:  # the scene text and the user's words are two paragraphs, never glued
+            text = "\n\n" + text
         self.messages.append(Message(role="user", content=[*parts, TextPart(text=text)]))
 
     def on_tools(self, events: list[ToolEvent]) -> None:

@@ -8,6 +8,11 @@
   with the benchmark's most frequent T1 tool among those the interaction is offered (T1; an
   environment interaction's catalogue is its environment's tools) or a fixed sentence (other
   tasks).
+- ``change-detector``: the signal-driven control: answers at each decision point whose causal
+  prefix holds a new low-level event since the previous decision point — a visual change point
+  (1 fps frame difference above ``visual_threshold``) or an audio onset (Silero VAD shipped in
+  faster-whisper, or an energy rise; ``audio_detector``) — with blind-fire's tool (T1) or a
+  templated sentence. It measures how much of the timing score low-level signals alone earn.
 """
 
 from __future__ import annotations
@@ -19,6 +24,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.media.onsets import (
+    AudioDetector,
+    audio_onsets,
+    resolve_detector,
+    visual_changes,
+)
 from interactscope.streaming.adapters.base import (
     Adapter,
     AdapterOutput,
@@ -47,6 +58,23 @@ class OracleOptions(BaselineOptions):
 class BlindFireOptions(BaselineOptions):
     delay_s: float = Field(3.0, ge=0, description="answer once at q + delay_s")
     text: str | None = Field(None, description="the fixed sentence for non-T1 tasks")
+
+
+class ChangeDetectorOptions(BlindFireOptions):
+    visual_threshold: float = Field(
+        0.12,
+        ge=0,
+        le=1,
+        description="mean |Δluma| (0-1) of consecutive 1 fps frames that is a change",
+    )
+    audio_detector: AudioDetector = Field(
+        "auto", description="silero (needs [asr]) | energy | auto (silero where installed)"
+    )
+    energy_db: float = Field(
+        -35.0, description="energy detector: onset level, dBFS of 20 ms frames"
+    )
+    use_visual: bool = Field(True, description="fire at visual change points")
+    use_audio: bool = Field(True, description="fire at audio onsets")
 
 
 def _simulate_latency(options: BaselineOptions) -> None:
@@ -180,3 +208,76 @@ class BlindFireAdapter(_Baseline):
                 latency_s=0.0,
             )  # fmt: skip
         return AdapterOutput(text=self.text, silent=False, tool_calls=[], latency_s=0.0)
+
+
+class ChangeDetectorAdapter(BlindFireAdapter):
+    """The signal-driven control. At decision point t (previous grid point ``t_prev``; for the
+    first, q − step) it answers when the causal prefix [0, t] holds an event it did not hold at
+    ``t_prev``: a 1 fps frame of grid second k in (t_prev, t] that differs from the frame
+    before it by more than ``visual_threshold`` (:func:`~interactscope.media.onsets.frame_change`),
+    or one more audio onset in ``audio[0, t]`` than in ``audio[0, t_prev]`` (both prefixes of the
+    same waveform, so nothing after t is used). The answer is blind-fire's: the most frequent T1
+    tool among those offered (T1), else ``text``. Needs ``audio.mode = native`` for onsets and
+    ``frames.cap_policy = recent`` so the last frames are consecutive (its model config sets
+    both)."""
+
+    backend = "change-detector"
+    needs_media = True
+    DEFAULT_TEXT = "Something just changed: here is what you asked about."
+    Options = ChangeDetectorOptions
+
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
+        super().__init__(name, config, settings)
+        try:
+            self.detector = resolve_detector(self.options.audio_detector)
+        except ValueError as exc:
+            from interactscope.streaming.adapters.base import AdapterError
+
+            raise AdapterError(f"{name}: {exc}") from None
+
+    def describe(self) -> dict[str, Any]:
+        o = self.options
+        return {**super().describe(), "visual_threshold": o.visual_threshold,
+                "audio_detector": self.detector, "use_visual": o.use_visual,
+                "use_audio": o.use_audio}  # fmt: skip
+
+    def events(self, request: DecisionRequest) -> list[str]:
+        """``visual`` and/or ``audio`` when t brings a new event (see the class docstring)."""
+        obs, t = request.observation, round(request.t, 3)
+        if obs is None:
+            return []
+        it, step = request.interaction, self.settings.grid.step_s
+        grid = decision_grid(it.q, request.video.duration_s or it.q, step)
+        before = [g for g in grid if g < t - 1e-9]
+        t_prev = before[-1] if before else t - step
+        out = []
+        if self.options.use_visual and any(
+            t_prev < k <= t + 1e-9
+            for k in visual_changes(obs.frames, self.options.visual_threshold)
+        ):
+            out.append("visual")
+        if self.options.use_audio and obs.audio is not None and len(obs.audio):
+            sr = obs.sample_rate
+            kw = {"energy_db": self.options.energy_db}
+            now = audio_onsets(obs.audio[: int(round(t * sr))], sr, self.detector, **kw)
+            then = audio_onsets(
+                obs.audio[: max(0, int(round(t_prev * sr)))], sr, self.detector, **kw
+            )
+            if len(now) > len(then):
+                out.append("audio")
+        return out
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        _simulate_latency(self.options)
+        events = self.events(request)
+        if not events:
+            return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
+        offered = {t.name for t in request.tools}
+        tool = (_most_frequent(self.counts, offered) if offered else None) or self.tool
+        extra = {"events": events}
+        if request.interaction.task == "T1" and tool:
+            return AdapterOutput(text=_tool_text([tool]), silent=False,
+                                 tool_calls=[ToolCall(name=tool)], latency_s=0.0, extra=extra)  # fmt: skip
+        return AdapterOutput(
+            text=self.text, silent=False, tool_calls=[], latency_s=0.0, extra=extra
+        )

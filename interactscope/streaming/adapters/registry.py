@@ -22,6 +22,7 @@ BACKENDS: dict[str, str] = {
     "silent": "interactscope.streaming.adapters.baselines:SilentAdapter",
     "oracle": "interactscope.streaming.adapters.baselines:OracleAdapter",
     "blind-fire": "interactscope.streaming.adapters.baselines:BlindFireAdapter",
+    "change-detector": "interactscope.streaming.adapters.baselines:ChangeDetectorAdapter",
     "openai": "interactscope.streaming.adapters.openai_backend:OpenAIAdapter",
     "vllm": "interactscope.streaming.adapters.vllm_backend:VLLMAdapter",
     "transformers": "interactscope.streaming.adapters.transformers_backend:TransformersAdapter",

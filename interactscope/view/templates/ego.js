@@ -9,23 +9,37 @@ function scoreRow(s) {
     `<td>${pct(s.tool_succ)}</td><td>${pct(s.result_succ)}</td><td>${cls || "—"}</td></tr>`;
 }
 
-function renderSummary(root) {
-  const r = DATA.run, h = r.health || {};
+function runCard(r, tag) {
+  const h = r.health || {};
   const counts = o => Object.entries(o || {}).map(([k, n]) => `${bdi(k)} ${n}`).join(", ") || "—";
   const health = h.all_pass == null ? "no user verdicts (scripted user)" : `user all-pass ${pct(h.all_pass)}% over ${h.trajectories} trajectories, ${h.rewrites} rewrites`;
-  const card = `<div class="runcard"><b>agent ${bdi(r.agent)}</b>, user ${bdi(r.user)}, mode ${bdi(r.mode)}` +
+  return `<div class="runcard">${tag ? `<b>${tag}</b> ` : ""}<b>agent ${bdi(r.agent)}</b>, user ${bdi(r.user)}, mode ${bdi(r.mode)}` +
     `<br><span class="ci">${bdi(r.path)}</span><br>sees_pixels: ${r.sees_pixels.yes ?? 0} yes, ${r.sees_pixels.no ?? 0} no` +
     `<br>stop reasons: ${counts(r.stop_reasons)}<br>${bdi(health)}<br><span class="ci">scores: ${bdi(r.score_source)}</span>` +
     r.warnings.map(w => `<br><span class="warn">${bdi(w)}</span>`).join("") + "</div>";
-  const rows = DATA.variants.concat(DATA.overall ? [DATA.overall] : []).map(scoreRow).join("");
-  const table = `<table class="scores" id="score-table"><tr><th>variant</th><th>tasks</th><th>JointSucc %</th><th>MicroAcc %</th>` +
+}
+
+function scoreTable(variants, overall, id) {
+  const rows = variants.concat(overall ? [overall] : []).map(scoreRow).join("");
+  return `<table class="scores" id="${id}"><tr><th>variant</th><th>tasks</th><th>JointSucc %</th><th>MicroAcc %</th>` +
     `<th>ToolSucc %</th><th>ResultSucc %</th><th>error classes</th></tr>${rows}</table>`;
-  root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${card}</div><h2>Scores</h2>${table}`));
+}
+
+function renderSummary(root) {
+  const two = !!DATA.other;
+  const cards = runCard(DATA.run, two ? "A" : "") + (two ? runCard(DATA.other, "B") : "");
+  let scores = (two ? "<h3>A</h3>" : "") + scoreTable(DATA.variants, DATA.overall, "score-table");
+  if (two) {
+    const keys = ks => ks.length ? ks.map(esc).join(", ") : "none";
+    scores += "<h3>B</h3>" + scoreTable(DATA.other_variants, DATA.other_overall, "score-table-b") +
+      `<p id="gained-lost">B against A (JointSucc, tasks both played): gained ${DATA.gained.length} (${keys(DATA.gained)}), lost ${DATA.lost.length} (${keys(DATA.lost)})</p>`;
+  }
+  root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${cards}</div><h2>Scores</h2>${scores}`));
 }
 
 function renderFilters(root) {
   const vs = [...new Set(DATA.tasks.map(t => t.variant))];
-  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;  // each option is its own bidi paragraph
+  const opt = (v, l) => `<option value="${esc(v)}">${bdi(l || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>variant <select id="filter-variant">${opt("", "all")}${vs.map(v => opt(v)).join("")}</select></label>` +
     `<label>success <select id="filter-success">${opt("", "all")}${opt("success", "JointSucc")}${opt("failed", "failed")}</select></label>` +
@@ -35,6 +49,12 @@ function renderFilters(root) {
 function badge(ok, label) { return `<span class="badge ${ok ? "ok" : "fail"}">${bdi(label)}</span>`; }
 
 function header(t) {
+  const o = t.other, b = o ? ` · B: ` + badge(o.joint_succ, o.joint_succ ? "JointSucc" : "failed") + badge(o.tool_succ, `tools ${o.matched}/${o.total_gt}`) : "";
+  if (!t.present && o) return `${bdi(t.key)} <span class="ci">A: no episode</span>${b}`;
+  return headA(t) + b;
+}
+
+function headA(t) {
   const nd = t.diff.length;
   return `${bdi(t.key)} ` + badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`) +
     badge(t.result_succ, t.result_succ ? "state = GT" : "state ≠ GT") +
@@ -53,7 +73,7 @@ function renderShells(root) {
 
 function dialogueHtml(t) {
   if (!t.dialogue.length) return "<p class=\"ci\">no dialogue</p>";
-  return `<div class="dialogue">${t.dialogue.map(d => `<div class="turn ${esc(d.role)}"><b>${bdi(d.role)}</b>${bdi(d.text)}</div>`).join("")}</div>`;
+  return `<div class="dialogue">${t.dialogue.map(d => `<div class="turn ${bdi(d.role)}"><b>${bdi(d.role)}</b>${bdi(d.text)}</div>`).join("")}</div>`;
 }
 
 function callsHtml(t) {
@@ -76,7 +96,7 @@ function verdictsHtml(t) {
   if (!t.has_ledger) return "";
   if (!t.verdicts.length) return "<h4>Auditor</h4><p class=\"ci\">ledger without auditor verdicts</p>";
   const row = v => `<tr class="verdict"><td>${v.turn}</td><td>${bdi(v.proposal)}${v.calls.length ? ": " + bdi(v.calls.join(", ")) : ""}</td><td>${v.attempt}</td>` +
-    `<td class="verdict-${esc(v.verdict)}">${bdi(v.verdict)}${v.unparseable ? " (unparseable)" : ""}</td><td>${bdi(v.reason)}${v.revised ? `<br><i>revised: ${bdi(v.revised)}</i>` : ""}</td></tr>`;
+    `<td class="verdict-${bdi(v.verdict)}">${bdi(v.verdict)}${v.unparseable ? " (unparseable)" : ""}</td><td>${bdi(v.reason)}${v.revised ? `<br><i>revised: ${bdi(v.revised)}</i>` : ""}</td></tr>`;
   return `<h4>Auditor verdicts (${t.verdicts.length})</h4><table class="calls verdicts"><tr><th>turn</th><th>proposal</th><th>attempt</th><th>verdict</th><th>reason</th></tr>${t.verdicts.map(row).join("")}</table>`;
 }
 
@@ -97,9 +117,16 @@ function renderBody(sec) {
   if (sec.dataset.drawn) return;
   sec.dataset.drawn = "1";
   const t = DATA.tasks[+sec.dataset.n];
+  if (!t.other) { sec.querySelector(".body").innerHTML = bodyHtml(t); return; }
+  const a = t.present ? bodyHtml(t) : "<p class=\"ci\">no episode in A</p>";
+  sec.querySelector(".body").innerHTML = `<div class="sides"><div class="side side-a"><h4>A: ${bdi(DATA.run.agent)}</h4>${a}</div>` +
+    `<div class="side side-b"><h4>B: ${bdi(DATA.other.agent)}</h4>${bodyHtml(t.other)}</div></div>`;
+}
+
+function bodyHtml(t) {
   const uv = t.user_verdicts.length ? `<p class="ci">user Evaluator: ${t.user_verdicts.filter(v => v.all_pass).length}/${t.user_verdicts.length} turns passed all four criteria</p>` : "";
   const errs = t.errors.map(e => `<div class="warn">error: ${bdi(e)}</div>`).join("");
-  sec.querySelector(".body").innerHTML = `<p class="ci">instruction: ${bdi(t.instruction)}</p>` +
+  return `<p class="ci">instruction: ${bdi(t.instruction)}</p>` +
     `<p>stop reason <b>${bdi(t.stop_reason || "—")}</b> · error class <b>${bdi(t.error_class || "— (JointSucc)")}</b>` + (t.note ? ` · <span class="ci">${bdi(t.note)}</span>` : "") +
     ` · tokens ${t.input_tokens} in / ${t.output_tokens} out · ${fmt(t.latency_s, 2)} s</p>${errs}` +
     `<h4>Dialogue</h4>${dialogueHtml(t)}${uv}<h4>Tool calls</h4>${callsHtml(t)}${gtHtml(t)}${verdictsHtml(t)}<h4>Final state against the ground truth</h4><div class="state-diff">${diffHtml(t)}</div>`;

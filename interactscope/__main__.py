@@ -1,0 +1,5 @@
+"""``python -m interactscope``: the ``interactscope`` command."""
+
+from interactscope.cli import main
+
+main()
