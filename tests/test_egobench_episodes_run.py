@@ -151,7 +151,7 @@ def test_shards_cover_the_run_once_and_merge(tmp_path: Path) -> None:
     assert merged.shard is None and merged.summary["episodes"] == 32
     assert _keys(tmp_path / "merged") == _keys(whole)  # task order restored
     assert score_run(tmp_path / "merged").results["retail1"].summary.joint_succ == 1.0
-    with pytest.raises(EgoRunError, match="missing shard 2/2"):
+    with pytest.raises(EgoRunError, match=r"missing shard\(s\): 2/2"):
         merge_runs([shards[0], shards[0]], tmp_path / "bad")
 
 

@@ -127,7 +127,7 @@ def test_yaml_tag_in_set_and_missing_key_leave_no_folder(tmp_path):
 def test_disk_full_during_collect_and_score_is_one_line(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import interactscope.streaming.runlog as runlog
+    import interactscope.runs.folder as runlog
     import interactscope.streaming.scoring.run as scoring_run
     from interactscope.cli import app
 
