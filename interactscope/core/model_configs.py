@@ -15,6 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.resources import bundled_models_dir
 
 __all__ = [
@@ -33,7 +34,7 @@ CONFIG_ENV = "INTERACTSCOPE_CONFIGS"
 BASELINE_BACKENDS = ("silent", "oracle", "blind-fire")
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(InteractScopeError, ValueError):
     """A model config that cannot be found or read; the message names the file and the fix."""
 
 

@@ -14,13 +14,14 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.egobench.dates import parse_today
 from interactscope.egobench.records import SCENARIOS, Task, ToolCall, ToolSpec, Variant
 
 _USER = re.compile(r"user\s*id\s*(?:is|:)?\s*[:(]?\s*([A-Za-z][\w.-]*\d)", re.IGNORECASE)
 
 
-class EgoBenchError(ValueError):
+class EgoBenchError(InteractScopeError, ValueError):
     """Bad EgoBench input; the message is one line naming the file (and task/field) and the fix."""
 
 

@@ -21,6 +21,8 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
+
 log = logging.getLogger(__name__)
 
 MANIFEST = "run.json"
@@ -40,7 +42,7 @@ TRACKED_PACKAGES = (
 """Distributions whose versions are written into ``run.json``."""
 
 
-class RunLogError(RuntimeError):
+class RunLogError(InteractScopeError, RuntimeError):
     """A run folder cannot be opened, resumed or merged; the message says why."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.runs.common import (
     LOCK,
     MANIFEST,
@@ -58,7 +59,7 @@ __all__ = [
 ]
 
 
-class CollectError(RuntimeError):
+class CollectError(InteractScopeError, RuntimeError):
     """Collection cannot start (bad benchmark, unknown model, settings mismatch on resume)."""
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.bench import Benchmark, BenchmarkError
 from interactscope.streaming.runlog import RunFolder
@@ -23,7 +24,7 @@ __all__ = ["LoadedRun", "ViewError", "load_run"]
 log = logging.getLogger(__name__)
 
 
-class ViewError(ValueError):
+class ViewError(InteractScopeError, ValueError):
     """A run folder the viewer cannot read; the message names the file and the fix."""
 
 

@@ -14,10 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.egobench.canonical import RawJSON, canonical_json
 
 
-class ToolError(Exception):
+class ToolError(InteractScopeError):
     """A tool's precondition failed; the message is the one-line reason shown to the agent."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.streaming.settings import options_with
 
 __all__ = [
@@ -34,7 +35,7 @@ DEFAULT_MERGE_S = 2.0
 """Response grouping span (s) of the paper."""
 
 
-class SummaryError(ValueError):
+class SummaryError(InteractScopeError, ValueError):
     """``summary.json`` cannot be read; the message names the file and the field."""
 
 
