@@ -1,6 +1,6 @@
 """Adapter registry: ``--model NAME`` -> model config (:mod:`interactscope.core.model_configs`) -> backend class.
 
-A model config is data: ``backend`` (a key of ``BACKENDS``), ``checkpoint``, optional
+A model config is data: ``backend`` (a name registered as kind ``backends``), ``checkpoint``, optional
 ``settings`` overrides merged into the run's Settings (e.g. ``audio: {mode: asr}``), and
 backend options. Backends are imported lazily so that heavy optional dependencies (torch, vLLM,
 openai) are needed only by the models that use them.
@@ -8,17 +8,19 @@ openai) are needed only by the models that use them.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
 from interactscope.core import model_configs
+from interactscope.core.registry import PluginError, UnknownPluginError, lookup, register
 from interactscope.streaming.adapters.base import Adapter, AdapterError
 from interactscope.streaming.settings import Settings
 
 log = logging.getLogger(__name__)
 
-BACKENDS: dict[str, str] = {
+KIND = "backends"
+
+BUILTIN_BACKENDS: dict[str, str] = {
     "silent": "interactscope.streaming.adapters.baselines:SilentAdapter",
     "oracle": "interactscope.streaming.adapters.baselines:OracleAdapter",
     "blind-fire": "interactscope.streaming.adapters.baselines:BlindFireAdapter",
@@ -27,7 +29,12 @@ BACKENDS: dict[str, str] = {
     "transformers": "interactscope.streaming.adapters.transformers_backend:TransformersAdapter",
     "cascade": "interactscope.streaming.adapters.cascade:CascadeAdapter",
 }
-"""Backend name -> "module:Class". Add new backends here."""
+"""Backend name -> "module:Class" of the bundled backends, registered as kind ``backends`` of
+:mod:`interactscope.core.registry`; a new backend is ``register("backends", NAME, "mod:Cls")``
+or an entry point in the group ``interactscope.backends`` (docs/architecture.md)."""
+
+for _name, _target in BUILTIN_BACKENDS.items():
+    register(KIND, _name, _target)
 
 
 def available_models() -> list[str]:
@@ -62,17 +69,14 @@ def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
 
 
 def adapter_class(backend: str) -> type[Adapter]:
-    if backend not in BACKENDS:
-        raise AdapterError(f"unknown backend {backend!r}; known: {', '.join(sorted(BACKENDS))}")
-    module, cls = BACKENDS[backend].split(":")
+    """The adapter class registered as ``backend``.
+
+    Raises:
+        AdapterError: unknown backend (the known ones listed) or its package is missing."""
     try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
-        raise AdapterError(
-            f"backend {backend!r} needs a package that is not installed ({exc}); "
-            "see the README's Models section for the extra to install"
-        ) from exc
-    return getattr(mod, cls)
+        return lookup(KIND, backend, what="backend")
+    except (UnknownPluginError, PluginError) as exc:
+        raise AdapterError(str(exc)) from exc
 
 
 def build_adapter(name: str, config: dict[str, Any], settings: Settings) -> Adapter:
