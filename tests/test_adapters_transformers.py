@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,40 +18,29 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
+from interactscope.core import registry as plugins
 from interactscope.media import CausalMedia, Frame  # noqa: E402
 from interactscope.streaming.adapters import registry  # noqa: E402
-from interactscope.streaming.adapters.base import AdapterError, DecisionRequest  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 from interactscope.streaming.adapters.transformers_backend import TransformersAdapter  # noqa: E402
 from interactscope.streaming.collect import run_collect  # noqa: E402
 from interactscope.streaming.protocol.grid import decision_grid  # noqa: E402
 from interactscope.streaming.protocol.observation import Observation, Observer  # noqa: E402
 from interactscope.streaming.runlog import RunFolder  # noqa: E402
-from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
+from tests.helpers.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
+from tests.helpers.transformers_adapter import (
+    GEN,
+    IT,
+    VIDEO,
+    SpyProcessor,
+    _adapter,
+    _request,
+)
 
 SR = 16000
 D = 7.6  # city_speech.mp4
-GEN = {
-    "generation": {"max_new_tokens": 3, "temperature": 0},
-    "processor_kwargs": {"min_pixels": 56 * 56, "max_pixels": 112 * 112},
-}
-
-
-class SpyProcessor:
-    """Records every processor call's keyword arguments; delegates everything else."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.calls: list[dict] = []
-
-    def __call__(self, **kw):
-        self.calls.append(kw)
-        return self.inner(**kw)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def _h(img: np.ndarray) -> str:
@@ -77,34 +65,6 @@ def pts_of_frame(media):
 def omni():
     model, proc = tiny_omni()
     return model, proc
-
-
-def _adapter(omni_or_vl, settings=None, **cfg):
-    model, proc = omni_or_vl
-    spy = SpyProcessor(proc)
-    ad = TransformersAdapter("tiny", {**GEN, **cfg}, settings or Settings(), model=model,
-                             processor=spy)  # fmt: skip
-    ad.prepare(None)
-    return ad, spy
-
-
-IT = Interaction.model_validate(
-    {
-        "id": "speech",
-        "video_id": "city",
-        "task": "T1",
-        "query": {"time_s": 0.0, "text": "Start a voice memo as soon as someone starts talking."},
-        "targets": [{"id": "k1", "time_s": 2.2, "tools": ["start_voice_memo"]}],
-    }
-)
-VIDEO = VideoRecord(id="city", path="media/city.mp4")
-TOOLS = [ToolSpec(name="start_voice_memo", description="Start a voice memo.")]
-
-
-def _request(t, obs, settings=None, it=IT):
-    return DecisionRequest(interaction=it, video=VIDEO, bench_root=Path("."), t=t,
-                           settings=settings or Settings(), tools=TOOLS,
-                           observation=obs)  # fmt: skip
 
 
 def _video_frames(call) -> list[np.ndarray]:
@@ -336,8 +296,8 @@ class TinyVL(TransformersAdapter):
     ],  # fmt: skip
 )
 def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, protocol, audio):
-    monkeypatch.setitem(registry.BACKENDS, "tiny-omni", f"{__name__}:TinyOmni")
-    monkeypatch.setitem(registry.BACKENDS, "tiny-vl", f"{__name__}:TinyVL")
+    monkeypatch.setitem(plugins.table("backends"), "tiny-omni", f"{__name__}:TinyOmni")
+    monkeypatch.setitem(plugins.table("backends"), "tiny-vl", f"{__name__}:TinyVL")
     cfg = tmp_path / f"{backend}.yaml"
     cfg.write_text(json.dumps({"backend": backend, **GEN, "settings": {"audio": {"mode": audio}}}))
     late = [{"id": "k1", "reference": "x", "time_s": 6.0}]

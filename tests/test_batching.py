@@ -19,8 +19,9 @@ from interactscope.engines.qwen_mm import QwenEngine, collate_left  # noqa: E402
 from interactscope.engines.qwen_options import QwenOptions  # noqa: E402
 from interactscope.streaming.protocol.observation import Observer  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.test_adapters_transformers import CITY, IT, _adapter, _request  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+from tests.helpers.foundation_fixtures import CITY  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+from tests.helpers.transformers_adapter import IT, _adapter, _request  # noqa: E402
 
 GRID = [0.0, 1.0, 2.0, 3.5, 5.0, 7.6]  # t = 0: no audio yet; 7.6: the clip end
 EIGHT = {"generation": {"max_new_tokens": 8, "temperature": 0}}
@@ -146,7 +147,7 @@ def test_a_failed_batched_generate_is_halved_down_to_one_at_a_time(caplog):
 def tiny_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tests.tiny_qwen import OMNI_SPECIAL, OMNI_TEMPLATE, _tokenizer
+    from tests.helpers.tiny_qwen import OMNI_SPECIAL, OMNI_TEMPLATE, _tokenizer
 
     tok = _tokenizer(OMNI_SPECIAL, OMNI_TEMPLATE)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128,

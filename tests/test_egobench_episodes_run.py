@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_http import send_json
 
 from interactscope.egobench import package_data_dir
 from interactscope.egobench.run_folder import (
@@ -27,6 +26,7 @@ from interactscope.egobench.run_folder import (
 )
 from interactscope.egobench.run_score import score_run
 from interactscope.egobench.runner import RunRequest, execute, prepare
+from tests.helpers.stub_http import send_json
 
 DATA = package_data_dir()
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from media_fixtures import write_av_clip, write_ts_clip
 
 from interactscope.media import CausalMedia
-from tests.foundation_fixtures import interaction, write_bench
+from tests.helpers.foundation_fixtures import interaction, write_bench
+from tests.helpers.media_fixtures import write_av_clip, write_ts_clip
 
 CLI = [sys.executable, "-m", "interactscope.cli"]
 

@@ -9,7 +9,6 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from stub_http import send_json
 
 from interactscope.streaming.judges import (
     Judge,
@@ -26,6 +25,7 @@ from interactscope.streaming.judges import (
 )
 from interactscope.streaming.judges.file import FileJudge
 from interactscope.streaming.schema import ToolCall
+from tests.helpers.stub_http import send_json
 
 
 class CountingJudge(Judge):

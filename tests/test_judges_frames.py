@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stub_http import send_json
 
 from interactscope.streaming.judges import (
     JudgeError,
@@ -26,7 +25,8 @@ from interactscope.streaming.judges import (
     run_judge,
 )
 from interactscope.streaming.judges.frames import window_times
-from tests.media_fixtures import read_code, write_av_clip, write_coded_video
+from tests.helpers.media_fixtures import read_code, write_av_clip, write_coded_video
+from tests.helpers.stub_http import send_json
 
 pytest.importorskip("openai")
 PIL = pytest.importorskip("PIL.Image")
@@ -261,7 +261,7 @@ def test_local_frames_judge_sends_the_frames_to_a_qwen_vl(tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from interactscope.engines.base import ImagePart
-    from tests.tiny_qwen import tiny_vl
+    from tests.helpers.tiny_qwen import tiny_vl
 
     model, processor = tiny_vl()
     model.save_pretrained(tmp_path / "vl")

@@ -19,8 +19,8 @@ from interactscope.streaming.protocol.observation import ArrayBytes, Observation
 from interactscope.streaming.protocol.types import AdapterOutput, DecisionRequest
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import DEFAULT_BATCH_MAX_MB, Settings, batch_max_bytes
-from tests.foundation_fixtures import CITY  # 720x404, 7.6 s, 8 distinct 1 fps frames, audio
-from tests.media_fixtures import write_silent_video
+from tests.helpers.foundation_fixtures import CITY  # 720x404, 7.6 s, 8 distinct 1 fps frames, audio
+from tests.helpers.media_fixtures import write_silent_video
 
 SR = 16000
 D = 7.6
@@ -248,7 +248,7 @@ class _Spy:
 def tiny():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     return tiny_omni()
 
@@ -330,7 +330,7 @@ def test_collect_holds_frames_at_the_adapters_consumer_side(tmp_path):
     from interactscope.streaming.bench import load_benchmark
     from interactscope.streaming.protocol.driver import collect
     from interactscope.streaming.protocol.types import Adapter
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     class Small(Adapter):
         backend = "small"

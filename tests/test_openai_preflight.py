@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("openai")
 
-from test_adapters_openai import (  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
+from tests.helpers.openai_stub import (  # noqa: E402
     KEY_ENV,
     SECRET,
     URL_ENV,
@@ -25,8 +26,6 @@ from test_adapters_openai import (  # noqa: E402
     make_adapter,
     make_request,
 )
-
-from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 
 
 @pytest.fixture

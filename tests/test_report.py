@@ -19,7 +19,7 @@ from interactscope.streaming.analysis.report import (
     sequence_outcomes,
 )
 from interactscope.streaming.analysis.runs import ScoredRun
-from tests.report_fixtures import make_demo_runs, manifest
+from tests.helpers.report_fixtures import make_demo_runs, manifest
 
 B = 300
 TABLES = [

@@ -1,6 +1,6 @@
 """Online Rolling with a kept KV cache (issue 18): the same greedy answers as re-encoding.
 
-Tiny random-weight Qwen2.5-Omni thinker and Qwen2.5-VL (``tests/tiny_qwen.py``); a synthetic
+Tiny random-weight Qwen2.5-Omni thinker and Qwen2.5-VL (``tests/helpers/tiny_qwen.py``); a synthetic
 stream of distinct noise frames at 1 fps and noise audio at 16 kHz.
 """
 
@@ -25,7 +25,7 @@ from interactscope.streaming.adapters.transformers_backend import (  # noqa: E40
 from interactscope.streaming.protocol.observation import Observation  # noqa: E402
 from interactscope.streaming.schema import Interaction, VideoRecord  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
 
 SR = 16000
 IT = Interaction.model_validate(

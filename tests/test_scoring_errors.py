@@ -15,7 +15,7 @@ from interactscope.streaming.judges import make_judge
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.core import score_interaction
 from interactscope.streaming.scoring.run import load_run_inputs, score_collection, score_run
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 CLI = [sys.executable, "-m", "interactscope.cli"]
 

@@ -13,7 +13,7 @@ from interactscope.cli import app
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.view import ViewError, ViewSettings, build_view, render_page
 from interactscope.view.classify import classify_interaction
-from tests.test_view_fixtures import collect_oracle, make_pair
+from tests.helpers.view_fixtures import collect_oracle, make_pair
 
 
 @pytest.fixture(scope="module")

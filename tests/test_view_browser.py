@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from interactscope.view import ViewSettings, write_view
-from tests.test_view_fixtures import MARK_TEXT, make_pair
+from tests.helpers.browser import _open
+from tests.helpers.view_fixtures import MARK_TEXT, make_pair
 
 CHROMIUM = os.environ.get("INTERACTSCOPE_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -50,16 +51,6 @@ def browser():
         b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
         yield b
         b.close()
-
-
-def _open(browser, path: Path, height: int = 1000):
-    page = browser.new_page(viewport={"width": 1200, "height": height})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector("body[data-ready]", timeout=20_000)
-    return page, problems
 
 
 def test_single_run_page(browser, pages, tmp_path):

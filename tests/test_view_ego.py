@@ -158,7 +158,7 @@ def browser():
 
 
 def test_ego_page_in_browser(browser, ego_run, tmp_path):
-    from tests.test_view_browser import _open
+    from tests.helpers.browser import _open
 
     out = tmp_path / "ego.html"
     assert CliRunner().invoke(app, ["view", str(ego_run), "--out", str(out)]).exit_code == 0
@@ -202,7 +202,7 @@ def test_streaming_page_hash_and_infra_error_filter(browser, tmp_path):
     """Streaming page fixes: ``#i-N`` opens (draws) and scrolls to section N on load and on
     hashchange, with lazy sections too; the outcome filter offers ``infra_error``."""
     from interactscope.view import ViewSettings, write_view
-    from tests.test_view_fixtures import make_pair
+    from tests.helpers.view_fixtures import make_pair
 
     a, _ = make_pair(tmp_path)
     lazy = ViewSettings(resamples=200, lazy_threshold=0)
