@@ -68,7 +68,7 @@ def test_a_plugin_backend_and_judge_work_by_name(tmp_path):
         **os.environ,
         "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
     }
-    cli = [sys.executable, "-m", "interactscope"]
+    cli = [sys.executable, "-m", "interactscope.cli"]
     res = subprocess.run([*cli, "collect", "-m", str(cfg), "-b", str(bench), "-o", str(run),
                           "--no-progress"], capture_output=True, text=True, env=env)  # fmt: skip
     assert res.returncode == 0, res.stderr

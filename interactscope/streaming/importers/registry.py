@@ -70,13 +70,18 @@ FORMATS: dict[str, Format] = plugins.table(KIND)
 """Format name -> :class:`Format` (the bundled ones and any registered)."""
 
 
+def _known() -> list[str]:
+    """Format names: the bundled ones in their order, then plug-ins."""
+    return list(dict.fromkeys([*FORMATS, *plugins.names(KIND)]))
+
+
 def get_format(name: str) -> Format:
     """The format called ``name``. Raises ImporterError listing the known names."""
     try:
         return plugins.lookup(KIND, name)
     except plugins.UnknownPluginError:
         raise ImporterError(
-            f"unknown format {name!r}; choose one of: {', '.join(plugins.names(KIND))}"
+            f"unknown format {name!r}; choose one of: {', '.join(_known())}"
         ) from None
 
 
