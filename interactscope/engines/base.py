@@ -237,9 +237,6 @@ def hf_generate_kwargs(
     return kw
 
 
-_DICT_KEYS = {"image": "image", "video": "frames", "audio": "audio"}
-
-
 def _part(p: Any) -> Part:
     if isinstance(p, (TextPart, ImagePart, VideoPart, AudioPart)):
         return p
