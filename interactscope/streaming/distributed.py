@@ -99,7 +99,7 @@ class RayOptions(BaseModel):
             are written with an error.
         setup: ``"module:function"`` each worker calls (no arguments) before building its
             adapter, e.g. to register a custom backend in
-            ``interactscope.streaming.adapters.registry.BACKENDS`` inside the worker process.
+            ``interactscope.core.registry`` (kind ``backends``) inside the worker process.
         connect_timeout_s: seconds a TCP connection to a ``HOST:PORT`` or ``ray://HOST:PORT``
             address may take before ``--ray-address`` is refused (Ray itself would retry for
             minutes); ``auto`` and ``local`` are not probed.
