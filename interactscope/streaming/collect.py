@@ -169,13 +169,12 @@ def new_manifest(
     subset: Subset | None = None,
 ) -> RunManifest:
     facts = host_facts()
-    settings_json = settings.model_dump(mode="json")
     started = now_iso()
     return RunManifest(
         model=name,
         backend=config["backend"],
         protocol=settings.protocol,
-        settings=settings_json,
+        settings=settings,
         benchmark=BenchmarkInfo(
             name=b.name,
             version=b.version,
@@ -202,7 +201,7 @@ def new_manifest(
             Invocation(
                 started_at=started,
                 command=command,
-                execution=execution_settings(settings_json),
+                execution=execution_settings(settings.model_dump(mode="json")),
                 retry_errors=retry_errors,
             )
         ],

@@ -234,7 +234,8 @@ def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
             f"benchmark: {old.benchmark.name}@{old.benchmark.fingerprint} != "
             f"{new.benchmark.name}@{new.benchmark.fingerprint}"
         )
-    diffs += [f"settings.{d}" for d in diff_settings(old.settings, new.settings)]
+    old_s, new_s = old.settings.model_dump(mode="json"), new.settings.model_dump(mode="json")
+    diffs += [f"settings.{d}" for d in diff_settings(old_s, new_s)]
     return diffs
 
 

@@ -108,7 +108,7 @@ def load_run(path: str | Path, label: str | None = None) -> LoadedRun:
     for r in records:
         by_id[r.interaction_id].append(r)
     try:
-        settings = Settings.model_validate(manifest.settings)
+        settings = manifest.settings
     except ValueError:
         settings = Settings()
         log.warning("%s/run.json: settings not understood; frames shown with the defaults", path)
