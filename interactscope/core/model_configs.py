@@ -21,6 +21,7 @@ from interactscope.core.resources import bundled_models_dir
 __all__ = [
     "CONFIG_ENV",
     "BASELINE_BACKENDS",
+    "ModelConfig",
     "ModelConfigError",
     "ResolvedModelConfig",
     "ModelSummary",
@@ -51,6 +52,15 @@ class ResolvedModelConfig(BaseModel):
     source: Literal["env", "local", "bundled", "path"]
     shadows: str | None = None
     config: dict[str, Any]
+
+    @property
+    def backend(self) -> str:
+        """The config's ``backend`` (a name registered as kind ``backends`` / ``engines``)."""
+        return str(self.config.get("backend") or "")
+
+
+ModelConfig = ResolvedModelConfig
+"""The typed model config every caller passes on (name, path, sha256, the YAML mapping)."""
 
 
 class ModelSummary(BaseModel):

@@ -788,9 +788,10 @@ def run_collect_ray(
     overrides = dict(overrides or {})
     if protocol is not None:
         overrides["protocol"] = protocol
-    b, name, config, settings, interactions = prepare_run(model, bench, overrides, shard, limit)
+    b, mc, settings, interactions = prepare_run(model, bench, overrides, shard, limit)
+    name, config = mc.name, dict(mc.config)
     _check_model(name, config, settings)
-    manifest = new_manifest(b, name, config, settings, interactions, shard, command, retry_errors)
+    manifest = new_manifest(b, mc, settings, interactions, shard, command, retry_errors)
     batch = batch_size or int(config.get("batch_size", 16))
     t0 = time.perf_counter()
     with ray_instance(opts) as ray:

@@ -42,11 +42,10 @@ def available_models() -> list[str]:
     return model_configs.available_models()
 
 
-def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
-    """Resolve ``name`` (a config name or a path to a YAML file) to (name, config mapping).
-
-    The mapping gains ``_path`` and ``_sha256`` (recorded in run.json). A local config that
-    shadows a bundled one of the same name is said on stderr (logging WARNING).
+def load_model(name: str) -> model_configs.ModelConfig:
+    """Resolve ``name`` (a config name or a path to a YAML file) to its typed model config
+    (name, path, sha256, mapping). A local config that shadows a bundled one of the same name is
+    said on stderr (logging WARNING).
 
     Raises:
         AdapterError: no such config (the message lists the available ones), bad YAML, or no
@@ -62,10 +61,18 @@ def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
             resolved.path,
             resolved.shadows,
         )
-    cfg = dict(resolved.config)
-    cfg["_path"] = resolved.path
-    cfg["_sha256"] = resolved.sha256
-    return resolved.name, cfg
+    return resolved
+
+
+def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
+    """``(name, the config mapping)`` of :func:`load_model` (path and sha256 are on the typed
+    :class:`~interactscope.core.model_configs.ModelConfig`).
+
+    Raises:
+        AdapterError: as :func:`load_model`.
+    """
+    m = load_model(name)
+    return m.name, dict(m.config)
 
 
 def adapter_class(backend: str) -> type[Adapter]:
