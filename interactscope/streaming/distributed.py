@@ -51,6 +51,7 @@ from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
 from interactscope.runs.common import RunLogError, run_lock
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.collect import (
     CollectError,
     new_manifest,
@@ -193,7 +194,7 @@ class _Prepared:
     def __init__(self, adapter: Any):
         self._adapter = adapter
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         return None
 
     def __getattr__(self, name: str) -> Any:
@@ -301,7 +302,7 @@ class _Gated(_Prepared):
         return self._gate.respond_batch(requests)
 
 
-def _tool_executor(bench: Any) -> Any:
+def _tool_executor(bench: Benchmark) -> Any:
     """The worker's executor of environment interactions' tool calls (docs/protocol.md,
     environments), as a serial ``collect`` builds it; ``None`` without environments. Each
     interaction a worker collects gets a fresh environment, on which the calls of its records
@@ -317,7 +318,7 @@ class InteractionWorker:
 
     def __init__(
         self,
-        bench: Any,
+        bench: Benchmark,
         model: str,
         config: dict[str, Any],
         settings: dict[str, Any],
@@ -607,7 +608,7 @@ class _Pool:
 # --------------------------------------------------------------------------- driver loop
 
 
-def _pending(bench: Any, settings: Settings, interactions: list[Any], writer: RunWriter):
+def _pending(bench: Benchmark, settings: Settings, interactions: list[Any], writer: RunWriter):
     """(interaction id, grid, times already written) of every interaction with pending points,
     longest grid first (ties by id, so the order is reproducible)."""
     out = []
@@ -818,7 +819,7 @@ def run_collect_ray(
 class _Job:
     """What one ``--ray`` invocation collects; ``t0`` is its start (``time.perf_counter``)."""
 
-    bench: Any
+    bench: Benchmark
     settings: Settings
     interactions: list[Any]
     manifest: Any

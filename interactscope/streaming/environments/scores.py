@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict
 
 from interactscope.egobench.matching import ParamComparer, match_calls
 from interactscope.egobench.settings import ScoreSettings
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.environments.execution import fresh_environment
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.allocation import allocate_first_response
@@ -57,7 +58,7 @@ class EnvScore:
     targets: list[dict[str, Any]] = field(default_factory=list)
 
 
-def expected_state_hash(bench: Any, it: Interaction) -> str:
+def expected_state_hash(bench: Benchmark, it: Interaction) -> str:
     """State hash after executing the targets' expected calls on a fresh environment."""
     env = fresh_environment(bench, it.query.environment or "")
     try:
@@ -73,7 +74,9 @@ def _toolset(rec: ResponseRecord, names: Sequence[str]) -> bool:
     return {c.name.casefold() for c in rec.tool_calls} == {n.casefold() for n in names}
 
 
-def _score_one(bench: Any, it: Interaction, recs: list[ResponseRecord], tol: float, merge: float):
+def _score_one(
+    bench: Benchmark, it: Interaction, recs: list[ResponseRecord], tol: float, merge: float
+):
     out = EnvScore(it.id, it.query.environment or "")
     allocs = allocate_first_response(
         it.targets,
@@ -119,7 +122,11 @@ def _score_one(bench: Any, it: Interaction, recs: list[ResponseRecord], tol: flo
 
 
 def score_environments(
-    bench: Any, records: Sequence[ResponseRecord], *, tolerance_s: float = 2.0, merge_s: float = 2.0
+    bench: Benchmark,
+    records: Sequence[ResponseRecord],
+    *,
+    tolerance_s: float = 2.0,
+    merge_s: float = 2.0,
 ) -> list[EnvScore]:
     """The new scores of each environment interaction of ``bench`` that has records."""
     by_id: dict[str, list[ResponseRecord]] = {}

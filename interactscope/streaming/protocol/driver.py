@@ -25,6 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from interactscope.core.secrets import redact
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.protocol.tools import InteractionTools, ToolExecutor, results_so_far
 from interactscope.streaming.protocol.types import (
@@ -122,7 +123,7 @@ def to_record(
 class _Observations:
     """Lazily builds one Observer per video (each file is decoded once)."""
 
-    def __init__(self, bench: Any, settings: Settings, consumer_side: Any = None):
+    def __init__(self, bench: Benchmark, settings: Settings, consumer_side: Any = None):
         self.bench = bench
         self.settings = settings
         # the model's frame size (Adapter.consumer_max_side): frames are held at it from the start
@@ -145,7 +146,7 @@ class _Observations:
 
 
 def collect(
-    bench: Any,
+    bench: Benchmark,
     adapter: Adapter,
     writer: RecordSink,
     settings: Settings,
@@ -267,7 +268,7 @@ def _count(summary: CollectSummary, rec: ResponseRecord) -> None:
 class _Context:
     """What every collection step of one run shares."""
 
-    bench: Any
+    bench: Benchmark
     adapter: Adapter
     sink: RecordSink
     settings: Settings

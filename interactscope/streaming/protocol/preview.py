@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import build_messages, render_text
 from interactscope.streaming.protocol.requests import request_at
 from interactscope.streaming.schema import Interaction
@@ -76,7 +77,7 @@ def _part(p: Any) -> PartPreview:
 
 
 def preview_prompt(
-    bench: Any,
+    bench: Benchmark,
     interaction: Interaction,
     t: float,
     settings: Settings,
