@@ -40,6 +40,7 @@ LAYERS: dict[str, int] = {
     "streaming.distributed": 15,
     "streaming.demo": 15,
     "cli": 16,
+    "ego": 16,
     "__init__": 17,
 }
 
