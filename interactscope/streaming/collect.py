@@ -30,7 +30,11 @@ from interactscope.runs.common import (
     run_lock,
 )
 from interactscope.streaming.adapters.base import AdapterError
-from interactscope.streaming.adapters.registry import build_adapter, load_model
+from interactscope.streaming.adapters.registry import (
+    build_adapter,
+    load_model,
+    require_online_support,
+)
 from interactscope.streaming.bench import Benchmark, BenchmarkError, load_benchmark
 from interactscope.streaming.protocol.driver import CollectSummary, collect, interaction_grid
 from interactscope.streaming.runlog import RESPONSES, RunFolder, merge_runs, open_run
@@ -356,12 +360,11 @@ def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:
         adapter = build_adapter(name, config, settings)
     except AdapterError as exc:
         raise CollectError(str(exc)) from exc
-    if settings.protocol == "online" and not adapter.supports_online:
+    try:
+        require_online_support(type(adapter), name, config["backend"], settings)
+    except AdapterError as exc:
         adapter.close()
-        raise CollectError(
-            f"model {name!r} (backend {config['backend']}) has no Online Rolling; use a model "
-            "with backend transformers or openai (`interactscope models`), or protocol=offline"
-        )
+        raise CollectError(str(exc)) from None
     return adapter
 
 

@@ -51,6 +51,8 @@ from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
 from interactscope.runs.common import RunLogError, run_lock
+from interactscope.streaming.adapters.base import AdapterError
+from interactscope.streaming.adapters.registry import adapter_class, require_online_support
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.collect import (
     CollectError,
@@ -64,7 +66,7 @@ from interactscope.streaming.protocol.driver import CollectSummary, collect
 from interactscope.streaming.protocol.requests import interaction_grid
 from interactscope.streaming.runlog import RunWriter
 from interactscope.streaming.schema import ResponseRecord
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import Settings, collection_strategy
 
 log = logging.getLogger(__name__)
 
@@ -745,15 +747,11 @@ def _check_model(name: str, config: dict[str, Any], settings: Settings) -> None:
     Raises:
         CollectError: naming the model and backend.
     """
-    from interactscope.streaming.adapters.base import AdapterError
-    from interactscope.streaming.adapters.registry import adapter_class
-
     try:
         cls = adapter_class(config["backend"])
+        require_online_support(cls, name, config["backend"], settings)
     except AdapterError as exc:
         raise CollectError(str(exc)) from exc
-    if settings.protocol == "online" and not cls.supports_online:
-        raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
 
 
 def run_collect_ray(
@@ -886,7 +884,7 @@ def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> 
         disable=not job.progress,
         dynamic_ncols=True,
     )
-    plain = settings.protocol == "offline" and not settings.history.n and not settings.cooldown_s
+    plain = collection_strategy(settings) == "batched"
     driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1, solo=job.solo)
     try:
         driver.run(tasks)

@@ -14,7 +14,7 @@ from typing import Any
 from interactscope.core import model_configs
 from interactscope.core.registry import PluginError, UnknownPluginError, lookup, register
 from interactscope.streaming.adapters.base import Adapter, AdapterError
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import Settings, collection_strategy
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +84,20 @@ def adapter_class(backend: str) -> type[Adapter]:
         return lookup(KIND, backend, what="backend")
     except (UnknownPluginError, PluginError) as exc:
         raise AdapterError(str(exc)) from exc
+
+
+def require_online_support(
+    cls: type[Adapter], name: str, backend: str, settings: Settings
+) -> None:
+    """Online Rolling needs an adapter with sessions (``supports_online``).
+
+    Raises:
+        AdapterError: ``protocol=online`` asked of a model whose backend has none."""
+    if collection_strategy(settings) == "online" and not cls.supports_online:
+        raise AdapterError(
+            f"model {name!r} (backend {backend}) has no Online Rolling; use a model "
+            "with backend transformers or openai (`interactscope models`), or protocol=offline"
+        )
 
 
 def build_adapter(name: str, config: dict[str, Any], settings: Settings) -> Adapter:

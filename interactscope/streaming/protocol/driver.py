@@ -36,7 +36,7 @@ from interactscope.streaming.protocol.types import (
     RecordSink,
 )
 from interactscope.streaming.schema import Interaction, ResponseRecord, StageTimings, ToolCall
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import Settings, collection_strategy, shows_results
 
 log = logging.getLogger(__name__)
 
@@ -355,7 +355,7 @@ def _collect_interaction(
         yield from _by_strategy(ctx, it, pending, _Requests(ctx, it, observer), batch_size)
         return
     try:
-        show = ctx.settings.protocol == "online" or ctx.settings.environment.show_results
+        show = shows_results(ctx.settings)
         records = _by_strategy(ctx, it, pending, _Requests(ctx, it, observer, show), batch_size)
         yield from _executed(ctx, it, env, records)
     finally:
@@ -373,10 +373,11 @@ def _by_strategy(
     from interactscope.streaming.settings import batch_max_bytes
 
     s = ctx.settings
-    if s.protocol == "online":
+    strategy = collection_strategy(s, environment=requests.show_results)
+    if strategy == "online":
         yield from _online(ctx, it, pending, requests)
         return
-    if s.history.n > 0 or s.cooldown_s > 0 or requests.show_results:
+    if strategy == "sequential":
         yield from _offline_sequential(ctx, it, pending, requests)
         return
     limit = batch_max_bytes(s)
