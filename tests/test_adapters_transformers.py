@@ -71,6 +71,7 @@ def _video_frames(call) -> list[np.ndarray]:
     return [f for video in call.get("videos", []) for f in video]
 
 
+@pytest.mark.slow
 def test_offline_probing_is_causal_at_every_decision_point(omni, media, pts_of_frame):
     ad, spy = _adapter(omni)
     ob = Observer(CITY, Settings(), media=media)
@@ -107,6 +108,7 @@ def _synthetic(k: int, t: float | None = None, audio: bool = True) -> Observatio
                        has_audio=audio)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_every_frame_count_from_1_to_32_is_accepted(omni):
     ad, spy = _adapter(omni, Settings(audio={"mode": "none"}))
     ad.max_new_tokens = 1
@@ -120,6 +122,7 @@ def test_every_frame_count_from_1_to_32_is_accepted(omni):
             assert frames[-2] is frames[-1] or np.array_equal(frames[-2], frames[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 17, 32])
 def test_frames_as_images(omni, k):
     ad, spy = _adapter(omni, Settings(audio={"mode": "none"}), frames_as="image")
@@ -151,6 +154,7 @@ def test_audio_longer_than_the_feature_window_keeps_the_newest_part(omni):
     assert out.extra["audio_dropped_s"] == 2.0 and out.extra["audio_samples"] == 12 * SR
 
 
+@pytest.mark.slow
 def test_a_4_ms_audio_step_is_zero_padded_in_front_never_extended(omni):
     ad, spy = _adapter(omni)
     obs = _synthetic(5, t=4.004)  # carphone: the grid ends at D = 4.004 s
@@ -164,6 +168,7 @@ def test_a_4_ms_audio_step_is_zero_padded_in_front_never_extended(omni):
     assert out.extra["audio_samples"] == 64064
 
 
+@pytest.mark.slow
 def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, media, pts_of_frame):
     ad, spy = _adapter(omni, session_cache=False)
     it = IT.model_copy(update={"query": IT.query.model_copy(update={"time_s": 2.5})})
@@ -203,6 +208,7 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
     assert session.messages == []
 
 
+@pytest.mark.slow
 def test_online_session_keeps_at_most_frames_max_frames(omni, media, pts_of_frame):
     capped = Settings(frames={"max": 3})
     ad, spy = _adapter(omni, capped, session_cache=False, session_reprefill_every=1)
@@ -295,6 +301,7 @@ class TinyVL(TransformersAdapter):
         ("tiny-vl", "offline", "none"),
     ],  # fmt: skip
 )
+@pytest.mark.slow
 def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, protocol, audio):
     monkeypatch.setitem(plugins.table("backends"), "tiny-omni", f"{__name__}:TinyOmni")
     monkeypatch.setitem(plugins.table("backends"), "tiny-vl", f"{__name__}:TinyVL")
@@ -314,6 +321,7 @@ def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, p
                                                                    121600]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_missing_weights_fail_with_a_clear_message_and_no_download(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -356,6 +364,7 @@ def _engine(model_proc, **opts):
         ("image", 36, 8),
     ],
 )
+@pytest.mark.slow
 def test_frame_cache_gives_the_same_processor_outputs_processing_each_frame_once(
     omni, media, frames_as, hits, misses
 ):

@@ -36,6 +36,7 @@ def _answers(outs):
     return [(o.text, o.prompt_tokens, o.completion_tokens) for o in outs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frames_as", ["video", "image"])
 def test_batched_greedy_answers_equal_one_at_a_time(observer, frames_as):
     """Prompts of 357..689 tokens (left padding up to 332 tokens) give the same 8 greedy tokens,
@@ -65,6 +66,7 @@ def test_batched_greedy_answers_equal_one_at_a_time(observer, frames_as):
         assert b.latency_s == pytest.approx(b.extra["batch_wall_s"] / len(GRID), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_batched_vl_answers_equal_one_at_a_time(observer):
     """Qwen2.5-VL (3-D rotary positions from the attention mask) under left padding."""
     asr = Settings(audio={"mode": "none"})
@@ -107,6 +109,7 @@ def _conv(text: str, frames: int = 0):
     return [{"role": "user", "content": parts}]
 
 
+@pytest.mark.slow
 def test_a_bad_conversation_fails_its_slot_and_the_rest_is_batched():
     eng = _engine()
     convs = [_conv("Take a photo.", 2), [{"role": "user", "content": [{"type": "bogus"}]}],
@@ -120,6 +123,7 @@ def test_a_bad_conversation_fails_its_slot_and_the_rest_is_batched():
     assert all(isinstance(o, EngineError) for o in eng.chat_batch(convs, bogus_option=1))
 
 
+@pytest.mark.slow
 def test_a_failed_batched_generate_is_halved_down_to_one_at_a_time(caplog):
     """Out of memory above 2 rows: 5 -> 2 + 3 -> 2 + (1 + 2); above 0 rows: one chat each."""
     eng = _engine()
@@ -160,6 +164,7 @@ def tiny_llama():
     return model, tok
 
 
+@pytest.mark.slow
 def test_causal_lm_batched_greedy_answers_equal_one_at_a_time(tiny_llama):
     from interactscope.engines.causal_lm import CausalLMEngine, CausalLMOptions
 

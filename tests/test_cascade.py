@@ -122,6 +122,7 @@ def test_cascade_end_to_end_on_one_interaction(tmp_path, monkeypatch, smollm):
     assert "young man" in SharedCascade.prompts[-1][2][1]["content"].lower()
 
 
+@pytest.mark.slow
 def test_greedy_answers_are_deterministic(smollm):
     ad = SharedCascade("c", {"generation": {"max_new_tokens": 12}}, Settings(audio={"mode": "asr"}))
     from pathlib import Path
@@ -140,6 +141,7 @@ def test_greedy_answers_are_deterministic(smollm):
     assert a.text.strip()  # a real instruction-tuned model says something
 
 
+@pytest.mark.slow
 def test_prefix_cache_reuses_the_shared_prompt_and_changes_nothing(smollm):
     from pathlib import Path
 

@@ -32,6 +32,7 @@ def talkative(tmp_path, monkeypatch):
     return make
 
 
+@pytest.mark.slow
 def test_sigkill_midway_then_rerun_gives_exactly_the_grid(tmp_path):
     """Resume: kill -9 during collect, re-run the same command."""
     cfg = tmp_path / "slow-oracle.yaml"

@@ -85,6 +85,7 @@ def test_request_labels_and_constant_tool():
 # ---------------------------------------------------------------- demo controls
 
 
+@pytest.mark.slow
 def test_request_prior_on_demo(runs):
     r = request_prior(runs["oracle-none"], n_resamples=B)
     t = r.table.set_index("predictor")
@@ -176,6 +177,7 @@ def test_cooldown_paper_case_minus_9_84_pp(tmp_path):
     assert (row["shared"], row["gained"], row["lost"]) == (10, 0, 12)
 
 
+@pytest.mark.slow
 def test_scene_ablation_on_demo(runs):
     r = scene_ablation(runs["oracle"], runs["oracle-none"], n_resamples=B)
     assert sorted(set(r.table["tolerance_s"])) == [1.0, 2.0, 4.0]

@@ -336,6 +336,7 @@ def tiny_omni_folder(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_tiny_qwen_thinker_through_load_engine(tiny_omni_folder) -> None:
     """The real loading path (config -> thinker class -> processor) and one chat with a frame and
     1.5 s of audio: the frame goes as a 1-frame video padded to 2 (temporal patch 2), all

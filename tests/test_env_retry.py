@@ -188,6 +188,7 @@ def _final_hashes(run: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_online_kill_9_midway_and_resume_gives_the_uninterrupted_hashes(tmp_path, scripted):
     """Online Rolling: the killed interaction is partial and redone from q on resume, its
     environment fresh; final state hashes equal an uninterrupted run's."""

@@ -191,6 +191,7 @@ def _final_hashes(run: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     other = {**interaction("env2", task="T1", environment="home"), "targets": [TARGET]}
     root = env_bench(tmp_path / "b", [TARGET], extra=[other])
@@ -209,6 +210,7 @@ def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     assert _final_hashes(run) == want
 
 
+@pytest.mark.slow
 def test_oracle_run_scored_by_the_cli_prints_the_new_columns(tmp_path):
     """The oracle sends the expected calls with their arguments at the grid point nearest τ:
     every new column is perfect, and the paper's summary.json is written as always."""
@@ -241,6 +243,7 @@ DEMO_ENV = REPO / "interactscope" / "data" / "demo-env"
         ("blind-fire", "t1-home-chores | 1/2 | 0/2 | incorrect | 0/0"),
     ],
 )
+@pytest.mark.slow
 def test_environment_demo_scores_as_its_readme_says(tmp_path, model, line):
     run_collect(model=model, bench=DEMO_ENV, out=tmp_path / "run", progress=False)
     res = subprocess.run(

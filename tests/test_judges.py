@@ -297,6 +297,7 @@ def test_openai_judge_needs_key_or_url(monkeypatch):
 # --------------------------------------------------------------------------- model judges
 
 
+@pytest.mark.slow
 def test_embedding_judge():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")

@@ -57,6 +57,7 @@ def _install(site: Path) -> Path:
     return site
 
 
+@pytest.mark.slow
 def test_a_plugin_backend_and_judge_work_by_name(tmp_path):
     site = _install(tmp_path / "site")
     targets = [{"id": "k1", "reference": "the kettle boils", "time_s": 2.0}]

@@ -106,6 +106,7 @@ def _same_answers(new, old):
 GRID = [2.0, 3.0, 4.0, 5.0, 5.5, 6.0, 7.0, 8.0, 9.0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frames_as", ["video", "image"])
 def test_kept_cache_answers_equal_re_encoding_on_tiny_omni(frames_as):
     s = Settings(frames={"max": 32})
@@ -127,6 +128,7 @@ def test_kept_cache_answers_equal_re_encoding_on_tiny_omni(frames_as):
     assert sum(o.extra["session_new_tokens"] for o in new) == session.kept.processed_tokens
 
 
+@pytest.mark.slow
 def test_kept_cache_equals_re_encoding_past_the_frame_cap_with_reprefills():
     s = Settings(frames={"max": 4})
     grid = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
@@ -142,6 +144,7 @@ def test_kept_cache_equals_re_encoding_past_the_frame_cap_with_reprefills():
     assert so.frames_dropped == sn.frames_dropped == 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", [tiny_vl, tiny_qwen3_vl])
 def test_kept_cache_answers_equal_re_encoding_on_tiny_vl(build):
     s = Settings(frames={"max": 32}, audio={"mode": "none"})

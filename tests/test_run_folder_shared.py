@@ -225,6 +225,7 @@ KILL_CHILD = textwrap.dedent(
 KINDS = {"streaming": STREAM, "egobench": EGO}
 
 
+@pytest.mark.slow
 def test_kill_9_mid_run_then_resume_gives_every_unit_exactly_once(kind, tmp_path):
     run = tmp_path / "run"
     root = str(Path(__file__).resolve().parents[1])

@@ -177,6 +177,7 @@ class _Sink:
         return [r for r in self.records if r.interaction_id == iid and not r.silent]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 4])
 def test_tiny_qwen_splits_processor_from_generate(tmp_path, batch_size):
     """The processor's seconds are no longer in ``model_s``: each record has ``process_s`` and
