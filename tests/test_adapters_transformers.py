@@ -132,6 +132,7 @@ def test_frames_as_images(omni, k):
     assert out.extra["n_frames"] == out.extra["n_frames_sent"] == k
 
 
+@pytest.mark.slow
 def test_configured_pixel_budget_reaches_every_video_call(omni):
     ad, spy = _adapter(omni, Settings(audio={"mode": "none"}))
     obs = _synthetic(2, audio=False)

@@ -101,6 +101,7 @@ def test_request_prior_on_demo(runs):
         request_prior(runs["oracle"])
 
 
+@pytest.mark.slow
 def test_blind_fire_on_demo(runs):
     r = blind_fire(runs["oracle-none"], n_resamples=B)
     m = r.table[r.table["predictor"].str.startswith("request")].set_index("delay_s")
@@ -119,6 +120,7 @@ def test_blind_fire_on_demo(runs):
     assert r.meta["runs"]["request_only"]["non_default_settings"] == {"scene": "none"}
 
 
+@pytest.mark.slow
 def test_policy_controls_on_demo(runs):
     r = policy_controls(
         runs["oracle"], [runs["oracle-history"], runs["oracle-cooldown"]], n_resamples=B
@@ -186,6 +188,7 @@ def test_scene_ablation_on_demo(runs):
         scene_ablation(runs["oracle"], runs["silent"], n_resamples=B)
 
 
+@pytest.mark.slow
 def test_schedule_on_demo(runs):
     r = schedule_control(runs["oracle-step2"], runs["oracle"], n_resamples=B)  # any order
     t = r.table.set_index("metric")
@@ -196,6 +199,7 @@ def test_schedule_on_demo(runs):
         schedule_control(runs["oracle"], runs["oracle"])
 
 
+@pytest.mark.slow
 def test_control_cli(runs, tmp_path):
     res = CliRunner().invoke(
         app,

@@ -6,6 +6,7 @@ import json
 import re
 
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
@@ -20,6 +21,7 @@ def _rows(table: str) -> dict[str, list[str]]:
     return {c[0]: c[1:] for c in cells}
 
 
+@pytest.mark.slow
 def test_panel_discriminates(tmp_path):
     # Weight-free panel: the capped slot is blind-fire on the first 3 interactions.
     settings = DemoSettings(

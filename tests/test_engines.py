@@ -370,6 +370,7 @@ def test_tiny_qwen_thinker_through_load_engine(tiny_omni_folder) -> None:
     assert res.prompt_tokens == len(ids)
 
 
+@pytest.mark.slow
 def test_transformers_engine_errors(tmp_path) -> None:
     pytest.importorskip("transformers")
     with pytest.raises(EngineError, match="no 'checkpoint'"):

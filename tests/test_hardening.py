@@ -42,6 +42,7 @@ def test_second_writer_is_refused_naming_the_holder_pid(tmp_path):
     assert s.written == sum(DEMO_POINTS.values()) == 89
 
 
+@pytest.mark.slow
 def test_two_concurrent_collects_one_refuses_records_stay_unique(tmp_path):
     cfg = tmp_path / "slow-oracle.yaml"
     cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.03\n")
@@ -90,6 +91,7 @@ def _merge(*args):
     return subprocess.run([*CLI, "merge", *map(str, args)], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_merge_refuses_a_truncated_shard_listing_missing_points(tmp_path, shards):
     import shutil
 
@@ -113,6 +115,7 @@ def test_merge_refuses_a_truncated_shard_listing_missing_points(tmp_path, shards
     assert len(RunFolder(tmp_path / "m").responses()) == 89 - len(lost)
 
 
+@pytest.mark.slow
 def test_merge_refuses_unfinished_shard_and_mixed_n(tmp_path, shards):
     import shutil
 

@@ -80,6 +80,7 @@ BAD_BENCHMARKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD_BENCHMARKS))
 def test_bad_benchmark_one_line_per_problem_exit_1_nothing_left(tmp_path, case):
     make, expected = BAD_BENCHMARKS[case]
@@ -109,6 +110,7 @@ def test_duplicate_video_id_reported_on_its_own_line(tmp_path):
     assert "benchmark.json:20: field 'videos[1].id': duplicate video id 'city'" in res.stderr
 
 
+@pytest.mark.slow
 def test_yaml_tag_in_set_and_missing_key_leave_no_folder(tmp_path):
     root = write_bench(tmp_path / "b", [interaction("a")])
     out = tmp_path / "run"
@@ -192,6 +194,7 @@ def _bench_with(tmp_path, clip, targets_at):
     return root
 
 
+@pytest.mark.slow
 def test_truncated_mp4_fails_its_own_interactions_not_the_benchmark(tmp_path, truncated):
     clip, measured = truncated[0.6]
     assert 5.0 < measured < 7.0  # measured from the packets really present
