@@ -337,6 +337,7 @@ def tiny_lm(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_local_judge_runs_and_parses_strictly(tiny_lm):
     import torch
 

@@ -273,6 +273,7 @@ def _processed(tiny, settings: Settings, observer_of):
     return kw, proc(**kw), ad, ob
 
 
+@pytest.mark.slow
 def test_consumer_side_keeps_the_processor_grid_and_tokens(tiny):
     """No frames.max_side: before, the 720x404 frames went whole to the processor; now they are
     held at 154 x 86 (the adapter's consumer side). The processor still resizes both to the same
@@ -295,6 +296,7 @@ def test_consumer_side_keeps_the_processor_grid_and_tokens(tiny):
     assert old["pixel_values_videos"].shape == new["pixel_values_videos"].shape
 
 
+@pytest.mark.slow
 def test_frames_max_side_model_inputs_are_identical(tiny):
     """frames.max_side = 64 (the consumer side is then 64 too): the RGB store gives the processor
     the same arrays as converting the full-size samples did, so the same tensors."""

@@ -89,6 +89,7 @@ def test_per_record_connection_error_names_the_url(monkeypatch, tmp_path) -> Non
     assert "APIConnectionError" in str(out) and url in str(out) and "t=2s" in str(out)
 
 
+@pytest.mark.slow
 def test_cli_collect_against_a_wrong_model_is_one_line(stub: Stub, tmp_path: Path) -> None:
     stub.models = ["served-name"]
     cfg = tmp_path / "stub.yaml"

@@ -154,6 +154,7 @@ def test_kept_cache_answers_equal_re_encoding_on_tiny_vl(build):
     assert session.kept.prefills == 1
 
 
+@pytest.mark.slow
 def test_tight_audio_padding_matches_the_window_padding():
     s = Settings(frames={"max": 32})
     old, _ = _run(tiny_omni(), GRID[:5], s, session_audio_padding="window")
@@ -194,6 +195,7 @@ def test_frames_leave_k_at_a_time():
     assert _drop_oldest_frames(m, 5, 9) == 6  # K is at most the cap: 1 frame remains
 
 
+@pytest.mark.slow
 def test_evict_keeps_the_cache_past_the_cap_with_the_re_encoded_tokens():
     # frames.max 4, q = 2: the replay holds frames 0..2 as one video part, then one part per
     # step. Past 4 frames the oldest part leaves whole: at 4 s the replay (3 frames), at 7 s
@@ -237,6 +239,7 @@ def test_session_options_are_recorded():
                             model=model, processor=proc)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_evict_with_image_frames_drops_one_frame_a_step():
     s = Settings(frames={"max": 4})
     grid = [2.0, 3.0, 4.0, 5.0, 6.0]
