@@ -139,6 +139,7 @@ def test_scores_of_run_a(pair):
     assert "T1" not in cells and "Output volume (/min)" not in cells
 
 
+@pytest.mark.slow
 def test_frames_follow_the_run_settings(tmp_path):
     run = collect_oracle(tmp_path / "capped", **{"frames.max": 2, "frames.cap_policy": "recent"})
     page = build_view([run], ViewSettings(resamples=200))

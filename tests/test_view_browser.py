@@ -53,6 +53,7 @@ def browser():
         b.close()
 
 
+@pytest.mark.slow
 def test_single_run_page(browser, pages, tmp_path):
     page, problems = _open(browser, pages["one"])
     assert page.locator("section.interaction").count() == 11  # the demo's 11 interactions
@@ -70,6 +71,7 @@ def test_single_run_page(browser, pages, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_filters(browser, pages):
     page, problems = _open(browser, pages["one"])
     page.select_option("#filter-task", "T1")
@@ -83,6 +85,7 @@ def test_filters(browser, pages):
     page.close()
 
 
+@pytest.mark.slow
 def test_two_run_diff(browser, pages, tmp_path):
     page, problems = _open(browser, pages["two"], height=1400)
     assert page.locator("#gained li").all_inner_texts() == ["t2-bunny/k1"]
@@ -103,6 +106,7 @@ def test_two_run_diff(browser, pages, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_lazy_rendering(browser, pages):
     page, problems = _open(browser, pages["lazy"], height=600)
     last = page.locator("section.interaction").last

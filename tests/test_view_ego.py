@@ -198,6 +198,7 @@ def test_ego_page_opens_the_task_in_the_hash(browser, ego_run, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_streaming_page_hash_and_infra_error_filter(browser, tmp_path):
     """Streaming page fixes: ``#i-N`` opens (draws) and scrolls to section N on load and on
     hashchange, with lazy sections too; the outcome filter offers ``infra_error``."""
