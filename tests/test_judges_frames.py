@@ -255,6 +255,7 @@ def test_unbound_media_and_bad_names_fail_in_one_line(server):
     assert make_judge("openai+frames").model == "gpt-4o"
 
 
+@pytest.mark.slow
 def test_local_frames_judge_sends_the_frames_to_a_qwen_vl(tmp_path):
     """``local:PATH+frames`` over a tiny random Qwen2.5-VL saved to a folder: the engine gets
     the three frames as images (the verdict of random weights is whatever it is, but parsed)."""
