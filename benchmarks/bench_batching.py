@@ -7,7 +7,7 @@ Run by hand (prints figures, asserts nothing):
 
 The decision points are those of two requests over the demo's ``city_speech.mp4`` (7.6 s: 9
 points each, 18 in all), observed once (``Observer``) before timing. Each repeat answers all of
-them twice with the tiny random-weight Qwen2.5-Omni thinker of ``tests/tiny_qwen.py``: once by
+them twice with the tiny random-weight Qwen2.5-Omni thinker of ``tests/helpers/tiny_qwen.py``: once by
 ``respond`` one request at a time, once by ``respond_batch`` in chunks of ``--batch-size`` (one
 left-padded ``generate`` per chunk). Printed: decision points per second of each, the ratio
 batched / one at a time (median over repeats, measured in the same run), and the share of each
@@ -66,7 +66,7 @@ def main() -> None:
 
     from interactscope.streaming.adapters.transformers_backend import TransformersAdapter
     from interactscope.streaming.settings import Settings
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()
     cfg = {

@@ -9,7 +9,7 @@ Builds the Offline Probing prompts of one request at t = 0..N over a synthetic s
 frames of --size, distinct per second; native audio) and times the ``transformers`` engine's
 processor call (``QwenEngine.process``: resize, normalise, patchify, log-mel, tokenize) for each
 decision point with ``frame_cache_mb: 0`` and with the default cache, in the same run, with the
-tiny Qwen2.5-Omni processor of ``tests/tiny_qwen.py`` (frames resized to at most --max-pixels).
+tiny Qwen2.5-Omni processor of ``tests/helpers/tiny_qwen.py`` (frames resized to at most --max-pixels).
 Printed: seconds per point of each, the ratio, and frames processed vs reused. The outputs of the
 two are compared tensor by tensor on the way (the run stops if they differ).
 """
@@ -74,7 +74,7 @@ def main() -> None:
     from interactscope.engines.qwen_mm import QwenEngine
     from interactscope.engines.qwen_options import QwenOptions
     from interactscope.streaming.protocol.prompts import build_messages
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()
     reqs = _requests(args.seconds, w, h)

@@ -6,7 +6,7 @@ Run by hand (prints figures, asserts nothing):
         [--scenario demo,720p] [--seconds 30] [--max-pixels 200704] [--batch-size 16]
         [--max-new-tokens 8] [--limit N] [--device cpu|cuda] [--keep DIR]
 
-The model is the tiny random-weight Qwen2.5-Omni thinker of ``tests/tiny_qwen.py``, saved to a
+The model is the tiny random-weight Qwen2.5-Omni thinker of ``tests/helpers/tiny_qwen.py``, saved to a
 temporary checkpoint folder and loaded by the real path (``backend: transformers``), so the
 run is a plain ``run_collect`` and its figures are the run's own ``summary.timings``
 (docs/protocol.md#run-folder-contract): ``load`` apart, then ``decode`` (observations: media
@@ -41,7 +41,7 @@ STAGES = ("decode_s", "process_s", "model_s", "write_s", "other_s")
 
 
 def _checkpoint(folder: Path) -> Path:
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()
     model.save_pretrained(folder)

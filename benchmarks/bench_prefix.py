@@ -6,7 +6,7 @@ Run by hand (prints figures, asserts nothing):
 
 For decision points t = 1, 2, ... of one demo request (T1 "taxi", whole tool catalogue) over a
 synthetic stream (1 fps frames, native audio), the prompt at t is rendered with the tiny
-Qwen2.5-Omni processor of ``tests/tiny_qwen.py`` exactly as the ``transformers`` backend sends it
+Qwen2.5-Omni processor of ``tests/helpers/tiny_qwen.py`` exactly as the ``transformers`` backend sends it
 (chat template + media placeholders expanded by the processor) and tokenized. For each pair
 (t, t + 1) it measures the longest common prefix of the two token sequences as a share of the
 shorter one. That share bounds what automatic prefix caching (vLLM, servers) can reuse. Printed
@@ -78,7 +78,7 @@ def main() -> None:
     from interactscope.engines.qwen_mm import QwenEngine
     from interactscope.engines.qwen_options import QwenOptions
     from interactscope.streaming.bench import load_benchmark
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()
     engine = QwenEngine(QwenOptions(), "tiny", model=model, processor=processor)

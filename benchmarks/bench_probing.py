@@ -7,7 +7,7 @@ Run by hand (prints figures, asserts nothing about time):
 
 It runs the real collection path (``interactscope.streaming.collect.run_collect``: benchmark loading,
 decision grids, one decode per video, causal observations, prompt building, the ``transformers``
-backend, the run folder) with the tiny Qwen2.5-Omni thinker of ``tests/tiny_qwen.py`` in place of
+backend, the run folder) with the tiny Qwen2.5-Omni thinker of ``tests/helpers/tiny_qwen.py`` in place of
 a checkpoint, and times each stage by wrapping it:
 
 - media: ``Observer.observe`` (decode once per video, causal frames/audio per decision point);
@@ -67,7 +67,7 @@ def main() -> None:
     from interactscope.streaming.adapters import transformers_backend as tb
     from interactscope.streaming.collect import run_collect
     from interactscope.streaming.protocol import observation, prompts
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     t0 = time.perf_counter()
     model, processor = tiny_omni()

@@ -8,7 +8,7 @@ Run by hand (prints figures, asserts nothing):
 One request (q = 0) over a synthetic clip of ``--points - 1`` seconds: decision points t = 0, 1,
 ..., distinct 64x64 noise frames at 1 fps (the observation capped at ``frames.max`` with the
 default ``uniform`` policy), noise audio at 16 kHz (native). The tiny random-weight Qwen2.5-Omni
-thinker of ``tests/tiny_qwen.py`` answers every point three ways:
+thinker of ``tests/helpers/tiny_qwen.py`` answers every point three ways:
 
 - Offline Probing (``respond``): each point's prompt is processed whole;
 - Online Rolling, re-encoding (``session_cache: false``, ``session_reprefill_every: 1``: the old
@@ -81,7 +81,7 @@ def _requests(settings, points: int):
 
 def _adapter(settings, max_new: int, **cfg):
     from interactscope.streaming.adapters.transformers_backend import TransformersAdapter
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     model, proc = tiny_omni()
     base = {"generation": {"max_new_tokens": max_new, "temperature": 0},

@@ -19,7 +19,6 @@ OLD_PATHS: dict[str, str] = {
     "schema": "streaming.schema",
     "settings": "streaming.settings",
     "bench": "streaming.bench",
-    "collect": "streaming.collect",
     "distributed": "streaming.distributed",
     "demo": "streaming.demo",
     "resources": "core.resources",
@@ -40,7 +39,8 @@ OLD_PATHS: dict[str, str] = {
     "beyond": "streaming.analysis.beyond_paper",
     "report": "streaming.analysis.report",
 }
-"""Old name (after ``interactscope.``) -> new name; the longest matching prefix wins."""
+"""Old name (after ``interactscope.``) -> new name; the longest matching prefix wins.
+(``interactscope.collect`` is no alias: it is the API function ``collect``.)"""
 
 _PREFIX = "interactscope."
 

@@ -1,6 +1,6 @@
 """Fixtures shared across test modules. Module-specific fixtures stay beside their tests; the
-helpers that build synthetic media, runs and tiny models live in tests/*_fixtures.py and
-tests/tiny_qwen.py."""
+helpers that build synthetic media, runs and tiny models live in tests/helpers/ (test modules
+import from there, never from each other)."""
 
 from __future__ import annotations
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,40 +18,29 @@ pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 pytest.importorskip("transformers")
 
+from interactscope.core import registry as plugins
 from interactscope.media import CausalMedia, Frame  # noqa: E402
 from interactscope.streaming.adapters import registry  # noqa: E402
-from interactscope.streaming.adapters.base import AdapterError, DecisionRequest  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 from interactscope.streaming.adapters.transformers_backend import TransformersAdapter  # noqa: E402
 from interactscope.streaming.collect import run_collect  # noqa: E402
 from interactscope.streaming.protocol.grid import decision_grid  # noqa: E402
 from interactscope.streaming.protocol.observation import Observation, Observer  # noqa: E402
 from interactscope.streaming.runlog import RunFolder  # noqa: E402
-from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
+from tests.helpers.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
+from tests.helpers.transformers_adapter import (
+    GEN,
+    IT,
+    VIDEO,
+    SpyProcessor,
+    _adapter,
+    _request,
+)
 
 SR = 16000
 D = 7.6  # city_speech.mp4
-GEN = {
-    "generation": {"max_new_tokens": 3, "temperature": 0},
-    "processor_kwargs": {"min_pixels": 56 * 56, "max_pixels": 112 * 112},
-}
-
-
-class SpyProcessor:
-    """Records every processor call's keyword arguments; delegates everything else."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.calls: list[dict] = []
-
-    def __call__(self, **kw):
-        self.calls.append(kw)
-        return self.inner(**kw)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
 
 
 def _h(img: np.ndarray) -> str:
@@ -79,38 +67,11 @@ def omni():
     return model, proc
 
 
-def _adapter(omni_or_vl, settings=None, **cfg):
-    model, proc = omni_or_vl
-    spy = SpyProcessor(proc)
-    ad = TransformersAdapter("tiny", {**GEN, **cfg}, settings or Settings(), model=model,
-                             processor=spy)  # fmt: skip
-    ad.prepare(None)
-    return ad, spy
-
-
-IT = Interaction.model_validate(
-    {
-        "id": "speech",
-        "video_id": "city",
-        "task": "T1",
-        "query": {"time_s": 0.0, "text": "Start a voice memo as soon as someone starts talking."},
-        "targets": [{"id": "k1", "time_s": 2.2, "tools": ["start_voice_memo"]}],
-    }
-)
-VIDEO = VideoRecord(id="city", path="media/city.mp4")
-TOOLS = [ToolSpec(name="start_voice_memo", description="Start a voice memo.")]
-
-
-def _request(t, obs, settings=None, it=IT):
-    return DecisionRequest(interaction=it, video=VIDEO, bench_root=Path("."), t=t,
-                           settings=settings or Settings(), tools=TOOLS,
-                           observation=obs)  # fmt: skip
-
-
 def _video_frames(call) -> list[np.ndarray]:
     return [f for video in call.get("videos", []) for f in video]
 
 
+@pytest.mark.slow
 def test_offline_probing_is_causal_at_every_decision_point(omni, media, pts_of_frame):
     ad, spy = _adapter(omni)
     ob = Observer(CITY, Settings(), media=media)
@@ -147,6 +108,7 @@ def _synthetic(k: int, t: float | None = None, audio: bool = True) -> Observatio
                        has_audio=audio)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_every_frame_count_from_1_to_32_is_accepted(omni):
     ad, spy = _adapter(omni, Settings(audio={"mode": "none"}))
     ad.max_new_tokens = 1
@@ -160,6 +122,7 @@ def test_every_frame_count_from_1_to_32_is_accepted(omni):
             assert frames[-2] is frames[-1] or np.array_equal(frames[-2], frames[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 2, 17, 32])
 def test_frames_as_images(omni, k):
     ad, spy = _adapter(omni, Settings(audio={"mode": "none"}), frames_as="image")
@@ -169,6 +132,7 @@ def test_frames_as_images(omni, k):
     assert out.extra["n_frames"] == out.extra["n_frames_sent"] == k
 
 
+@pytest.mark.slow
 def test_configured_pixel_budget_reaches_every_video_call(omni):
     ad, spy = _adapter(omni, Settings(audio={"mode": "none"}))
     obs = _synthetic(2, audio=False)
@@ -191,6 +155,7 @@ def test_audio_longer_than_the_feature_window_keeps_the_newest_part(omni):
     assert out.extra["audio_dropped_s"] == 2.0 and out.extra["audio_samples"] == 12 * SR
 
 
+@pytest.mark.slow
 def test_a_4_ms_audio_step_is_zero_padded_in_front_never_extended(omni):
     ad, spy = _adapter(omni)
     obs = _synthetic(5, t=4.004)  # carphone: the grid ends at D = 4.004 s
@@ -204,6 +169,7 @@ def test_a_4_ms_audio_step_is_zero_padded_in_front_never_extended(omni):
     assert out.extra["audio_samples"] == 64064
 
 
+@pytest.mark.slow
 def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, media, pts_of_frame):
     ad, spy = _adapter(omni, session_cache=False)
     it = IT.model_copy(update={"query": IT.query.model_copy(update={"time_s": 2.5})})
@@ -243,6 +209,7 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
     assert session.messages == []
 
 
+@pytest.mark.slow
 def test_online_session_keeps_at_most_frames_max_frames(omni, media, pts_of_frame):
     capped = Settings(frames={"max": 3})
     ad, spy = _adapter(
@@ -337,9 +304,10 @@ class TinyVL(TransformersAdapter):
         ("tiny-vl", "offline", "none"),
     ],  # fmt: skip
 )
+@pytest.mark.slow
 def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, protocol, audio):
-    monkeypatch.setitem(registry.BACKENDS, "tiny-omni", f"{__name__}:TinyOmni")
-    monkeypatch.setitem(registry.BACKENDS, "tiny-vl", f"{__name__}:TinyVL")
+    monkeypatch.setitem(plugins.table("backends"), "tiny-omni", f"{__name__}:TinyOmni")
+    monkeypatch.setitem(plugins.table("backends"), "tiny-vl", f"{__name__}:TinyVL")
     cfg = tmp_path / f"{backend}.yaml"
     cfg.write_text(json.dumps({"backend": backend, **GEN, "settings": {"audio": {"mode": audio}}}))
     late = [{"id": "k1", "reference": "x", "time_s": 6.0}]
@@ -356,6 +324,7 @@ def test_collect_end_to_end_through_the_driver(tmp_path, monkeypatch, backend, p
                                                                    121600]  # fmt: skip
 
 
+@pytest.mark.slow
 def test_missing_weights_fail_with_a_clear_message_and_no_download(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
@@ -398,6 +367,7 @@ def _engine(model_proc, **opts):
         ("image", 36, 8),
     ],
 )
+@pytest.mark.slow
 def test_frame_cache_gives_the_same_processor_outputs_processing_each_frame_once(
     omni, media, frames_as, hits, misses
 ):

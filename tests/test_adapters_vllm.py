@@ -20,83 +20,15 @@ import pytest
 from interactscope.streaming.adapters.base import AdapterError, AdapterOutput, DecisionRequest
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import Settings
+from tests.helpers.fake_vllm import (
+    FakeLLM,
+    FakeSamplingParams,
+)
 
 SR = 16000
-IMAGE = "<|vision_bos|><|IMAGE|><|vision_eos|>"
-VIDEO = "<|vision_bos|><|VIDEO|><|vision_eos|>"
-AUDIO = "<|audio_bos|><|AUDIO|><|audio_eos|>"
 
 
 # --------------------------------------------------------------------------- fake vllm
-
-
-class FakeTokenizer:
-    """Renders chat messages like Qwen2.5-Omni's template; one token per whitespace word."""
-
-    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=False):
-        assert tokenize is False
-        out = []
-        for m in messages:
-            c = m["content"]
-            if isinstance(c, str):
-                body = c
-            else:
-                body = "".join(
-                    {"image": IMAGE, "video": VIDEO, "audio": AUDIO}.get(p["type"], "")
-                    if p["type"] != "text"
-                    else p["text"]
-                    for p in c
-                )
-                for p in c:  # the adapter must strip the arrays from template messages
-                    assert set(p) <= {"type", "text"}, p
-            out.append(f"<|im_start|>{m['role']}\n{body}<|im_end|>\n")
-        if add_generation_prompt:
-            out.append("<|im_start|>assistant\n")
-        return "".join(out)
-
-    def encode(self, text, add_special_tokens=True):
-        return text.split()
-
-
-class FakeCompletion:
-    def __init__(self, text: str):
-        self.text = text
-        self.token_ids = [7] * len(text.split())
-        self.finish_reason = "stop"
-
-
-class FakeRequestOutput:
-    def __init__(self, prompt: str, text: str):
-        self.prompt_token_ids = list(range(len(prompt.split())))
-        self.outputs = [FakeCompletion(text)]
-
-
-class FakeSamplingParams:
-    def __init__(self, **kwargs: Any):
-        self.kwargs = kwargs
-
-
-class FakeLLM:
-    instances: list[FakeLLM] = []
-
-    def __init__(self, **kwargs: Any):
-        self.kwargs = kwargs
-        self.calls: list[list[dict]] = []
-        self.sampling: list[FakeSamplingParams] = []
-        self.fail_if = None  # callable(input) -> bool: raise when any input matches
-        self.reply = lambda inp: "<SILENT>"
-        FakeLLM.instances.append(self)
-
-    def get_tokenizer(self):
-        return FakeTokenizer()
-
-    def generate(self, inputs, sampling_params=None, use_tqdm=True):
-        inputs = list(inputs)
-        self.calls.append(inputs)
-        self.sampling.append(sampling_params)
-        if self.fail_if is not None and any(self.fail_if(i) for i in inputs):
-            raise RuntimeError("CUDA error: an illegal memory access was encountered (fake)")
-        return [FakeRequestOutput(i["prompt"], self.reply(i)) for i in inputs]
 
 
 @pytest.fixture
@@ -185,9 +117,9 @@ def test_missing_vllm_is_a_clear_error(monkeypatch) -> None:
 
 
 def test_registry_knows_the_backend() -> None:
-    from interactscope.streaming.adapters.registry import BACKENDS, adapter_class
+    from interactscope.streaming.adapters.registry import BUILTIN_BACKENDS, adapter_class
 
-    assert "vllm" in BACKENDS
+    assert "vllm" in BUILTIN_BACKENDS
     assert adapter_class("vllm").backend == "vllm"
 
 
@@ -315,7 +247,7 @@ def test_video_mode_pads_to_even(fake_vllm, monkeypatch, tmp_path, n_frames) -> 
 
 @pytest.fixture(scope="module")
 def av_clip(tmp_path_factory) -> Path:
-    from media_fixtures import write_av_clip
+    from tests.helpers.media_fixtures import write_av_clip
 
     return write_av_clip(tmp_path_factory.mktemp("clip") / "clip.mp4", seconds=6)
 
@@ -417,10 +349,9 @@ def test_real_qwen_omni_processor_accepts_the_engine_input(fake_vllm, tmp_path, 
     pytest.importorskip("torch")
     pytest.importorskip("torchvision")
     pytest.importorskip("transformers")
-    from tiny_qwen import PIXELS, tiny_omni
-
     from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
     from interactscope.streaming.protocol.observation import Observer
+    from tests.helpers.tiny_qwen import PIXELS, tiny_omni
 
     _, processor = tiny_omni()
     ckpt = tmp_path / "tiny-omni"
@@ -516,10 +447,9 @@ def test_prepare_preflights_every_interaction(fake_vllm, monkeypatch, tmp_path) 
     """``prepare(bench)`` (called by the driver before collection) checks the last decision point
     of every interaction: ``synthetic`` (probe only) agrees with ``decode`` (real observation),
     and a context too small fails before the run with the interaction and t named."""
-    from foundation_fixtures import interaction, write_bench
-
     from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
     from interactscope.streaming.bench import load_benchmark
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     root = write_bench(
         tmp_path / "bench",

@@ -41,6 +41,7 @@ LAYERS: dict[str, int] = {
     "streaming.demo": 15,
     "streaming.panel": 15,
     "cli": 16,
+    "ego": 16,
     "__init__": 17,
     "__main__": 17,
 }

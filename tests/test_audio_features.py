@@ -13,7 +13,7 @@ pytest.importorskip("transformers")
 
 from interactscope.engines.base import AudioPart, Message, TextPart, VideoPart  # noqa: E402
 from interactscope.engines.qwen_audio import LogMelCache, tight_audio_length  # noqa: E402
-from tests.tiny_qwen import tiny_omni  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni  # noqa: E402
 
 SR = 16000
 # speech-like: noise under a 3 Hz envelope, and 0.3 s of exact silence from 2.5 s on

@@ -19,8 +19,9 @@ from interactscope.engines.qwen_mm import QwenEngine, collate_left  # noqa: E402
 from interactscope.engines.qwen_options import QwenOptions  # noqa: E402
 from interactscope.streaming.protocol.observation import Observer  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.test_adapters_transformers import CITY, IT, _adapter, _request  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+from tests.helpers.foundation_fixtures import CITY  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni, tiny_vl  # noqa: E402
+from tests.helpers.transformers_adapter import IT, _adapter, _request  # noqa: E402
 
 GRID = [0.0, 1.0, 2.0, 3.5, 5.0, 7.6]  # t = 0: no audio yet; 7.6: the clip end
 EIGHT = {"generation": {"max_new_tokens": 8, "temperature": 0}}
@@ -35,6 +36,7 @@ def _answers(outs):
     return [(o.text, o.prompt_tokens, o.completion_tokens) for o in outs]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frames_as", ["video", "image"])
 def test_batched_greedy_answers_equal_one_at_a_time(observer, frames_as):
     """Prompts of 357..689 tokens (left padding up to 332 tokens) give the same 8 greedy tokens,
@@ -64,6 +66,7 @@ def test_batched_greedy_answers_equal_one_at_a_time(observer, frames_as):
         assert b.latency_s == pytest.approx(b.extra["batch_wall_s"] / len(GRID), abs=1e-3)
 
 
+@pytest.mark.slow
 def test_batched_vl_answers_equal_one_at_a_time(observer):
     """Qwen2.5-VL (3-D rotary positions from the attention mask) under left padding."""
     asr = Settings(audio={"mode": "none"})
@@ -106,6 +109,7 @@ def _conv(text: str, frames: int = 0):
     return [{"role": "user", "content": parts}]
 
 
+@pytest.mark.slow
 def test_a_bad_conversation_fails_its_slot_and_the_rest_is_batched():
     eng = _engine()
     convs = [_conv("Take a photo.", 2), [{"role": "user", "content": [{"type": "bogus"}]}],
@@ -119,6 +123,7 @@ def test_a_bad_conversation_fails_its_slot_and_the_rest_is_batched():
     assert all(isinstance(o, EngineError) for o in eng.chat_batch(convs, bogus_option=1))
 
 
+@pytest.mark.slow
 def test_a_failed_batched_generate_is_halved_down_to_one_at_a_time(caplog):
     """Out of memory above 2 rows: 5 -> 2 + 3 -> 2 + (1 + 2); above 0 rows: one chat each."""
     eng = _engine()
@@ -146,7 +151,7 @@ def test_a_failed_batched_generate_is_halved_down_to_one_at_a_time(caplog):
 def tiny_llama():
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    from tests.tiny_qwen import OMNI_SPECIAL, OMNI_TEMPLATE, _tokenizer
+    from tests.helpers.tiny_qwen import OMNI_SPECIAL, OMNI_TEMPLATE, _tokenizer
 
     tok = _tokenizer(OMNI_SPECIAL, OMNI_TEMPLATE)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128,
@@ -159,6 +164,7 @@ def tiny_llama():
     return model, tok
 
 
+@pytest.mark.slow
 def test_causal_lm_batched_greedy_answers_equal_one_at_a_time(tiny_llama):
     from interactscope.engines.causal_lm import CausalLMEngine, CausalLMOptions
 

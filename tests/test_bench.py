@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from interactscope.streaming.bench import BenchmarkError, load_benchmark
-from tests.foundation_fixtures import DEMO, interaction, write_bench
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
 
 
 def problems_of(root):
@@ -221,6 +221,7 @@ def test_missing_media_report_lists_videos_instead_of_problems(tmp_path):
         load_benchmark(root, missing_media="maybe")
 
 
+@pytest.mark.slow
 def test_validate_warns_about_missing_videos_and_exits_0(tmp_path):
     root = _with_gone_videos(tmp_path)
     cli = [sys.executable, "-m", "interactscope.cli", "validate", str(root)]

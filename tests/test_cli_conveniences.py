@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from interactscope.cli import app
 from interactscope.cli.common import CHATTY_LOGGERS, setup_logging
-from tests.foundation_fixtures import CITY, DEMO
+from tests.helpers.foundation_fixtures import CITY, DEMO
 
 
 def invoke(*args):
@@ -145,7 +145,7 @@ def test_observe_warns_past_the_end_and_saves_frames_and_audio(tmp_path):
 
 
 def test_validate_reports_missing_videos_but_collect_refuses(tmp_path):
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     root = write_bench(
         tmp_path / "b",

@@ -12,43 +12,17 @@ from collections import Counter
 
 import pytest
 
-from interactscope.streaming.adapters import registry
-from interactscope.streaming.adapters.base import Adapter, AdapterOutput, Session
+from interactscope.core import registry as plugins
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.protocol.grid import decision_grid
 from interactscope.streaming.runlog import RunFolder
-from tests.foundation_fixtures import DEMO, interaction, write_bench
-from tests.test_runlog import DEMO_POINTS
-
-
-class Talkative(Adapter):
-    """Speaks at every decision point; says how much history it was shown; fails at t = 2."""
-
-    backend = "talkative"
-    needs_media = False
-    supports_online = True
-
-    def respond(self, request):
-        if self.config.get("fail_at") == request.t:
-            raise ConnectionError("server hung up")
-        return AdapterOutput(text=f"history={len(request.history)}")
-
-    def open_session(self, interaction, video):
-        adapter = self
-
-        class S(Session):
-            seen: list[float] = []
-
-            def step(self, request):
-                self.seen.append(request.t)
-                return adapter.respond(request)
-
-        return S()
+from tests.helpers.demo_points import DEMO_POINTS
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
 
 
 @pytest.fixture
 def talkative(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.BACKENDS, "talkative", "tests.test_collect:Talkative")
+    monkeypatch.setitem(plugins.table("backends"), "talkative", "tests.helpers.talkative:Talkative")
 
     def make(**cfg):
         p = tmp_path / "talkative.yaml"
@@ -58,6 +32,7 @@ def talkative(tmp_path, monkeypatch):
     return make
 
 
+@pytest.mark.slow
 def test_sigkill_midway_then_rerun_gives_exactly_the_grid(tmp_path):
     """Resume: kill -9 during collect, re-run the same command."""
     cfg = tmp_path / "slow-oracle.yaml"

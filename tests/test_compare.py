@@ -13,8 +13,8 @@ from interactscope.streaming.analysis.errors import CompareError
 from interactscope.streaming.analysis.runs import run_label
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.scoring.run import score_run
-from tests.foundation_fixtures import DEMO, interaction, write_bench
-from tests.report_fixtures import make_demo_runs, manifest
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
+from tests.helpers.report_fixtures import make_demo_runs, manifest
 
 B = 500
 

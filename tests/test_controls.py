@@ -22,7 +22,7 @@ from interactscope.streaming.analysis.controls import (
 from interactscope.streaming.analysis.errors import CompareError
 from interactscope.streaming.analysis.runs import ScoredRun
 from interactscope.streaming.schema import Interaction, ResponseRecord, ToolCall
-from tests.report_fixtures import make_demo_runs, manifest
+from tests.helpers.report_fixtures import make_demo_runs, manifest
 
 B = 500
 
@@ -85,6 +85,7 @@ def test_request_labels_and_constant_tool():
 # ---------------------------------------------------------------- demo controls
 
 
+@pytest.mark.slow
 def test_request_prior_on_demo(runs):
     r = request_prior(runs["oracle-none"], n_resamples=B)
     t = r.table.set_index("predictor")
@@ -100,6 +101,7 @@ def test_request_prior_on_demo(runs):
         request_prior(runs["oracle"])
 
 
+@pytest.mark.slow
 def test_blind_fire_on_demo(runs):
     r = blind_fire(runs["oracle-none"], n_resamples=B)
     m = r.table[r.table["predictor"].str.startswith("request")].set_index("delay_s")
@@ -118,6 +120,7 @@ def test_blind_fire_on_demo(runs):
     assert r.meta["runs"]["request_only"]["non_default_settings"] == {"scene": "none"}
 
 
+@pytest.mark.slow
 def test_policy_controls_on_demo(runs):
     r = policy_controls(
         runs["oracle"], [runs["oracle-history"], runs["oracle-cooldown"]], n_resamples=B
@@ -176,6 +179,7 @@ def test_cooldown_paper_case_minus_9_84_pp(tmp_path):
     assert (row["shared"], row["gained"], row["lost"]) == (10, 0, 12)
 
 
+@pytest.mark.slow
 def test_scene_ablation_on_demo(runs):
     r = scene_ablation(runs["oracle"], runs["oracle-none"], n_resamples=B)
     assert sorted(set(r.table["tolerance_s"])) == [1.0, 2.0, 4.0]
@@ -184,6 +188,7 @@ def test_scene_ablation_on_demo(runs):
         scene_ablation(runs["oracle"], runs["silent"], n_resamples=B)
 
 
+@pytest.mark.slow
 def test_schedule_on_demo(runs):
     r = schedule_control(runs["oracle-step2"], runs["oracle"], n_resamples=B)  # any order
     t = r.table.set_index("metric")
@@ -194,6 +199,7 @@ def test_schedule_on_demo(runs):
         schedule_control(runs["oracle"], runs["oracle"])
 
 
+@pytest.mark.slow
 def test_control_cli(runs, tmp_path):
     res = CliRunner().invoke(
         app,
@@ -272,7 +278,7 @@ def test_latency_aware_rescoring_end_to_end(tmp_path):
     from interactscope.streaming.analysis.runs import rescore
     from interactscope.streaming.collect import run_collect
     from interactscope.streaming.runlog import RunFolder
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
     bench = write_bench(tmp_path / "b", [interaction("p", task="T1", targets=tgt)])
@@ -295,7 +301,7 @@ def test_lenient_frame_end_to_end(tmp_path):
     from interactscope.streaming.analysis.beyond_paper import lenient_frame
     from interactscope.streaming.collect import run_collect
     from interactscope.streaming.scoring.run import score_run
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
     bench = write_bench(tmp_path / "b", [interaction("p", task="T1", targets=tgt)])

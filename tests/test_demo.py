@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 from interactscope.cli import app
 from interactscope.streaming.demo import DemoSettings, leaderboard, run_panel
 from interactscope.streaming.environments.scores import EnvTotals
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 
 def _rows(table: str) -> dict[str, list[str]]:
@@ -21,6 +21,7 @@ def _rows(table: str) -> dict[str, list[str]]:
     return {c[0]: c[1:] for c in cells}
 
 
+@pytest.mark.slow
 def test_panel_discriminates(tmp_path):
     # Weight-free panel: the capped slot is blind-fire on the first 3 interactions.
     settings = DemoSettings(

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from interactscope.cli import app
 from interactscope.streaming.collect import run_collect
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 # The paper's outcome of each target of the ten interactions the demo had before
 # t1-home-chores, read off the timelines in annotations/demo/README.md (δ = 2 s, merge 2 s,

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,6 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters import registry
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput
 from interactscope.streaming.bench import load_benchmark
@@ -29,10 +29,11 @@ from interactscope.streaming.distributed import (
 )
 from interactscope.streaming.schema import ResponseRecord
 from interactscope.streaming.settings import Settings
+from tests.helpers.plugins import isolate_plugins
+from tests.helpers.ray_net import NETNS_ENV, _can_isolate
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "annotations" / "demo"
-NETNS_ENV = "INTERACTSCOPE_RAY_NETNS"
 
 
 def _records(run: Path) -> dict[tuple[str, float], dict]:
@@ -99,11 +100,11 @@ class Echo(Adapter):
 
 
 def register_echo() -> None:
-    registry.BACKENDS["echo-test"] = "tests.test_distributed:Echo"
+    plugins.register("backends", "echo-test", "tests.test_distributed:Echo")
 
 
 def test_setup_hook_runs_before_the_adapter_is_built(demo, monkeypatch) -> None:
-    monkeypatch.setattr(registry, "BACKENDS", dict(registry.BACKENDS))
+    isolate_plugins(monkeypatch)
     w = _worker(demo, "echo", backend="echo-test", setup="tests.test_distributed:register_echo")
     assert w.error is None
     it = demo.interactions[0]
@@ -244,20 +245,6 @@ def test_trace_parser_on_hand_written_lines() -> None:
     assert len(ok) == 1 and "10.0.0.2" in ok[0]
     assert len(failed) == 1 and "169.254.169.254" in failed[0]
     assert loop == 2
-
-
-def _can_isolate() -> str | None:
-    """Why the namespace test cannot run here (None: it can)."""
-    if os.environ.get(NETNS_ENV):
-        return "already inside the namespace"
-    if shutil.which("unshare") is None or shutil.which("strace") is None:
-        return "needs unshare and strace (apt-get install -y strace)"
-    try:
-        import ray  # noqa: F401
-    except ImportError:
-        return f"needs Ray ({INSTALL_HINT})"
-    probe = subprocess.run(["unshare", "--net", "true"], capture_output=True)
-    return None if probe.returncode == 0 else "cannot create a network namespace (needs root)"
 
 
 @pytest.mark.slow

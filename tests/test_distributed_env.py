@@ -23,6 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters import registry
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput
 from interactscope.streaming.bench import load_benchmark
@@ -39,9 +40,10 @@ from interactscope.streaming.distributed import (
 from interactscope.streaming.environments.scores import write_environment_scores
 from interactscope.streaming.schema import ResponseRecord, ToolCall
 from interactscope.streaming.settings import Settings
-from tests.foundation_fixtures import interaction
-from tests.test_distributed_ray import NETNS_ENV, _loopback_only
-from tests.test_env_streaming import ADD, GET, TARGET, U1, WASH, env_bench
+from tests.helpers.env_bench import ADD, GET, TARGET, U1, WASH, env_bench
+from tests.helpers.foundation_fixtures import interaction
+from tests.helpers.plugins import isolate_plugins
+from tests.helpers.ray_net import NETNS_ENV, _loopback_only
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_ENV = ROOT / "interactscope" / "data" / "demo-env"
@@ -83,7 +85,7 @@ class ResultAware(Adapter):
 
 def register() -> None:
     """``RayOptions.setup`` of these tests: the adapter, registered in each worker."""
-    registry.BACKENDS["result-aware"] = f"{ME}:ResultAware"
+    plugins.register("backends", "result-aware", f"{ME}:ResultAware")
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +108,7 @@ def config(tmp_path_factory) -> str:
 
 @pytest.fixture(autouse=True)
 def _registered(monkeypatch):
-    monkeypatch.setattr(registry, "BACKENDS", dict(registry.BACKENDS))
+    isolate_plugins(monkeypatch)
     register()
 
 
@@ -448,7 +450,7 @@ def test_real_ray_scripted(tmp_path, bench_root, config, real_ray, mode) -> None
 
 @pytest.mark.slow
 def test_ray_env_runs_in_a_loopback_namespace(tmp_path) -> None:
-    from tests.test_distributed import _can_isolate
+    from tests.helpers.ray_net import _can_isolate
 
     why = _can_isolate()
     if why:

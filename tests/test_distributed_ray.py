@@ -19,19 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.ray_net import NETNS_ENV, _loopback_only
+
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "annotations" / "demo"
-NETNS_ENV = "INTERACTSCOPE_RAY_NETNS"
 SLOW = ["--set", "adapter.simulate_latency_s=0.05"]
-
-
-def _loopback_only() -> bool:
-    """Only ``lo`` in this process's network namespace (/proc/net/dev is per namespace)."""
-    try:
-        lines = Path("/proc/net/dev").read_text().splitlines()[2:]
-    except OSError:
-        return False
-    return {ln.split(":")[0].strip() for ln in lines} <= {"lo"}
 
 
 pytestmark = pytest.mark.skipif(

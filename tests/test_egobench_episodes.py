@@ -98,6 +98,7 @@ def _play_all(agent_name: str, tmp_path: Path):
     return score_run(tmp_path / agent_name)
 
 
+@pytest.mark.slow
 def test_oracle_with_scripted_user_scores_one_on_every_shipped_variant(tmp_path: Path) -> None:
     score = _play_all("oracle", tmp_path)
     assert len(score.results) == 7
@@ -110,6 +111,7 @@ def test_oracle_with_scripted_user_scores_one_on_every_shipped_variant(tmp_path:
     assert (tmp_path / "oracle" / "scores" / "retail1" / "tasks.csv").exists()
 
 
+@pytest.mark.slow
 def test_none_agent_scores_zero(tmp_path: Path) -> None:
     score = _play_all("none", tmp_path)
     for r in score.results.values():
@@ -366,7 +368,7 @@ def test_malformed_text_call_is_recorded_and_not_executed() -> None:
 
 
 def _clip(folder: Path, name: str, seconds: int = 4) -> Path:
-    from media_fixtures import write_silent_video
+    from tests.helpers.media_fixtures import write_silent_video
 
     folder.mkdir(parents=True, exist_ok=True)
     return write_silent_video(folder / name, seconds=seconds, fps=2, size=32)

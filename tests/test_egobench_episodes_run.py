@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from stub_http import send_json
 
 from interactscope.egobench import package_data_dir
 from interactscope.egobench.run_folder import (
@@ -27,6 +26,7 @@ from interactscope.egobench.run_folder import (
 )
 from interactscope.egobench.run_score import score_run
 from interactscope.egobench.runner import RunRequest, execute, prepare
+from tests.helpers.stub_http import send_json
 
 DATA = package_data_dir()
 ROOT = Path(__file__).resolve().parents[1]
@@ -100,6 +100,7 @@ main()
 """
 
 
+@pytest.mark.slow
 def test_kill_9_during_a_run_then_rerun_gives_each_task_exactly_once(tmp_path: Path) -> None:
     script = tmp_path / "slow_run.py"
     script.write_text(SLOW_RUNNER)
@@ -139,6 +140,7 @@ def _lines(out: Path) -> list[str]:
     return [x for x in p.read_text().split("\n")[:-1] if x] if p.exists() else []
 
 
+@pytest.mark.slow
 def test_shards_cover_the_run_once_and_merge(tmp_path: Path) -> None:
     whole = tmp_path / "whole"
     execute(prepare(_req(whole)))
@@ -151,7 +153,7 @@ def test_shards_cover_the_run_once_and_merge(tmp_path: Path) -> None:
     assert merged.shard is None and merged.summary["episodes"] == 32
     assert _keys(tmp_path / "merged") == _keys(whole)  # task order restored
     assert score_run(tmp_path / "merged").results["retail1"].summary.joint_succ == 1.0
-    with pytest.raises(EgoRunError, match="missing shard 2/2"):
+    with pytest.raises(EgoRunError, match=r"missing shard\(s\): 2/2"):
         merge_runs([shards[0], shards[0]], tmp_path / "bad")
 
 
@@ -255,6 +257,7 @@ def test_same_model_as_agent_and_user_is_loaded_once(tmp_path: Path) -> None:
     assert run2.make_user(v, v.task(1)).engine is not run2.agent.engine
 
 
+@pytest.mark.slow
 def test_cli_shards_merge_and_score_run(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import pytest
-from stub_http import send_json
 
 from interactscope.engines import (
     AudioPart,
@@ -28,6 +27,7 @@ from interactscope.engines import (
 )
 from interactscope.engines.config import merge_options
 from interactscope.streaming.schema import ToolCall, ToolSpec
+from tests.helpers.stub_http import send_json
 
 LIGHTS = ToolSpec(
     name="lights_on",
@@ -292,7 +292,7 @@ def test_openai_engine_transport_error_is_an_engine_error(monkeypatch) -> None:
 def test_vllm_engine_batches_conversations_into_one_generate_call(monkeypatch) -> None:
     import types
 
-    from tests.test_adapters_vllm import IMAGE, FakeLLM, FakeSamplingParams
+    from tests.helpers.fake_vllm import IMAGE, FakeLLM, FakeSamplingParams
 
     mod = types.ModuleType("vllm")
     mod.LLM, mod.SamplingParams, mod.__version__ = FakeLLM, FakeSamplingParams, "0.0.fake"
@@ -327,7 +327,7 @@ def tiny_omni_folder(tmp_path_factory):
     pytest.importorskip("torch")
     pytest.importorskip("torchvision")
     pytest.importorskip("transformers")
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()
     folder = tmp_path_factory.mktemp("tiny-omni")
@@ -336,6 +336,7 @@ def tiny_omni_folder(tmp_path_factory):
     return folder
 
 
+@pytest.mark.slow
 def test_tiny_qwen_thinker_through_load_engine(tiny_omni_folder) -> None:
     """The real loading path (config -> thinker class -> processor) and one chat with a frame and
     1.5 s of audio: the frame goes as a 1-frame video padded to 2 (temporal patch 2), all
@@ -369,6 +370,7 @@ def test_tiny_qwen_thinker_through_load_engine(tiny_omni_folder) -> None:
     assert res.prompt_tokens == len(ids)
 
 
+@pytest.mark.slow
 def test_transformers_engine_errors(tmp_path) -> None:
     pytest.importorskip("transformers")
     with pytest.raises(EngineError, match="no 'checkpoint'"):

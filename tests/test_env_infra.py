@@ -21,7 +21,7 @@ from interactscope.streaming.collect import run_collect
 from interactscope.streaming.environments.scores import score_environments, totals
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import ToolCall
-from tests.test_env_streaming import ADD, GET, TARGET, U1, WASH, env_bench
+from tests.helpers.env_bench import ADD, GET, TARGET, U1, WASH, env_bench
 
 GRID = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 7.6]
 GAME = {**WASH, "name": "Board Game Box"}

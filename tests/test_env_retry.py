@@ -9,15 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.streaming.adapters import registry
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput, Session
 from interactscope.streaming.bench import load_benchmark
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.environments.execution import InteractionEnvironment, fresh_environment
 from interactscope.streaming.runlog import RunFolder, retried
 from interactscope.streaming.schema import ResponseRecord, ToolCall
-from tests.foundation_fixtures import interaction
-from tests.test_env_streaming import ADD, TARGET, WASH, env_bench, kill_and_resume
+from tests.helpers.env_bench import ADD, TARGET, WASH, env_bench, kill_and_resume
+from tests.helpers.foundation_fixtures import interaction
 
 REMOVE = "remove_from_household_action_list"
 BOX = {**WASH, "name": "Board Game Box"}
@@ -54,7 +54,9 @@ class Scripted(Adapter):
 
 @pytest.fixture
 def scripted(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.BACKENDS, "scripted-retry", "tests.test_env_retry:Scripted")
+    monkeypatch.setitem(
+        plugins.table("backends"), "scripted-retry", "tests.test_env_retry:Scripted"
+    )
     import tests.test_env_retry as me  # the module the adapter registry imports
 
     me.SEEN.clear()
@@ -170,9 +172,9 @@ def test_online_rolling_requests_carry_the_results_so_far(tmp_path, scripted, pr
 
 SCRIPT = """
 import sys
-from interactscope.streaming.adapters import registry
+from interactscope.core import registry as plugins
 from interactscope.streaming.collect import run_collect
-registry.BACKENDS["scripted-retry"] = "tests.test_env_retry:Scripted"
+plugins.register("backends", "scripted-retry", "tests.test_env_retry:Scripted")
 run_collect(model=sys.argv[1], bench=sys.argv[2], out=sys.argv[3], progress=False,
             overrides={"protocol": "online"})
 """
@@ -186,6 +188,7 @@ def _final_hashes(run: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_online_kill_9_midway_and_resume_gives_the_uninterrupted_hashes(tmp_path, scripted):
     """Online Rolling: the killed interaction is partial and redone from q on resume, its
     environment fresh; final state hashes equal an uninterrupted run's."""

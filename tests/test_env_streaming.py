@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -13,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from interactscope.streaming.adapters import registry
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput
 from interactscope.streaming.bench import BenchmarkError, load_benchmark
 from interactscope.streaming.collect import run_collect
@@ -21,14 +18,9 @@ from interactscope.streaming.environments.scores import score_environments, tota
 from interactscope.streaming.protocol.prompts import build_messages
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import ToolCall
-from tests.foundation_fixtures import REPO, interaction, write_bench
+from tests.helpers.env_bench import ADD, ENV, GET, TARGET, U1, WASH, env_bench, kill_and_resume
+from tests.helpers.foundation_fixtures import REPO, interaction, write_bench
 
-EGO = REPO / "interactscope" / "egobench" / "data"
-U1 = "household_user_01"
-ADD = "add_to_household_action_list"
-GET = "get_household_action_list"
-WASH = {"user_id": U1, "name": "Cup", "required_action": "wash", "due_date": "2026-08-20"}
-ENV = {"id": "home", "scenario": "household", "tools": "env/tools.json", "db": "env/db.json"}
 PROMPTS: list[tuple[float, str]] = []
 
 
@@ -48,30 +40,9 @@ class Scripted(Adapter):
         return AdapterOutput(text="" if calls else "<SILENT>", tool_calls=calls or None)
 
 
-def env_bench(root: Path, targets: list[dict], env: dict = ENV, extra: list | None = None) -> Path:
-    it = interaction("env1", task="T1", environment=env["id"])
-    it["targets"] = targets
-    write_bench(root, [it, *(extra or [])])
-    (root / "env").mkdir(exist_ok=True)
-    shutil.copyfile(EGO / "tools" / "household_tools.json", root / "env" / "tools.json")
-    shutil.copyfile(EGO / "db" / "household1.json", root / "env" / "db.json")
-    b = json.loads((root / "benchmark.json").read_text())
-    b["environments"] = [env]
-    (root / "benchmark.json").write_text(json.dumps(b, indent=2))
-    return root
-
-
-TARGET = {
-    "id": "k1",
-    "time_s": 3.0,
-    "tools": [GET, ADD],
-    "calls": [{"name": GET, "arguments": {"user_id": U1}}, {"name": ADD, "arguments": WASH}],
-}
-
-
 @pytest.fixture
 def scripted(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.BACKENDS, "scripted", "tests.test_env_streaming:Scripted")
+    monkeypatch.setitem(plugins.table("backends"), "scripted", "tests.test_env_streaming:Scripted")
     import tests.test_env_streaming as me
 
     me.PROMPTS.clear()
@@ -205,9 +176,9 @@ def test_no_environment_keeps_records_and_settings_as_before(tmp_path, scripted)
 
 SCRIPT = """
 import sys
-from interactscope.streaming.adapters import registry
+from interactscope.core import registry as plugins
 from interactscope.streaming.collect import run_collect
-registry.BACKENDS["scripted"] = "tests.test_env_streaming:Scripted"
+plugins.register("backends", "scripted", "tests.test_env_streaming:Scripted")
 run_collect(model=sys.argv[1], bench=sys.argv[2], out=sys.argv[3], progress=False)
 """
 
@@ -220,6 +191,7 @@ def _final_hashes(run: Path) -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     other = {**interaction("env2", task="T1", environment="home"), "targets": [TARGET]}
     root = env_bench(tmp_path / "b", [TARGET], extra=[other])
@@ -238,26 +210,7 @@ def test_kill_9_midway_and_resume_rebuilds_the_state(tmp_path, scripted):
     assert _final_hashes(run) == want
 
 
-def kill_and_resume(script: str, cfg: str, root: Path, run: Path) -> None:
-    """Run ``script`` (argv: cfg, bench, run) in a subprocess, SIGKILL it once 4 records are
-    written (inside the first interaction of 9 points), then run it again to completion."""
-    cmd = [sys.executable, "-c", script, cfg, str(root), str(run)]
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stderr=subprocess.DEVNULL)
-    resp = run / "responses.jsonl"
-    deadline = time.time() + 60
-    while time.time() < deadline:
-        if resp.exists() and resp.read_bytes().count(b"\n") >= 4:
-            break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    n = resp.read_bytes().count(b"\n")
-    assert 4 <= n < 9, "the kill should land inside the first interaction, after a write"
-    res = subprocess.run(cmd, env=env, cwd=REPO, capture_output=True, text=True)
-    assert res.returncode == 0, res.stderr
-
-
+@pytest.mark.slow
 def test_oracle_run_scored_by_the_cli_prints_the_new_columns(tmp_path):
     """The oracle sends the expected calls with their arguments at the grid point nearest τ:
     every new column is perfect, and the paper's summary.json is written as always."""
@@ -290,6 +243,7 @@ DEMO_ENV = REPO / "interactscope" / "data" / "demo-env"
         ("blind-fire", "t1-home-chores | 1/2 | 0/2 | incorrect | 0/0"),
     ],
 )
+@pytest.mark.slow
 def test_environment_demo_scores_as_its_readme_says(tmp_path, model, line):
     run_collect(model=model, bench=DEMO_ENV, out=tmp_path / "run", progress=False)
     res = subprocess.run(

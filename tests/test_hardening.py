@@ -11,14 +11,15 @@ import time
 
 import pytest
 
+from interactscope.core import registry as plugins
 from interactscope.runs.common import RunLockedError, RunLogError, run_lock
 from interactscope.streaming.collect import CollectError, run_collect, run_completeness
 from interactscope.streaming.judges.base import Judge, JudgeItem, Verdict
 from interactscope.streaming.judges.cache import VerdictCache
 from interactscope.streaming.judges.runner import run_judge
 from interactscope.streaming.runlog import RunFolder
-from tests.foundation_fixtures import DEMO, interaction, write_bench
-from tests.test_runlog import DEMO_POINTS
+from tests.helpers.demo_points import DEMO_POINTS
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
 
 CLI = [sys.executable, "-m", "interactscope.cli"]
 
@@ -41,6 +42,7 @@ def test_second_writer_is_refused_naming_the_holder_pid(tmp_path):
     assert s.written == sum(DEMO_POINTS.values()) == 89
 
 
+@pytest.mark.slow
 def test_two_concurrent_collects_one_refuses_records_stay_unique(tmp_path):
     cfg = tmp_path / "slow-oracle.yaml"
     cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.03\n")
@@ -89,6 +91,7 @@ def _merge(*args):
     return subprocess.run([*CLI, "merge", *map(str, args)], capture_output=True, text=True)
 
 
+@pytest.mark.slow
 def test_merge_refuses_a_truncated_shard_listing_missing_points(tmp_path, shards):
     import shutil
 
@@ -112,6 +115,7 @@ def test_merge_refuses_a_truncated_shard_listing_missing_points(tmp_path, shards
     assert len(RunFolder(tmp_path / "m").responses()) == 89 - len(lost)
 
 
+@pytest.mark.slow
 def test_merge_refuses_unfinished_shard_and_mixed_n(tmp_path, shards):
     import shutil
 
@@ -145,10 +149,9 @@ def test_summary_after_resume_counts_every_record(tmp_path):
 
 
 def test_execution_settings_may_change_on_resume(tmp_path, monkeypatch):
-    from interactscope.streaming.adapters import registry
 
     # a backend that takes any option (the baselines reject options they do not know)
-    monkeypatch.setitem(registry.BACKENDS, "talkative", "tests.test_collect:Talkative")
+    monkeypatch.setitem(plugins.table("backends"), "talkative", "tests.helpers.talkative:Talkative")
     cfg = tmp_path / "talkative.yaml"
     cfg.write_text("backend: talkative\n")
     run = tmp_path / "run"

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from media_fixtures import write_av_clip, write_ts_clip
 
 from interactscope.media import CausalMedia
-from tests.foundation_fixtures import interaction, write_bench
+from tests.helpers.foundation_fixtures import interaction, write_bench
+from tests.helpers.media_fixtures import write_av_clip, write_ts_clip
 
 CLI = [sys.executable, "-m", "interactscope.cli"]
 
@@ -80,6 +80,7 @@ BAD_BENCHMARKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", sorted(BAD_BENCHMARKS))
 def test_bad_benchmark_one_line_per_problem_exit_1_nothing_left(tmp_path, case):
     make, expected = BAD_BENCHMARKS[case]
@@ -109,6 +110,7 @@ def test_duplicate_video_id_reported_on_its_own_line(tmp_path):
     assert "benchmark.json:20: field 'videos[1].id': duplicate video id 'city'" in res.stderr
 
 
+@pytest.mark.slow
 def test_yaml_tag_in_set_and_missing_key_leave_no_folder(tmp_path):
     root = write_bench(tmp_path / "b", [interaction("a")])
     out = tmp_path / "run"
@@ -127,7 +129,7 @@ def test_yaml_tag_in_set_and_missing_key_leave_no_folder(tmp_path):
 def test_disk_full_during_collect_and_score_is_one_line(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    import interactscope.streaming.runlog as runlog
+    import interactscope.runs.folder as runlog
     import interactscope.streaming.scoring.run as scoring_run
     from interactscope.cli import app
 
@@ -192,6 +194,7 @@ def _bench_with(tmp_path, clip, targets_at):
     return root
 
 
+@pytest.mark.slow
 def test_truncated_mp4_fails_its_own_interactions_not_the_benchmark(tmp_path, truncated):
     clip, measured = truncated[0.6]
     assert 5.0 < measured < 7.0  # measured from the packets really present

@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from tests.foundation_fixtures import DEMO, interaction, write_bench
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
 
 DATA = Path(__file__).parent / "data"
 LOOK = DATA / "peers_lookalike"

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 import interactscope.cli.judges  # noqa: F401 - registers compare-judges on the app
 from interactscope.cli import app
 from interactscope.streaming.analysis.judge_agreement import cohen_kappa, compare_judges
-from tests.media_fixtures import write_silent_video
+from tests.helpers.media_fixtures import write_silent_video
 
 TAUS = (2.0, 5.0, 8.0)  # windows [0, 4], [3, 7], [6, 10]; the oracle answers at τ
 

@@ -9,7 +9,6 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from stub_http import send_json
 
 from interactscope.streaming.judges import (
     Judge,
@@ -26,6 +25,7 @@ from interactscope.streaming.judges import (
 )
 from interactscope.streaming.judges.file import FileJudge
 from interactscope.streaming.schema import ToolCall
+from tests.helpers.stub_http import send_json
 
 
 class CountingJudge(Judge):
@@ -297,6 +297,7 @@ def test_openai_judge_needs_key_or_url(monkeypatch):
 # --------------------------------------------------------------------------- model judges
 
 
+@pytest.mark.slow
 def test_embedding_judge():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
@@ -336,6 +337,7 @@ def tiny_lm(tmp_path_factory):
     return path
 
 
+@pytest.mark.slow
 def test_local_judge_runs_and_parses_strictly(tiny_lm):
     import torch
 

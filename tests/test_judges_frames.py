@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from stub_http import send_json
 
 from interactscope.streaming.judges import (
     JudgeError,
@@ -26,7 +25,8 @@ from interactscope.streaming.judges import (
     run_judge,
 )
 from interactscope.streaming.judges.frames import window_times
-from tests.media_fixtures import read_code, write_av_clip, write_coded_video
+from tests.helpers.media_fixtures import read_code, write_av_clip, write_coded_video
+from tests.helpers.stub_http import send_json
 
 pytest.importorskip("openai")
 PIL = pytest.importorskip("PIL.Image")
@@ -255,13 +255,14 @@ def test_unbound_media_and_bad_names_fail_in_one_line(server):
     assert make_judge("openai+frames").model == "gpt-4o"
 
 
+@pytest.mark.slow
 def test_local_frames_judge_sends_the_frames_to_a_qwen_vl(tmp_path):
     """``local:PATH+frames`` over a tiny random Qwen2.5-VL saved to a folder: the engine gets
     the three frames as images (the verdict of random weights is whatever it is, but parsed)."""
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
     from interactscope.engines.base import ImagePart
-    from tests.tiny_qwen import tiny_vl
+    from tests.helpers.tiny_qwen import tiny_vl
 
     model, processor = tiny_vl()
     model.save_pretrained(tmp_path / "vl")

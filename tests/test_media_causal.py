@@ -5,7 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import soundfile as sf
-from media_fixtures import (
+
+import interactscope.media.causal as causal_mod
+from interactscope.media import CausalMedia, MediaError, load_audio, probe, select_indices
+from tests.helpers.media_fixtures import (
     DATA,
     read_code,
     vfr_ticks,
@@ -15,9 +18,6 @@ from media_fixtures import (
     write_m4a_tone,
     write_silent_video,
 )
-
-import interactscope.media.causal as causal_mod
-from interactscope.media import CausalMedia, MediaError, load_audio, probe, select_indices
 
 
 @pytest.fixture(scope="module")

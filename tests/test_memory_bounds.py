@@ -19,8 +19,8 @@ from interactscope.streaming.protocol.observation import ArrayBytes, Observation
 from interactscope.streaming.protocol.types import AdapterOutput, DecisionRequest
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import DEFAULT_BATCH_MAX_MB, Settings, batch_max_bytes
-from tests.foundation_fixtures import CITY  # 720x404, 7.6 s, 8 distinct 1 fps frames, audio
-from tests.media_fixtures import write_silent_video
+from tests.helpers.foundation_fixtures import CITY  # 720x404, 7.6 s, 8 distinct 1 fps frames, audio
+from tests.helpers.media_fixtures import write_silent_video
 
 SR = 16000
 D = 7.6
@@ -248,7 +248,7 @@ class _Spy:
 def tiny():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
 
     return tiny_omni()
 
@@ -273,6 +273,7 @@ def _processed(tiny, settings: Settings, observer_of):
     return kw, proc(**kw), ad, ob
 
 
+@pytest.mark.slow
 def test_consumer_side_keeps_the_processor_grid_and_tokens(tiny):
     """No frames.max_side: before, the 720x404 frames went whole to the processor; now they are
     held at 154 x 86 (the adapter's consumer side). The processor still resizes both to the same
@@ -295,6 +296,7 @@ def test_consumer_side_keeps_the_processor_grid_and_tokens(tiny):
     assert old["pixel_values_videos"].shape == new["pixel_values_videos"].shape
 
 
+@pytest.mark.slow
 def test_frames_max_side_model_inputs_are_identical(tiny):
     """frames.max_side = 64 (the consumer side is then 64 too): the RGB store gives the processor
     the same arrays as converting the full-size samples did, so the same tensors."""
@@ -330,7 +332,7 @@ def test_collect_holds_frames_at_the_adapters_consumer_side(tmp_path):
     from interactscope.streaming.bench import load_benchmark
     from interactscope.streaming.protocol.driver import collect
     from interactscope.streaming.protocol.types import Adapter
-    from tests.foundation_fixtures import interaction, write_bench
+    from tests.helpers.foundation_fixtures import interaction, write_bench
 
     class Small(Adapter):
         backend = "small"

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 from tests.test_hardening_inputs import SOURCES
 
 PRECIOUS = b"precious: must never change\n"

@@ -10,7 +10,9 @@ import soundfile as sf
 
 from interactscope.streaming.schema import Interaction
 from interactscope.streaming.settings import Settings
-from tests.foundation_fixtures import CITY  # 7.6 s, 1 fps frames at 0..7 s, speech from 2.0 s
+from tests.helpers.foundation_fixtures import (
+    CITY,  # 7.6 s, 1 fps frames at 0..7 s, speech from 2.0 s
+)
 
 SR = 16000
 

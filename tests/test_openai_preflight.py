@@ -16,7 +16,8 @@ import pytest
 
 pytest.importorskip("openai")
 
-from test_adapters_openai import (  # noqa: E402
+from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
+from tests.helpers.openai_stub import (  # noqa: E402
     KEY_ENV,
     SECRET,
     URL_ENV,
@@ -25,8 +26,6 @@ from test_adapters_openai import (  # noqa: E402
     make_adapter,
     make_request,
 )
-
-from interactscope.streaming.adapters.base import AdapterError  # noqa: E402
 
 
 @pytest.fixture
@@ -90,6 +89,7 @@ def test_per_record_connection_error_names_the_url(monkeypatch, tmp_path) -> Non
     assert "APIConnectionError" in str(out) and url in str(out) and "t=2s" in str(out)
 
 
+@pytest.mark.slow
 def test_cli_collect_against_a_wrong_model_is_one_line(stub: Stub, tmp_path: Path) -> None:
     stub.models = ["served-name"]
     cfg = tmp_path / "stub.yaml"

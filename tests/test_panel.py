@@ -118,7 +118,8 @@ def test_collect_needs_a_model_or_a_panel(tmp_path) -> None:
 def test_collect_panel_runs_a_tiny_livecc_from_disk_online(tmp_path) -> None:
     pytest.importorskip("transformers")
     from foundation_fixtures import interaction, write_bench
-    from tiny_streaming import tiny_livecc
+
+    from tests.helpers.tiny_streaming import tiny_livecc
 
     model, proc = tiny_livecc()
     ckpt = tmp_path / "tiny-livecc"

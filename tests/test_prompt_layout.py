@@ -296,7 +296,7 @@ def test_stride_cap_keeps_earlier_picks_until_the_stride_doubles():
 
 def test_stride_policy_is_a_setting_used_by_the_observer():
     from interactscope.streaming.protocol.observation import Observer
-    from tests.foundation_fixtures import CITY, interaction
+    from tests.helpers.foundation_fixtures import CITY, interaction
 
     s = Settings(frames={"max": 3, "cap_policy": "stride"})
     obs = Observer(CITY, s).observe(7.6, Interaction.model_validate(interaction("i")))

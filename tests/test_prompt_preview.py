@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
@@ -39,6 +40,7 @@ def test_text_only_model_gets_no_pixels() -> None:
     assert "image part" not in r.output
 
 
+@pytest.mark.slow
 def test_dry_run_prints_each_interaction_and_makes_no_folder(tmp_path, demo_bench) -> None:
     from interactscope.streaming.bench import load_benchmark
 

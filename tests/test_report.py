@@ -19,7 +19,7 @@ from interactscope.streaming.analysis.report import (
     sequence_outcomes,
 )
 from interactscope.streaming.analysis.runs import ScoredRun
-from tests.report_fixtures import make_demo_runs, manifest
+from tests.helpers.report_fixtures import make_demo_runs, manifest
 
 B = 300
 TABLES = [
@@ -42,6 +42,7 @@ def report(tmp_path_factory):
     return runs, out, rep
 
 
+@pytest.mark.slow
 def test_every_table_in_three_formats(report):
     _, out, rep = report
     for name in TABLES:
@@ -55,6 +56,7 @@ def test_every_table_in_three_formats(report):
     assert (out / "report.md").read_text().count("## ") >= 9
 
 
+@pytest.mark.slow
 def test_figures_png_and_pdf(report):
     _, out, _ = report
     for name in ("fig_scene_tolerance", "fig_sequences"):
@@ -63,6 +65,7 @@ def test_figures_png_and_pdf(report):
         assert (out / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
 
 
+@pytest.mark.slow
 def test_hand_checkable_values(report):
     _, out, _ = report
     t2 = pd.read_csv(out / "table2_explicit.csv")
@@ -81,6 +84,7 @@ def test_hand_checkable_values(report):
 # picks the benchmark-wide one (add_to_household_action_list, which t1-taxi is not offered) until
 # interactscope/streaming/adapters/baselines.py changes (patch proposed in the report of issue 13 item 4);
 # remove the mark with that change. Today: joint 1/5, hit 1, wrong 3, missed 1.
+@pytest.mark.slow
 def test_hand_checkable_blind_fire_values(report):
     _, out, _ = report
     t2 = pd.read_csv(out / "table2_explicit.csv")
@@ -93,6 +97,7 @@ def test_hand_checkable_blind_fire_values(report):
     assert fails.loc[("blind-fire", "T1"), ["hit", "wrong", "missed"]].tolist() == [2, 2, 1]
 
 
+@pytest.mark.slow
 def test_roles_and_pairs_recorded(report):
     runs, out, _ = report
     meta = json.loads((out / "report.json").read_text())
@@ -111,6 +116,7 @@ def test_roles_and_pairs_recorded(report):
     assert "table2_explicit" in meta["files"]
 
 
+@pytest.mark.slow
 def test_report_cli(report, tmp_path):
     runs, _, _ = report
     res = CliRunner().invoke(
@@ -195,6 +201,7 @@ def test_classify_and_pair_by_settings():
     assert p["unpaired"] == ["c", "d"]
 
 
+@pytest.mark.slow
 def test_failure_breakdown_includes_t8(report):
     _, out, _ = report
     fails = pd.read_csv(out / "failure_breakdown.csv").set_index(["Model", "task"])

@@ -1,6 +1,6 @@
 """Online Rolling with a kept KV cache (issue 18): the same greedy answers as re-encoding.
 
-Tiny random-weight Qwen2.5-Omni thinker and Qwen2.5-VL (``tests/tiny_qwen.py``); a synthetic
+Tiny random-weight Qwen2.5-Omni thinker and Qwen2.5-VL (``tests/helpers/tiny_qwen.py``); a synthetic
 stream of distinct noise frames at 1 fps and noise audio at 16 kHz.
 """
 
@@ -25,7 +25,7 @@ from interactscope.streaming.adapters.transformers_backend import (  # noqa: E40
 from interactscope.streaming.protocol.observation import Observation  # noqa: E402
 from interactscope.streaming.schema import Interaction, VideoRecord  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
-from tests.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni, tiny_qwen3_vl, tiny_vl  # noqa: E402
 
 SR = 16000
 IT = Interaction.model_validate(
@@ -106,6 +106,7 @@ def _same_answers(new, old):
 GRID = [2.0, 3.0, 4.0, 5.0, 5.5, 6.0, 7.0, 8.0, 9.0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("frames_as", ["video", "image"])
 def test_kept_cache_answers_equal_re_encoding_on_tiny_omni(frames_as):
     s = Settings(frames={"max": 32})
@@ -127,6 +128,7 @@ def test_kept_cache_answers_equal_re_encoding_on_tiny_omni(frames_as):
     assert sum(o.extra["session_new_tokens"] for o in new) == session.kept.processed_tokens
 
 
+@pytest.mark.slow
 def test_kept_cache_equals_re_encoding_past_the_frame_cap_with_reprefills():
     s = Settings(frames={"max": 4})
     grid = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
@@ -142,6 +144,7 @@ def test_kept_cache_equals_re_encoding_past_the_frame_cap_with_reprefills():
     assert so.frames_dropped == sn.frames_dropped == 8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("build", [tiny_vl, tiny_qwen3_vl])
 def test_kept_cache_answers_equal_re_encoding_on_tiny_vl(build):
     s = Settings(frames={"max": 32}, audio={"mode": "none"})
@@ -151,6 +154,7 @@ def test_kept_cache_answers_equal_re_encoding_on_tiny_vl(build):
     assert session.kept.prefills == 1
 
 
+@pytest.mark.slow
 def test_tight_audio_padding_matches_the_window_padding():
     s = Settings(frames={"max": 32})
     old, _ = _run(tiny_omni(), GRID[:5], s, session_audio_padding="window")
@@ -191,6 +195,7 @@ def test_frames_leave_k_at_a_time():
     assert _drop_oldest_frames(m, 5, 9) == 6  # K is at most the cap: 1 frame remains
 
 
+@pytest.mark.slow
 def test_evict_keeps_the_cache_past_the_cap_with_the_re_encoded_tokens():
     # frames.max 4, q = 2: the replay holds frames 0..2 as one video part, then one part per
     # step. Past 4 frames the oldest part leaves whole: at 4 s the replay (3 frames), at 7 s
@@ -235,6 +240,7 @@ def test_session_options_are_recorded():
                             model=model, processor=proc)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_evict_with_image_frames_drops_one_frame_a_step():
     s = Settings(frames={"max": 4})
     grid = [2.0, 3.0, 4.0, 5.0, 6.0]

@@ -10,23 +10,11 @@ import pytest
 from interactscope.runs.common import RunLogError, in_shard, parse_shard
 from interactscope.streaming.collect import CollectError, run_collect
 from interactscope.streaming.runlog import RunFolder, merge_runs
-from tests.foundation_fixtures import DEMO, interaction, write_bench
+from tests.helpers.demo_points import DEMO_POINTS
+from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
 
 # Demo grid sizes (q .. D per second plus q and D): hand-counted from interactions.jsonl and the
 # measured durations (bikes 10.0 s, city 7.6 s, bunny 5.312 s, carphone 4.004 s).
-DEMO_POINTS = {
-    "t1-taxi": 11,  # 0..10
-    "t1-cyclist": 9,  # 2..10
-    "t1-speech": 9,  # 0..7, 7.6
-    "t2-cut": 9,
-    "t2-bunny": 7,  # 0..5, 5.312
-    "t3-pedestrian": 6,  # 5..10
-    "t3-startled": 6,  # 0..4, 4.004
-    "t7-walkers": 10,  # 1..10
-    "t8a-obstacles": 11,
-    "t8b-said": 4,  # 5, 6, 7, 7.6
-    "t1-home-chores": 7,  # bunny, q = 0: 0..5, 5.312 (the environment interaction)
-}
 
 
 def keys(run):

@@ -15,7 +15,7 @@ from interactscope.streaming.judges import make_judge
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.core import score_interaction
 from interactscope.streaming.scoring.run import load_run_inputs, score_collection, score_run
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 CLI = [sys.executable, "-m", "interactscope.cli"]
 
@@ -139,6 +139,7 @@ def oracle_runs(tmp_path_factory):
     return clean, err
 
 
+@pytest.mark.slow
 def test_failed_interaction_left_out_other_scores_equal_the_clean_run(oracle_runs, tmp_path):
     clean, err = oracle_runs
     res = score_run(err, judge="lexical", out_dir=tmp_path / "err")
@@ -182,6 +183,7 @@ def test_failed_interaction_left_out_other_scores_equal_the_clean_run(oracle_run
     assert cdf.loc[("bikes", "T1"), "targets"] == 1 and cdf.loc[("bikes", "T1"), "infra_error"] == 1
 
 
+@pytest.mark.slow
 def test_score_warns_and_strict_exits_3(oracle_runs, tmp_path):
     _clean, err = oracle_runs
     run = tmp_path / "err"
@@ -197,6 +199,7 @@ def test_score_warns_and_strict_exits_3(oracle_runs, tmp_path):
     assert strict.returncode == 3 and (run / "scores" / "summary.json").exists()
 
 
+@pytest.mark.slow
 def test_partial_run_counted_in_health_and_strict_exits_4(oracle_runs, tmp_path):
     clean, _err = oracle_runs
     run = tmp_path / "partial"

@@ -21,7 +21,7 @@ import pytest
 
 from interactscope.streaming.scoring.results import ScoreSummary
 from interactscope.streaming.scoring.run import score_run
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 LEGACY = Path(__file__).parent / "data" / "legacy_runs"
 

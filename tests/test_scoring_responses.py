@@ -12,7 +12,7 @@ from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.core import score_interaction
 from interactscope.streaming.scoring.responses import RESPONSE_COLUMNS, responses_frame
 from interactscope.streaming.scoring.run import score_run
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 
 def _rec(t: float, **kw) -> ResponseRecord:

@@ -241,6 +241,7 @@ def _verdict_file(run: Path, path: Path) -> None:
     path.write_text("".join(json.dumps(x) + "\n" for x in lines))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("judge", ["lexical", "file", "embedding"])
 def test_demo_oracle_scores_one_silent_scores_zero(demo_runs, judge, tmp_path):
     from interactscope.streaming.scoring.run import score_run

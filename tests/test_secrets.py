@@ -145,6 +145,7 @@ def _assert_nowhere(secret: str, run: subprocess.CompletedProcess, folder: Path)
         assert secret.encode() not in p.read_bytes(), p
 
 
+@pytest.mark.slow
 def test_echoed_key_appears_nowhere_collect_verbose_sequential(tmp_path: Path) -> None:
     pytest.importorskip("openai")
     server = EchoServer("echo-model")
@@ -175,6 +176,7 @@ def test_echoed_key_appears_nowhere_collect_verbose_sequential(tmp_path: Path) -
     _assert_nowhere(SECRET, run, out)
 
 
+@pytest.mark.slow
 def test_echoed_key_appears_nowhere_llm_judge(tmp_path: Path) -> None:
     pytest.importorskip("openai")
     out = tmp_path / "run"

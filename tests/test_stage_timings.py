@@ -9,15 +9,15 @@ from types import SimpleNamespace
 
 import pytest
 
+from interactscope.core import registry as plugins
 from interactscope.engines.openai_compat import to_chat_result
 from interactscope.engines.vllm_engine import VLLMEngine
-from interactscope.streaming.adapters import registry
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.protocol.driver import CollectSummary
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import StageTimings
-from tests.foundation_fixtures import interaction, write_bench
+from tests.helpers.foundation_fixtures import interaction, write_bench
 
 MODEL_S = 50.0  # far above any real wall time: the outside share clips to 0
 
@@ -47,7 +47,7 @@ class Timed(Adapter):
 
 @pytest.fixture
 def timed(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.BACKENDS, "timed", "tests.test_stage_timings:Timed")
+    monkeypatch.setitem(plugins.table("backends"), "timed", "tests.test_stage_timings:Timed")
 
     def make(**cfg) -> str:
         p = tmp_path / "timed.yaml"
@@ -177,6 +177,7 @@ class _Sink:
         return [r for r in self.records if r.interaction_id == iid and not r.silent]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 4])
 def test_tiny_qwen_splits_processor_from_generate(tmp_path, batch_size):
     """The processor's seconds are no longer in ``model_s``: each record has ``process_s`` and
@@ -186,8 +187,8 @@ def test_tiny_qwen_splits_processor_from_generate(tmp_path, batch_size):
     from interactscope.streaming.bench import load_benchmark
     from interactscope.streaming.protocol.driver import collect
     from interactscope.streaming.settings import Settings
-    from tests.test_adapters_transformers import _adapter
-    from tests.tiny_qwen import tiny_omni
+    from tests.helpers.tiny_qwen import tiny_omni
+    from tests.helpers.transformers_adapter import _adapter
 
     settings = Settings()
     ad, _ = _adapter(tiny_omni(), settings, generation={"max_new_tokens": 2, "temperature": 0})

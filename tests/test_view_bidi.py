@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from interactscope.cli import app
 from interactscope.streaming.collect import run_collect
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 RLO = "\u202e"
 UNISOLATED = """() => {
@@ -64,7 +64,7 @@ def _hostile_bench(root):
 
 
 def _check(browser, page_file, open_all: str):
-    from tests.test_view_browser import _open
+    from tests.helpers.browser import _open
 
     page, problems = _open(browser, page_file)
     page.evaluate(open_all)

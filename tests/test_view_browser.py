@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from interactscope.view import ViewSettings, write_view
-from tests.test_view_fixtures import MARK_TEXT, make_pair
+from tests.helpers.browser import _open
+from tests.helpers.view_fixtures import MARK_TEXT, make_pair
 
 CHROMIUM = os.environ.get("INTERACTSCOPE_CHROMIUM", "/usr/bin/chromium")
 ARGS = [
@@ -52,16 +53,7 @@ def browser():
         b.close()
 
 
-def _open(browser, path: Path, height: int = 1000):
-    page = browser.new_page(viewport={"width": 1200, "height": height})
-    problems: list[str] = []
-    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
-    page.on("pageerror", lambda e: problems.append(str(e)))
-    page.goto(path.as_uri())
-    page.wait_for_selector("body[data-ready]", timeout=20_000)
-    return page, problems
-
-
+@pytest.mark.slow
 def test_single_run_page(browser, pages, tmp_path):
     page, problems = _open(browser, pages["one"])
     assert page.locator("section.interaction").count() == 11  # the demo's 11 interactions
@@ -79,6 +71,7 @@ def test_single_run_page(browser, pages, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_filters(browser, pages):
     page, problems = _open(browser, pages["one"])
     page.select_option("#filter-task", "T1")
@@ -92,6 +85,7 @@ def test_filters(browser, pages):
     page.close()
 
 
+@pytest.mark.slow
 def test_two_run_diff(browser, pages, tmp_path):
     page, problems = _open(browser, pages["two"], height=1400)
     assert page.locator("#gained li").all_inner_texts() == ["t2-bunny/k1"]
@@ -112,6 +106,7 @@ def test_two_run_diff(browser, pages, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_lazy_rendering(browser, pages):
     page, problems = _open(browser, pages["lazy"], height=600)
     last = page.locator("section.interaction").last

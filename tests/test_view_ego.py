@@ -182,7 +182,7 @@ def browser():
 
 
 def test_ego_page_in_browser(browser, ego_run, tmp_path):
-    from tests.test_view_browser import _open
+    from tests.helpers.browser import _open
 
     out = tmp_path / "ego.html"
     assert CliRunner().invoke(app, ["view", str(ego_run), "--out", str(out)]).exit_code == 0
@@ -206,7 +206,7 @@ def test_ego_page_in_browser(browser, ego_run, tmp_path):
 
 
 def test_two_ego_runs_in_browser(browser, ego_run, oracle_run, tmp_path):
-    from tests.test_view_browser import _open
+    from tests.helpers.browser import _open
 
     out = tmp_path / "two.html"
     res = CliRunner().invoke(app, ["view", str(ego_run), str(oracle_run), "--out", str(out)])
@@ -238,11 +238,12 @@ def test_ego_page_opens_the_task_in_the_hash(browser, ego_run, tmp_path):
     page.close()
 
 
+@pytest.mark.slow
 def test_streaming_page_hash_and_infra_error_filter(browser, tmp_path):
     """Streaming page fixes: ``#i-N`` opens (draws) and scrolls to section N on load and on
     hashchange, with lazy sections too; the outcome filter offers ``infra_error``."""
     from interactscope.view import ViewSettings, write_view
-    from tests.test_view_fixtures import make_pair
+    from tests.helpers.view_fixtures import make_pair
 
     a, _ = make_pair(tmp_path)
     lazy = ViewSettings(resamples=200, lazy_threshold=0)

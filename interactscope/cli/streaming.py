@@ -27,7 +27,6 @@ from interactscope.cli.common import (
 from interactscope.core.resources import demo_benchmark_dir
 
 DEMO_BENCH = demo_benchmark_dir()  # package data: works from any directory after `pip install .`
-DEFAULT_DEMO_MODEL = "cascade"
 DEFAULT_DEMO_JUDGE = "embedding"
 
 

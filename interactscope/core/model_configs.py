@@ -14,12 +14,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import FileReadError, exists, parse_yaml, read_bytes
 from interactscope.core.resources import bundled_models_dir
 
 __all__ = [
     "CONFIG_ENV",
     "BASELINE_BACKENDS",
+    "ModelConfig",
     "ModelConfigError",
     "ResolvedModelConfig",
     "ModelSummary",
@@ -33,7 +35,7 @@ CONFIG_ENV = "INTERACTSCOPE_CONFIGS"
 BASELINE_BACKENDS = ("silent", "oracle", "blind-fire")
 
 
-class ModelConfigError(ValueError):
+class ModelConfigError(InteractScopeError, ValueError):
     """A model config that cannot be found or read; the message names the file and the fix."""
 
 
@@ -50,6 +52,15 @@ class ResolvedModelConfig(BaseModel):
     source: Literal["env", "local", "bundled", "path"]
     shadows: str | None = None
     config: dict[str, Any]
+
+    @property
+    def backend(self) -> str:
+        """The config's ``backend`` (a name registered as kind ``backends`` / ``engines``)."""
+        return str(self.config.get("backend") or "")
+
+
+ModelConfig = ResolvedModelConfig
+"""The typed model config every caller passes on (name, path, sha256, the YAML mapping)."""
 
 
 class ModelSummary(BaseModel):

@@ -7,11 +7,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.model_configs import ModelConfigError, resolve_model_config
 from interactscope.engines import ENGINES, EngineError, load_engine
 
 
-class ChatModelError(ValueError):
+class ChatModelError(InteractScopeError, ValueError):
     """A model that cannot serve as an agent or user; one line naming it and the fix."""
 
 

@@ -26,7 +26,6 @@ from interactscope.egobench.records import Variant
 from interactscope.egobench.scenarios import SCENARIO_DEFS
 
 _STRAY = re.compile(r"^(\s*\n|\s*Results:)")
-_WRITE = re.compile(r"^(add|remove|delete|clear|update|create)_")
 
 
 def _rel(path: str | Path, data_dir: Path) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import FileReadError, read_data
 from interactscope.egobench.dates import parse_today
 from interactscope.egobench.records import SCENARIOS, Task, ToolCall, ToolSpec, Variant
@@ -21,7 +22,7 @@ from interactscope.egobench.records import SCENARIOS, Task, ToolCall, ToolSpec, 
 _USER = re.compile(r"user\s*id\s*(?:is|:)?\s*[:(]?\s*([A-Za-z][\w.-]*\d)", re.IGNORECASE)
 
 
-class EgoBenchError(ValueError):
+class EgoBenchError(InteractScopeError, ValueError):
     """Bad EgoBench input; the message is one line naming the file (and task/field) and the fix."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.core import registry as plugins
 from interactscope.core.files import FileReadError, read_data
 from interactscope.egobench.agents import Agent, build_agent, load_visual
 from interactscope.egobench.agents.visual import video_path
@@ -125,6 +126,25 @@ def load_scripts(path: Path) -> dict[str, list[str]]:
     return {str(k): [str(m) for m in v] for k, v in raw.items()}
 
 
+USERS = "users"
+"""Registry kind of simulated users: ``factory(ARG, SPEC, settings) -> (UserFactory, info)`` for
+``--user NAME[:ARG]``; any other ``--user`` is a model."""
+
+
+def _scripted_users(rest: str, spec: str, _settings: EpisodeSettings):
+    """``scripted`` (the instruction as one message, then STOP) or ``scripted:FILE``."""
+    scripts = load_scripts(Path(rest)) if rest else {}
+
+    def scripted(v: Variant, t: Task, s: EpisodeSettings | None = None) -> SimulatedUser:
+        msgs = scripts.get(episode_key(v.name, t.task_id), scripts.get(str(t.task_id)))
+        return ScriptedUser(msgs if msgs is not None else default_script(t))
+
+    return scripted, {"name": spec, "kind": "scripted", "script": rest or None}
+
+
+plugins.register(USERS, "scripted", _scripted_users)
+
+
 def user_factory(
     spec: str, settings: EpisodeSettings, agent: Any = None, agent_info: dict | None = None
 ) -> tuple[UserFactory, dict[str, Any]]:
@@ -134,14 +154,8 @@ def user_factory(
     Raises:
         ValueError / ChatModelError / PromptError: one line naming what is wrong."""
     head, _, rest = spec.partition(":")
-    if head == "scripted":
-        scripts = load_scripts(Path(rest)) if rest else {}
-
-        def scripted(v: Variant, t: Task, s: EpisodeSettings | None = None) -> SimulatedUser:
-            msgs = scripts.get(episode_key(v.name, t.task_id), scripts.get(str(t.task_id)))
-            return ScriptedUser(msgs if msgs is not None else default_script(t))
-
-        return scripted, {"name": spec, "kind": "scripted", "script": rest or None}
+    if plugins.registered(USERS, head):
+        return plugins.lookup(USERS, head, what="user")(rest, spec, settings)
     from interactscope.egobench.chat_models import load_chat_engine
 
     load_prompts("user", settings.user.prompt_version)

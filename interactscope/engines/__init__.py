@@ -10,10 +10,10 @@ them.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Mapping
 from typing import Any
 
+from interactscope.core import registry as plugins
 from interactscope.engines.base import (
     AudioPart,
     ChatResult,
@@ -42,15 +42,19 @@ __all__ = [
     "load_engine",
 ]
 
-ENGINES: dict[str, str] = {
+KIND = "engines"
+for _name, _target in {
     "openai": "interactscope.engines.openai_compat:OpenAIEngine",
     "vllm": "interactscope.engines.vllm_engine:VLLMEngine",
     "transformers": "interactscope.engines.qwen_mm:QwenEngine",
     "causal-lm": "interactscope.engines.causal_lm:CausalLMEngine",
     "cascade": "interactscope.engines.causal_lm:CausalLMEngine",
     "gguf": "interactscope.engines.causal_lm:CausalLMEngine",
-}
-"""Backend name -> "module:Class"; each class has an ``Options`` model (its config keys)."""
+}.items():
+    plugins.register(KIND, _name, _target)
+ENGINES: dict[str, str] = plugins.table(KIND)
+"""Backend name -> "module:Class" (the ``engines`` table of :mod:`interactscope.core.registry`;
+``interactscope.engines`` entry points add more); each class has an ``Options`` model."""
 
 
 def engine_class(backend: str) -> Any:
@@ -59,12 +63,11 @@ def engine_class(backend: str) -> Any:
     Raises:
         EngineError: unknown backend (the known ones are listed).
     """
-    if backend not in ENGINES:
+    if not plugins.registered(KIND, backend):
         raise EngineError(
-            f"backend {backend!r} has no engine; engines: {', '.join(sorted(ENGINES))}"
+            f"backend {backend!r} has no engine; engines: {', '.join(plugins.names(KIND))}"
         )
-    module, cls = ENGINES[backend].split(":")
-    return getattr(importlib.import_module(module), cls)
+    return plugins.lookup(KIND, backend, what="engine")
 
 
 def load_engine(

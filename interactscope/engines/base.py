@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.records import ToolCall, ToolSpec
 
 __all__ = [
@@ -37,7 +38,7 @@ __all__ = [
 ]
 
 
-class EngineError(RuntimeError):
+class EngineError(InteractScopeError, RuntimeError):
     """A model backend failed in a way that is not the model's answer (bad config, missing
     package or weights, transport error after retries, engine exception)."""
 
@@ -237,9 +238,6 @@ def hf_generate_kwargs(
     else:
         kw.update(do_sample=False)
     return kw
-
-
-_DICT_KEYS = {"image": "image", "video": "frames", "audio": "audio"}
 
 
 def _part(p: Any) -> Part:

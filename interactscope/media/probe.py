@@ -20,13 +20,15 @@ from pathlib import Path
 
 import av
 
+from interactscope.core.errors import InteractScopeError
+
 log = logging.getLogger(__name__)
 
 _AV_TIME_BASE = Fraction(1, 1_000_000)
 _AVFMT_TS_DISCONT = 0x0200
 
 
-class MediaError(RuntimeError):
+class MediaError(InteractScopeError, RuntimeError):
     """A media file cannot be read or used; the message names the file (and the field)."""
 
 

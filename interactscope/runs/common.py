@@ -21,6 +21,7 @@ from pathlib import Path
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import open_append, write_atomic
 
 log = logging.getLogger(__name__)
@@ -42,7 +43,7 @@ TRACKED_PACKAGES = (
 """Distributions whose versions are written into ``run.json``."""
 
 
-class RunLogError(RuntimeError):
+class RunLogError(InteractScopeError, RuntimeError):
     """A run folder cannot be opened, resumed or merged; the message says why."""
 
 

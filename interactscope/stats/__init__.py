@@ -62,6 +62,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.settings import options_with
 
 __all__ = [
@@ -128,7 +129,7 @@ class StatsWarning(UserWarning):
     """Degenerate bootstrap input (fewer than 2 clusters, dropped resamples)."""
 
 
-class UndefinedRatioError(ValueError):
+class UndefinedRatioError(InteractScopeError, ValueError):
     """A ratio whose denominators sum to 0 (undefined), or with no defined resample."""
 
 

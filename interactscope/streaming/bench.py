@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from interactscope.core import files
+from interactscope.core.errors import InteractScopeError
 from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord, panel_of, storable
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,7 @@ class Problem:
         return f"{where}:{iid}{fld} {self.message}"
 
 
-class BenchmarkError(ValueError):
+class BenchmarkError(InteractScopeError, ValueError):
     """The benchmark folder is invalid; ``problems`` lists every problem found, ``warnings`` the
     warnings gathered on the way (e.g. a measured duration that differs from the declared)."""
 

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from interactscope.core.errors import InteractScopeError
+from interactscope.core.model_configs import ModelConfig
 from interactscope.runs.common import (
     LOCK,
     MANIFEST,
@@ -28,7 +30,11 @@ from interactscope.runs.common import (
     run_lock,
 )
 from interactscope.streaming.adapters.base import AdapterError
-from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+from interactscope.streaming.adapters.registry import (
+    build_adapter,
+    load_model,
+    require_online_support,
+)
 from interactscope.streaming.bench import Benchmark, BenchmarkError, load_benchmark
 from interactscope.streaming.protocol.driver import CollectSummary, collect, interaction_grid
 from interactscope.streaming.runlog import RESPONSES, RunFolder, merge_runs, open_run
@@ -58,7 +64,7 @@ __all__ = [
 ]
 
 
-class CollectError(RuntimeError):
+class CollectError(InteractScopeError, RuntimeError):
     """Collection cannot start (bad benchmark, unknown model, settings mismatch on resume)."""
 
 
@@ -157,8 +163,7 @@ def _setting_problem(err: Any) -> str:
 
 def new_manifest(
     b: Benchmark,
-    name: str,
-    config: dict[str, Any],
+    model: ModelConfig,
     settings: Settings,
     interactions: list[Any],
     shard: str | None,
@@ -168,13 +173,12 @@ def new_manifest(
     subset: Subset | None = None,
 ) -> RunManifest:
     facts = host_facts()
-    settings_json = settings.model_dump(mode="json")
     started = now_iso()
     return RunManifest(
-        model=name,
-        backend=config["backend"],
+        model=model.name,
+        backend=model.backend,
         protocol=settings.protocol,
-        settings=settings_json,
+        settings=settings,
         benchmark=BenchmarkInfo(
             name=b.name,
             version=b.version,
@@ -189,9 +193,9 @@ def new_manifest(
         host=facts["host"],
         python=facts["python"],
         command=command,
-        model_config={k: v for k, v in config.items() if not k.startswith("_")},
-        model_config_path=config.get("_path"),
-        model_config_sha256=config.get("_sha256"),
+        model_config=dict(model.config),
+        model_config_path=model.path,
+        model_config_sha256=model.sha256,
         started_at=started,
         video_durations={
             v: (None if v in b.media_errors else b.videos[v].duration_s)
@@ -201,7 +205,7 @@ def new_manifest(
             Invocation(
                 started_at=started,
                 command=command,
-                execution=execution_settings(settings_json),
+                execution=execution_settings(settings.model_dump(mode="json")),
                 retry_errors=retry_errors,
             )
         ],
@@ -233,21 +237,21 @@ def prepare_run(
     limit: int | None,
     *,
     subset: Subset | None = None,
-) -> tuple[Benchmark, str, dict[str, Any], Settings, list[Any]]:
+) -> tuple[Benchmark, ModelConfig, Settings, list[Any]]:
     try:
         b = load_benchmark(bench, media_errors="record")
-        name, config = load_model_config(model)
+        mc = load_model(model)
         shard_t = parse_shard(shard)
     except (BenchmarkError, AdapterError, ValueError) as exc:
         raise CollectError(str(exc)) from exc
-    settings = resolve_settings(config, overrides)
-    _check_audio_mode(name, settings)
+    settings = resolve_settings(mc.config, overrides)
+    _check_audio_mode(mc.name, settings)
     interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
     if subset is not None:
         interactions = subset.select(interactions)
     if limit is not None:
         interactions = interactions[:limit]
-    return b, name, config, settings, interactions
+    return b, mc, settings, interactions
 
 
 def run_collect(
@@ -285,15 +289,12 @@ def run_collect(
     if protocol is not None:
         overrides["protocol"] = protocol
     sub = Subset.of(only, tasks)
-    b, name, config, settings, interactions = prepare_run(
-        model, bench, overrides, shard, limit, subset=sub
-    )
+    b, mc, settings, interactions = prepare_run(model, bench, overrides, shard, limit, subset=sub)
+    name, config = mc.name, dict(mc.config)
     t_build = time.perf_counter()
     adapter = _build(name, config, settings)
     build_s = time.perf_counter() - t_build
-    manifest = new_manifest(
-        b, name, config, settings, interactions, shard, command, retry_errors, subset=sub
-    )
+    manifest = new_manifest(b, mc, settings, interactions, shard, command, retry_errors, subset=sub)
     outp = Path(out)
     created = not outp.exists()
     try:
@@ -376,12 +377,11 @@ def _build(name: str, config: dict[str, Any], settings: Settings) -> Any:
         adapter = build_adapter(name, config, settings)
     except AdapterError as exc:
         raise CollectError(str(exc)) from exc
-    if settings.protocol == "online" and not adapter.supports_online:
+    try:
+        require_online_support(type(adapter), name, config["backend"], settings)
+    except AdapterError as exc:
         adapter.close()
-        raise CollectError(
-            f"model {name!r} (backend {config['backend']}) has no Online Rolling; use a model "
-            "with backend transformers or openai (`interactscope models`), or protocol=offline"
-        )
+        raise CollectError(str(exc)) from None
     return adapter
 
 

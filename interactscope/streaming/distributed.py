@@ -51,6 +51,9 @@ from pydantic import BaseModel, Field
 from tqdm.auto import tqdm
 
 from interactscope.runs.common import RunLogError, run_lock
+from interactscope.streaming.adapters.base import AdapterError
+from interactscope.streaming.adapters.registry import adapter_class, require_online_support
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.collect import (
     CollectError,
     new_manifest,
@@ -63,7 +66,7 @@ from interactscope.streaming.protocol.driver import CollectSummary, collect
 from interactscope.streaming.protocol.requests import interaction_grid
 from interactscope.streaming.runlog import RunWriter
 from interactscope.streaming.schema import ResponseRecord
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import Settings, collection_strategy
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +102,7 @@ class RayOptions(BaseModel):
             are written with an error.
         setup: ``"module:function"`` each worker calls (no arguments) before building its
             adapter, e.g. to register a custom backend in
-            ``interactscope.streaming.adapters.registry.BACKENDS`` inside the worker process.
+            ``interactscope.core.registry`` (kind ``backends``) inside the worker process.
         connect_timeout_s: seconds a TCP connection to a ``HOST:PORT`` or ``ray://HOST:PORT``
             address may take before ``--ray-address`` is refused (Ray itself would retry for
             minutes); ``auto`` and ``local`` are not probed.
@@ -193,7 +196,7 @@ class _Prepared:
     def __init__(self, adapter: Any):
         self._adapter = adapter
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         return None
 
     def __getattr__(self, name: str) -> Any:
@@ -301,7 +304,7 @@ class _Gated(_Prepared):
         return self._gate.respond_batch(requests)
 
 
-def _tool_executor(bench: Any) -> Any:
+def _tool_executor(bench: Benchmark) -> Any:
     """The worker's executor of environment interactions' tool calls (docs/protocol.md,
     environments), as a serial ``collect`` builds it; ``None`` without environments. Each
     interaction a worker collects gets a fresh environment, on which the calls of its records
@@ -317,7 +320,7 @@ class InteractionWorker:
 
     def __init__(
         self,
-        bench: Any,
+        bench: Benchmark,
         model: str,
         config: dict[str, Any],
         settings: dict[str, Any],
@@ -607,7 +610,7 @@ class _Pool:
 # --------------------------------------------------------------------------- driver loop
 
 
-def _pending(bench: Any, settings: Settings, interactions: list[Any], writer: RunWriter):
+def _pending(bench: Benchmark, settings: Settings, interactions: list[Any], writer: RunWriter):
     """(interaction id, grid, times already written) of every interaction with pending points,
     longest grid first (ties by id, so the order is reproducible)."""
     out = []
@@ -744,15 +747,11 @@ def _check_model(name: str, config: dict[str, Any], settings: Settings) -> None:
     Raises:
         CollectError: naming the model and backend.
     """
-    from interactscope.streaming.adapters.base import AdapterError
-    from interactscope.streaming.adapters.registry import adapter_class
-
     try:
         cls = adapter_class(config["backend"])
+        require_online_support(cls, name, config["backend"], settings)
     except AdapterError as exc:
         raise CollectError(str(exc)) from exc
-    if settings.protocol == "online" and not cls.supports_online:
-        raise CollectError(f"model {name!r} (backend {config['backend']}) has no Online Rolling")
 
 
 def run_collect_ray(
@@ -788,9 +787,10 @@ def run_collect_ray(
     overrides = dict(overrides or {})
     if protocol is not None:
         overrides["protocol"] = protocol
-    b, name, config, settings, interactions = prepare_run(model, bench, overrides, shard, limit)
+    b, mc, settings, interactions = prepare_run(model, bench, overrides, shard, limit)
+    name, config = mc.name, dict(mc.config)
     _check_model(name, config, settings)
-    manifest = new_manifest(b, name, config, settings, interactions, shard, command, retry_errors)
+    manifest = new_manifest(b, mc, settings, interactions, shard, command, retry_errors)
     batch = batch_size or int(config.get("batch_size", 16))
     t0 = time.perf_counter()
     with ray_instance(opts) as ray:
@@ -817,7 +817,7 @@ def run_collect_ray(
 class _Job:
     """What one ``--ray`` invocation collects; ``t0`` is its start (``time.perf_counter``)."""
 
-    bench: Any
+    bench: Benchmark
     settings: Settings
     interactions: list[Any]
     manifest: Any
@@ -884,7 +884,7 @@ def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> 
         disable=not job.progress,
         dynamic_ncols=True,
     )
-    plain = settings.protocol == "offline" and not settings.history.n and not settings.cooldown_s
+    plain = collection_strategy(settings) == "batched"
     driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1, solo=job.solo)
     try:
         driver.run(tasks)

@@ -11,23 +11,23 @@ exclusive OS lock on ``RUN/.lock`` (:func:`run_lock`); the lock dies with the pr
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from interactscope.core.errors import first_problem
-from interactscope.core.files import open_append, refuse_link, write_atomic
-from interactscope.runs.common import (
-    MANIFEST,
-    RunLogError,
-    now_iso,
-    parse_shard,
-    run_lock,
-    write_manifest,
+from interactscope.runs.common import MANIFEST, RunLogError, now_iso, write_manifest
+from interactscope.runs.folder import (
+    RecordWriter,
+    RunFormat,
+    merge_folders,
+    open_folder,
+    read_records,
+    rewrite,
 )
+from interactscope.runs.folder import dedupe as _dedupe
+from interactscope.runs.folder import read_manifest as _read_manifest
 from interactscope.streaming.schema import ResponseRecord, RunManifest, StageTimings
 from interactscope.streaming.settings import diff_settings
 
@@ -38,61 +38,30 @@ IDENTITY_FIELDS = ("model", "backend", "protocol", "shard")
 """Manifest fields that must match for a run folder to be resumed."""
 
 
-# --------------------------------------------------------------------------- reading
+def _differences(old: RunManifest, new: RunManifest) -> list[str]:
+    return manifest_differences(old, new)
+
+
+FORMAT: RunFormat[ResponseRecord, RunManifest] = RunFormat(
+    records_file=RESPONSES,
+    record=ResponseRecord,
+    key=lambda r: r.key,
+    owner=lambda r: r.interaction_id,
+    manifest=RunManifest,
+    differences=_differences,
+    command="collect",
+)
+"""The streaming run folder: one :class:`ResponseRecord` per (interaction id, t)."""
 
 
 def _read_lines(path: Path, *, repair: bool) -> list[ResponseRecord]:
-    """Parse ``responses.jsonl``. A torn last line (no newline, or unparseable) is dropped with a
-    warning, and with ``repair`` truncated from the file. A bad line elsewhere is an error."""
-    if not path.exists():
-        return []
-    data = path.read_bytes()
-    records: list[ResponseRecord] = []
-    pos = 0
-    lineno = 0
-    while pos < len(data):
-        nl = data.find(b"\n", pos)
-        end = len(data) if nl < 0 else nl
-        chunk = data[pos:end]
-        lineno += 1
-        if chunk.strip():
-            try:
-                rec = ResponseRecord.model_validate_json(chunk)
-            except ValueError as exc:
-                if nl >= 0 and data[nl + 1 :].strip():
-                    why = (
-                        f"{first_problem(exc)}; fix or delete that line (collected again on resume)"
-                    )
-                    raise RunLogError(f"{path}:{lineno}: corrupt record, {why}") from exc
-                rec = None
-            # A last line that does not parse, or lacks its newline, was being written when the
-            # run was killed: drop it (it is collected again on resume).
-            if rec is None or nl < 0:
-                log.warning(
-                    "%s:%d: dropping a half-written last line (%d bytes)", path, lineno, len(chunk)
-                )
-                if repair:
-                    refuse_link(path)  # never truncate through a planted link
-                    with open(path, "r+b") as fh:
-                        fh.truncate(pos)
-                        fh.flush()
-                        os.fsync(fh.fileno())
-                break
-            records.append(rec)
-        pos = end + 1
-    return records
+    """Parse ``responses.jsonl`` (torn last line dropped; :func:`interactscope.runs.folder.read_records`)."""
+    return read_records(path, FORMAT, repair=repair)
 
 
 def dedupe(records: Iterable[ResponseRecord]) -> list[ResponseRecord]:
     """One record per (interaction id, t): the first written wins."""
-    seen: set[tuple[str, float]] = set()
-    out = []
-    for r in records:
-        if r.key in seen:
-            continue
-        seen.add(r.key)
-        out.append(r)
-    return out
+    return _dedupe(records, FORMAT.key)
 
 
 class RunSummary(BaseModel):
@@ -175,32 +144,31 @@ class RunFolder:
 # --------------------------------------------------------------------------- writing
 
 
-class RunWriter:
-    """Append-only writer. Use ``open_run`` to create or resume one.
+class RunWriter(RecordWriter[ResponseRecord]):
+    """Append-only writer of ``responses.jsonl``. Use ``open_run`` to create or resume one.
 
     Keeps running counts over every record of the folder (:class:`RunSummary`) so ``finish``
-    writes a summary of the whole run, not only of the last invocation."""
+    writes a summary of the whole run, not only of the last invocation. ``sync_every``: see
+    :class:`~interactscope.runs.folder.RecordWriter` (default: fsync per record)."""
 
-    def __init__(self, path: Path, manifest: RunManifest, records: list[ResponseRecord]):
-        self.path = path
+    def __init__(
+        self,
+        path: Path,
+        manifest: RunManifest,
+        records: list[ResponseRecord],
+        *,
+        sync_every: int = 1,
+    ):
         self.manifest = manifest
-        self.done: set[tuple[str, float]] = {r.key for r in records}
         # only non-silent records are kept in memory (history control, cooldown); a paper-scale
         # run has ~180k mostly silent records
         self._spoken: dict[str, list[ResponseRecord]] = {}
         for r in records:
             self._remember(r)
         self.totals = summarise_records(records, len(manifest.interaction_ids or []))
-        self._fh = open_append(path / RESPONSES)
+        super().__init__(path, FORMAT, records, sync_every=sync_every)
 
-    def append(self, record: ResponseRecord) -> None:
-        """Write one record durably (flush + fsync). A key already present is an error."""
-        if record.key in self.done:
-            raise RunLogError(f"{self.path}: record {record.key} already written")
-        self._fh.write(record.model_dump_json() + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-        self.done.add(record.key)
+    def _appended(self, record: ResponseRecord) -> None:
         self._remember(record)
         self.totals = _add_record(self.totals, record)
 
@@ -229,17 +197,8 @@ class RunWriter:
         stages = [StageTimings.model_validate(t["timings"]) for t in timed if t.get("timings")]
         totals.timings = StageTimings.combine(stages) if stages else None
         self.manifest.summary = totals.model_dump()
+        self.sync()
         write_manifest(self.path, self.manifest)
-        self.close()
-
-    def close(self) -> None:
-        if not self._fh.closed:
-            self._fh.close()
-
-    def __enter__(self) -> RunWriter:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
         self.close()
 
 
@@ -255,16 +214,7 @@ def _add_record(totals: RunSummary, r: ResponseRecord) -> RunSummary:
 
 def read_manifest(path: Path) -> RunManifest:
     """Parse a ``run.json`` file; raises RunLogError naming the file and the first bad field."""
-    from pydantic import ValidationError
-
-    try:
-        return RunManifest.model_validate_json(path.read_bytes())
-    except ValidationError as exc:
-        e = exc.errors()[0]
-        where = ".".join(map(str, e["loc"])) or "<file>"
-        raise RunLogError(f"{path}: not a valid run manifest ({where}: {e['msg']})") from exc
-    except OSError as exc:
-        raise RunLogError(f"{path}: cannot read ({exc.strerror})") from exc
+    return _read_manifest(path.parent, FORMAT)
 
 
 def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
@@ -284,7 +234,8 @@ def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
             f"benchmark: {old.benchmark.name}@{old.benchmark.fingerprint} != "
             f"{new.benchmark.name}@{new.benchmark.fingerprint}"
         )
-    diffs += [f"settings.{d}" for d in diff_settings(old.settings, new.settings)]
+    old_s, new_s = old.settings.model_dump(mode="json"), new.settings.model_dump(mode="json")
+    diffs += [f"settings.{d}" for d in diff_settings(old_s, new_s)]
     return diffs
 
 
@@ -295,6 +246,7 @@ def open_run(
     retry_errors: bool = False,
     redo_partial: dict[str, list[float]] | None = None,
     in_order: set[str] | None = None,
+    sync_every: int = 1,
 ) -> RunWriter:
     """Create a run folder, or resume the one at ``path``.
 
@@ -314,25 +266,16 @@ def open_run(
         redo_partial: expected decision times per interaction id; interactions with some but not
             all of them recorded are removed and redone (Online Rolling cannot restore a session
             mid-interaction).
+        sync_every: fsync the records file every N records (1: every record; see
+            :class:`~interactscope.runs.folder.RecordWriter`).
 
     Raises:
         RunLogError: the folder holds a different run (the message lists every differing setting)
             or a corrupt record before the last line.
     """
     p = Path(path)
-    p.mkdir(parents=True, exist_ok=True)
-    mpath = p / MANIFEST
-    records: list[ResponseRecord] = []
-    if mpath.exists():
-        old = read_manifest(mpath)
-        diffs = manifest_differences(old, manifest)
-        if diffs:
-            raise RunLogError(
-                f"{p} holds a run with different settings; refusing to resume. Use another --out "
-                "or the original options. Differences (existing != requested):\n  "
-                + "\n  ".join(diffs)
-            )
-        records = dedupe(_read_lines(p / RESPONSES, repair=True))
+    old, records = open_folder(p, manifest, FORMAT)
+    if old is not None:
         # retried first: an Online Rolling interaction whose error records go is then partial
         kept = retried(records, in_order) if retry_errors else records
         drop = partial_interactions(kept, redo_partial) if redo_partial else set()
@@ -342,17 +285,15 @@ def open_run(
             )
         keep = [r for r in kept if r.interaction_id not in drop]
         if len(keep) != len(records):
-            _rewrite(p / RESPONSES, keep)
+            rewrite(p / RESPONSES, keep)
             records = keep
         manifest.started_at = old.started_at
         manifest.ended_at = None
         manifest.invocations = old.invocations + manifest.invocations
         log.info("resuming %s: %d records already written", p, len(records))
-    elif (p / RESPONSES).exists() and (p / RESPONSES).stat().st_size:
-        raise RunLogError(f"{p}: {RESPONSES} exists without {MANIFEST}; refusing to append")
     manifest.started_at = manifest.started_at or now_iso()
     write_manifest(p, manifest)
-    return RunWriter(p, manifest, records)
+    return RunWriter(p, manifest, records, sync_every=sync_every)
 
 
 def retried(
@@ -368,10 +309,6 @@ def retried(
     return [
         r for r in records if not r.error and r.t < first_error.get(r.interaction_id, float("inf"))
     ]
-
-
-def _rewrite(path: Path, records: list[ResponseRecord]) -> None:
-    write_atomic(path, (r.model_dump_json() + "\n" for r in records))
 
 
 def partial_interactions(
@@ -422,34 +359,6 @@ def describe_missing(
     return out
 
 
-def _shard_problems(folders: list[RunFolder], manifests: list[RunManifest]) -> list[str]:
-    """Shards must share N, cover 1..N once each, and every shard's collect must have finished."""
-    problems: list[str] = []
-    specs = [parse_shard(m.shard) if m.shard else None for m in manifests]
-    ns = {sp[1] for sp in specs if sp is not None}
-    if any(sp is None for sp in specs):
-        problems += [f"{f.path} is not a shard (collected without --shard K/N)"
-                     for f, sp in zip(folders, specs, strict=True) if sp is None]  # fmt: skip
-    if len(ns) > 1:
-        problems.append(
-            "shards of different N: "
-            + ", ".join(f"{f.path} is {m.shard}" for f, m in zip(folders, manifests, strict=True))
-        )
-    elif len(ns) == 1:
-        (n,) = ns
-        have = {sp[0] for sp in specs if sp is not None}
-        lost = sorted(set(range(1, n + 1)) - have)
-        if lost:
-            problems.append("missing shard(s): " + ", ".join(f"{k}/{n}" for k in lost))
-    for f, m in zip(folders, manifests, strict=True):
-        if m.ended_at is None:
-            problems.append(
-                f"{f.path}: its collect never finished (killed or still running); "
-                "run the same collect command again to resume it"
-            )
-    return problems
-
-
 def merge_runs(
     sources: list[str | Path],
     out: str | Path,
@@ -477,72 +386,36 @@ def merge_runs(
             mismatches between shards (listed), overlapping interactions/records, or (unless
             ``allow_incomplete``) missing shards or decision points, listed.
     """
-    if len(sources) < 2:
-        raise RunLogError("merge needs at least two run folders")
-    outp = Path(out)
-    _refuse_existing(outp)
-    folders = [RunFolder(s) for s in sources]
-    manifests = [f.manifest for f in folders]
-    problems = _mismatch_problems(folders, manifests)
-    all_records, overlap = _gather(folders)
-    problems += overlap
-    if problems:
-        raise RunLogError("cannot merge:\n  " + "\n  ".join(problems))
-    incomplete = _shard_problems(folders, manifests)
-    if expected is not None:
-        incomplete += describe_missing(missing_points(all_records, expected), expected)
-    if incomplete and not allow_incomplete:
-        raise RunLogError(
-            "cannot merge, the shards are incomplete (--allow-incomplete merges anyway):\n  "
-            + "\n  ".join(incomplete)
+
+    def missing(_manifests: list[RunManifest], records: list[ResponseRecord]) -> list[str]:
+        if expected is None:
+            return []
+        return describe_missing(missing_points(records, expected), expected)
+
+    def combine(manifests: list[RunManifest], records: list[ResponseRecord], incomplete):
+        ids = sorted({i for m in manifests for i in m.interaction_ids or []})
+        ended = [m.ended_at for m in manifests]
+        return manifests[0].model_copy(
+            update={
+                "shard": None,
+                "interaction_ids": ids or None,
+                "started_at": min((m.started_at or "") for m in manifests) or None,
+                "ended_at": None if incomplete or None in ended else max(e or "" for e in ended),
+                "merged_from": [str(Path(s).resolve()) for s in sources],
+                "summary": summarise_records(records, len(ids)).model_dump(),
+                "invocations": [inv for m in manifests for inv in m.invocations],
+                "incomplete": incomplete or None,
+            }
         )
-    ids: list[str] = []
-    for m in manifests:
-        ids.extend(m.interaction_ids or [])
-    ended = [m.ended_at for m in manifests]
-    merged = manifests[0].model_copy(
-        update={
-            "shard": None,
-            "interaction_ids": sorted(set(ids)) or None,
-            "started_at": min((m.started_at or "") for m in manifests) or None,
-            "ended_at": None if incomplete or None in ended else max(e or "" for e in ended),
-            "merged_from": [str(Path(s).resolve()) for s in sources],
-            "summary": summarise_records(all_records, len(set(ids))).model_dump(),
-            "invocations": [inv for m in manifests for inv in m.invocations],
-            "incomplete": incomplete or None,
-        }
+
+    return merge_folders(
+        sources,
+        out,
+        FORMAT,
+        per_shard=("shard",),
+        missing=missing,
+        combine=combine,
+        order=lambda _m: lambda r: (r.interaction_id, r.t),
+        allow_incomplete=allow_incomplete,
+        incomplete_hint=" (--allow-incomplete merges anyway)",
     )
-    with run_lock(outp, "merge"):
-        _refuse_existing(outp)
-        _rewrite(outp / RESPONSES, sorted(all_records, key=lambda r: (r.interaction_id, r.t)))
-        write_manifest(outp, merged)
-    return merged
-
-
-def _refuse_existing(outp: Path) -> None:
-    if (outp / MANIFEST).exists() or (outp / RESPONSES).exists():
-        raise RunLogError(f"{outp} already holds a run; choose an empty --out")
-
-
-def _mismatch_problems(folders: list[RunFolder], manifests: list[RunManifest]) -> list[str]:
-    base = manifests[0]
-    problems: list[str] = []
-    for f, m in zip(folders[1:], manifests[1:], strict=True):
-        m_cmp = m.model_copy(update={"shard": base.shard})
-        for d in manifest_differences(base, m_cmp):
-            problems.append(f"{folders[0].path} vs {f.path}: {d}")
-    return problems
-
-
-def _gather(folders: list[RunFolder]) -> tuple[list[ResponseRecord], list[str]]:
-    owner: dict[str, Path] = {}
-    problems: list[str] = []
-    records: list[ResponseRecord] = []
-    for f in folders:
-        recs = f.responses()
-        for iid in sorted({r.interaction_id for r in recs}):
-            if iid in owner:
-                problems.append(f"interaction {iid} appears in both {owner[iid]} and {f.path}")
-            owner[iid] = f.path
-        records.extend(recs)
-    return records, problems

@@ -17,6 +17,7 @@ from interactscope.core.records import StageTimings as StageTimings
 from interactscope.core.records import StrictModel
 from interactscope.core.records import ToolCall as ToolCall
 from interactscope.core.records import ToolSpec as ToolSpec
+from interactscope.streaming.settings import Settings
 from interactscope.streaming.tasks import ASSISTANCE_TASKS as ASSISTANCE_TASKS
 from interactscope.streaming.tasks import EXPLICIT_TASKS as EXPLICIT_TASKS
 from interactscope.streaming.tasks import TASKS as TASKS
@@ -265,7 +266,8 @@ class Invocation(BaseModel):
 class RunManifest(BaseModel):
     """``run.json``: everything needed to re-score and reproduce a run (docs/protocol.md#data-model).
 
-    ``settings`` holds the latest invocation's full settings; only those that define what the run
+    ``settings`` holds the latest invocation's full settings (typed; written as the JSON of
+    :class:`~interactscope.streaming.settings.Settings`); only those that define what the run
     measures must match on resume. ``invocations`` (absent in older run folders) lists each
     ``collect`` invocation; ``incomplete`` lists what a ``merge --allow-incomplete`` left out."""
 
@@ -275,7 +277,7 @@ class RunManifest(BaseModel):
     model: str
     backend: str
     protocol: str
-    settings: dict[str, Any]
+    settings: Settings
     benchmark: BenchmarkInfo
     shard: str | None = None
     interaction_ids: list[str] | None = None

@@ -135,3 +135,33 @@ def diff_settings(
     """:func:`interactscope.core.settings.diff_settings` leaving out the execution settings
     (:data:`EXECUTION_SETTINGS`) unless ``include_execution``."""
     return _diff(a, b, ignore=() if include_execution else EXECUTION_SETTINGS)
+
+
+Strategy = Literal["online", "sequential", "batched"]
+
+
+def collection_strategy(settings: Settings, *, environment: bool = False) -> Strategy:
+    """The one online/offline rule (docs/protocol.md): how the decision points of an interaction
+    are collected under ``settings``.
+
+    - ``online``: Online Rolling, one session per interaction, points in time order;
+    - ``sequential``: Offline Probing whose points depend on earlier answers (history shown,
+      a cooldown, or an environment interaction with ``environment.show_results``), one at a time
+      in time order;
+    - ``batched``: plain Offline Probing, points independent of each other, batched.
+
+    ``environment``: the interaction runs on an EgoBench environment.
+    """
+    if settings.protocol == "online":
+        return "online"
+    shows_results = environment and settings.environment.show_results
+    if settings.history.n > 0 or settings.cooldown_s > 0 or shows_results:
+        return "sequential"
+    return "batched"
+
+
+def shows_results(settings: Settings) -> bool:
+    """Whether an environment interaction's observations show the calls executed so far and
+    their results: always in Online Rolling (the session saw them), in Offline Probing only with
+    ``environment.show_results``."""
+    return settings.protocol == "online" or settings.environment.show_results

@@ -32,7 +32,6 @@ __all__ = [
     "TaskSpec",
     "panel_of",
     "task_spec",
-    "tasks_of_panel",
 ]
 
 Panel = Literal["explicit", "assistance"]
@@ -158,8 +157,3 @@ def panel_of(task: str) -> Panel:
     if spec is not None:
         return spec.panel
     return "assistance" if task.startswith("T8") else "explicit"
-
-
-def tasks_of_panel(panel: Panel) -> tuple[str, ...]:
-    """Task ids of one panel, in order."""
-    return EXPLICIT_TASKS if panel == "explicit" else ASSISTANCE_TASKS

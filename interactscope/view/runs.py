@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import read_data
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.bench import Benchmark, BenchmarkError
@@ -23,7 +24,7 @@ __all__ = ["LoadedRun", "ViewError", "load_run"]
 log = logging.getLogger(__name__)
 
 
-class ViewError(ValueError):
+class ViewError(InteractScopeError, ValueError):
     """A run folder the viewer cannot read; the message names the file and the fix."""
 
 
@@ -107,7 +108,7 @@ def load_run(path: str | Path, label: str | None = None) -> LoadedRun:
     for r in records:
         by_id[r.interaction_id].append(r)
     try:
-        settings = Settings.model_validate(manifest.settings)
+        settings = manifest.settings
     except ValueError:
         settings = Settings()
         log.warning("%s/run.json: settings not understood; frames shown with the defaults", path)

@@ -34,7 +34,7 @@ def _summary(run: LoadedRun, view: ViewSettings) -> RunSummary:
         judge=str(judge.get("name", "")) if isinstance(judge, dict) else str(judge),
         approximation=s.get("approximation"),
         scored=run.scored,
-        settings=run.manifest.settings,
+        settings=run.manifest.settings.model_dump(mode="json"),
         health=s.get("health", {}),
     )
     if run.clusters is not None:

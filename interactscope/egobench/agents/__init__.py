@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from interactscope.core import registry as plugins
 from interactscope.egobench.agents.base import (
     Agent,
     AgentStep,
@@ -40,22 +41,21 @@ AgentFactory = Callable[[str], Agent]
 """``factory(spec) -> Agent``; ``spec`` is what followed the name (``egointeract:MODEL``)."""
 
 
-def _egointeract(spec: str) -> Agent:
-    from interactscope.egobench.egointeract.factory import build_egointeract
-
-    return build_egointeract(spec)
-
-
-AGENTS: dict[str, AgentFactory] = {
-    "oracle": lambda spec: OracleAgent(),
-    "none": lambda spec: NoneAgent(),
-    "egointeract": _egointeract,
-}
+KIND = "agents"
+plugins.register(KIND, "oracle", lambda spec: OracleAgent())
+plugins.register(KIND, "none", lambda spec: NoneAgent())
+plugins.register(
+    KIND, "egointeract", "interactscope.egobench.egointeract.factory:build_egointeract"
+)
+AGENTS: dict[str, AgentFactory] = plugins.table(KIND)
+"""``--agent`` name -> factory (the ``agents`` table of :mod:`interactscope.core.registry`;
+``interactscope.agents`` entry points add more)."""
 
 
-def register_agent(name: str, factory: AgentFactory) -> None:
-    """Make ``--agent NAME`` (or ``NAME:SPEC``) build ``factory(SPEC)``."""
-    AGENTS[name] = factory
+def register_agent(name: str, factory: AgentFactory | str) -> None:
+    """Make ``--agent NAME`` (or ``NAME:SPEC``) build ``factory(SPEC)`` (``"module:attr"``:
+    imported on first use)."""
+    plugins.register(KIND, name, factory)
 
 
 def build_agent(spec: str) -> tuple[Agent, dict[str, Any]]:
@@ -67,8 +67,8 @@ def build_agent(spec: str) -> tuple[Agent, dict[str, Any]]:
     from interactscope.egobench.chat_models import load_chat_engine
 
     head, _, rest = spec.partition(":")
-    if head in AGENTS:
-        agent = AGENTS[head](rest)
+    if plugins.registered(KIND, head):
+        agent = plugins.lookup(KIND, head, what="agent")(rest)
         return agent, {"name": spec, **agent.describe()}
     engine, info = load_chat_engine(spec, "--agent")
     agent = ModelAgent(engine, info.name, wants_pixels=info.sees_pixels)

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.egobench.agents.base import Visual
 from interactscope.egobench.episode_settings import EpisodeFrameSettings
 from interactscope.egobench.records import Task
 from interactscope.media import CausalMedia, MediaError, select_indices
 
 
-class VideoMissingError(FileNotFoundError):
+class VideoMissingError(InteractScopeError, FileNotFoundError):
     """The task's video is absent and ``frames.missing_video`` is ``fail``."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.egobench.agents.base import EpisodeContext
 from interactscope.egobench.egointeract.config import EgoInteractSettings
 from interactscope.egobench.egointeract.ledger import Ledger, Proposal
@@ -25,7 +26,7 @@ from interactscope.engines import Message
 VERDICTS = ("approve", "reject", "need_more_evidence", "revise")
 
 
-class AuditorError(RuntimeError):
+class AuditorError(InteractScopeError, RuntimeError):
     """The auditor's engine failed; one line (the episode ends with ``error``)."""
 
 

@@ -15,6 +15,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from interactscope.core.errors import InteractScopeError
+
 ToolClass = Literal["read", "compute", "write"]
 
 WRITE_VERBS = ("add", "remove", "delete", "update", "set", "clear", "create", "insert", "put")
@@ -25,7 +27,7 @@ READ_VERBS = ("get", "find", "list", "filter", "search", "check", "lookup", "sho
 """Name prefixes of look-up tools."""
 
 
-class RulesError(ValueError):
+class RulesError(InteractScopeError, ValueError):
     """A scene-rules file that is missing or malformed; one line naming the file and the fix."""
 
 

@@ -9,8 +9,10 @@ from typing import Any
 
 import yaml
 
+from interactscope.core.errors import InteractScopeError
 
-class PromptError(ValueError):
+
+class PromptError(InteractScopeError, ValueError):
     """A prompt file that is missing or lacks a key; the message names the file and the fix."""
 
 

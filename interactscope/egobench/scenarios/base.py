@@ -14,11 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.egobench.canonical import RawJSON, canonical_json
 from interactscope.egobench.settings import ToolRules
 
 
-class ToolError(Exception):
+class ToolError(InteractScopeError):
     """A tool's precondition failed; the message is the one-line reason shown to the agent."""
 
 

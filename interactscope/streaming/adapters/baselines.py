@@ -36,6 +36,7 @@ from interactscope.streaming.adapters.base import (
     DecisionRequest,
     options_of,
 )
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.grid import decision_grid
 from interactscope.streaming.schema import Interaction, Target, ToolCall, VideoRecord
 from interactscope.streaming.settings import Settings
@@ -178,7 +179,7 @@ class BlindFireAdapter(_Baseline):
         self.counts: Counter[str] = Counter()
         self.env_tools: dict[str, str | None] = {}
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         for it in bench.interactions:
             if it.task == "T1":
                 for tg in it.targets:

@@ -50,6 +50,7 @@ from interactscope.streaming.adapters.base import (
     output_of,
     where_of,
 )
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.settings import Settings
 
 __all__ = [
@@ -154,7 +155,7 @@ class CascadeAdapter(LocalEngineAdapter):
                 "use settings.audio.mode: asr (the default in configs/models/cascade.yaml)"
             )
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         self._check_settings()
         self.load()
 

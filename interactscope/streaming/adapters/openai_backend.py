@@ -56,6 +56,7 @@ from interactscope.streaming.adapters.base import (
     options_of,
     where_of,
 )
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.types import FatalAdapterError
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import Settings
@@ -145,7 +146,7 @@ class OpenAIAdapter(FrameConsumer, Adapter):
     def check_audio(self) -> bool:
         return self.options.check_audio
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         """Before collection: fail at once (not on every record) when the ``openai`` package or
         the API key is missing, or (``check_models``) the server is unreachable or does not
         serve the model.

@@ -1,6 +1,6 @@
 """Adapter registry: ``--model NAME`` -> model config (:mod:`interactscope.core.model_configs`) -> backend class.
 
-A model config is data: ``backend`` (a key of ``BACKENDS``), ``checkpoint``, optional
+A model config is data: ``backend`` (a name registered as kind ``backends``), ``checkpoint``, optional
 ``settings`` overrides merged into the run's Settings (e.g. ``audio: {mode: asr}``), and
 backend options. Backends are imported lazily so that heavy optional dependencies (torch, vLLM,
 openai) are needed only by the models that use them.
@@ -8,17 +8,19 @@ openai) are needed only by the models that use them.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from typing import Any
 
 from interactscope.core import model_configs
+from interactscope.core.registry import PluginError, UnknownPluginError, lookup, register
 from interactscope.streaming.adapters.base import Adapter, AdapterError
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import Settings, collection_strategy
 
 log = logging.getLogger(__name__)
 
-BACKENDS: dict[str, str] = {
+KIND = "backends"
+
+BUILTIN_BACKENDS: dict[str, str] = {
     "silent": "interactscope.streaming.adapters.baselines:SilentAdapter",
     "oracle": "interactscope.streaming.adapters.baselines:OracleAdapter",
     "blind-fire": "interactscope.streaming.adapters.baselines:BlindFireAdapter",
@@ -32,7 +34,12 @@ BACKENDS: dict[str, str] = {
     "mmduet2": "interactscope.streaming.adapters.mmduet2:MMDuet2Adapter",
     "videollm-online": "interactscope.streaming.adapters.videollm_online:VideoLLMOnlineAdapter",
 }
-"""Backend name -> "module:Class". Add new backends here."""
+"""Backend name -> "module:Class" of the bundled backends, registered as kind ``backends`` of
+:mod:`interactscope.core.registry`; a new backend is ``register("backends", NAME, "mod:Cls")``
+or an entry point in the group ``interactscope.backends`` (docs/architecture.md)."""
+
+for _name, _target in BUILTIN_BACKENDS.items():
+    register(KIND, _name, _target)
 
 
 def available_models() -> list[str]:
@@ -40,11 +47,10 @@ def available_models() -> list[str]:
     return model_configs.available_models()
 
 
-def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
-    """Resolve ``name`` (a config name or a path to a YAML file) to (name, config mapping).
-
-    The mapping gains ``_path`` and ``_sha256`` (recorded in run.json). A local config that
-    shadows a bundled one of the same name is said on stderr (logging WARNING).
+def load_model(name: str) -> model_configs.ModelConfig:
+    """Resolve ``name`` (a config name or a path to a YAML file) to its typed model config
+    (name, path, sha256, mapping). A local config that shadows a bundled one of the same name is
+    said on stderr (logging WARNING).
 
     Raises:
         AdapterError: no such config (the message lists the available ones), bad YAML, or no
@@ -60,24 +66,41 @@ def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
             resolved.path,
             resolved.shadows,
         )
-    cfg = dict(resolved.config)
-    cfg["_path"] = resolved.path
-    cfg["_sha256"] = resolved.sha256
-    return resolved.name, cfg
+    return resolved
+
+
+def load_model_config(name: str) -> tuple[str, dict[str, Any]]:
+    """``(name, the config mapping)`` of :func:`load_model` (path and sha256 are on the typed
+    :class:`~interactscope.core.model_configs.ModelConfig`).
+
+    Raises:
+        AdapterError: as :func:`load_model`.
+    """
+    m = load_model(name)
+    return m.name, dict(m.config)
 
 
 def adapter_class(backend: str) -> type[Adapter]:
-    if backend not in BACKENDS:
-        raise AdapterError(f"unknown backend {backend!r}; known: {', '.join(sorted(BACKENDS))}")
-    module, cls = BACKENDS[backend].split(":")
+    """The adapter class registered as ``backend``.
+
+    Raises:
+        AdapterError: unknown backend (the known ones listed) or its package is missing."""
     try:
-        mod = importlib.import_module(module)
-    except ImportError as exc:
+        return lookup(KIND, backend, what="backend")
+    except (UnknownPluginError, PluginError) as exc:
+        raise AdapterError(str(exc)) from exc
+
+
+def require_online_support(cls: type[Adapter], name: str, backend: str, settings: Settings) -> None:
+    """Online Rolling needs an adapter with sessions (``supports_online``).
+
+    Raises:
+        AdapterError: ``protocol=online`` asked of a model whose backend has none."""
+    if collection_strategy(settings) == "online" and not cls.supports_online:
         raise AdapterError(
-            f"backend {backend!r} needs a package that is not installed ({exc}); "
-            "see the README's Models section for the extra to install"
-        ) from exc
-    return getattr(mod, cls)
+            f"model {name!r} (backend {backend}) has no Online Rolling; use a model "
+            "with backend transformers or openai (`interactscope models`), or protocol=offline"
+        )
 
 
 def build_adapter(name: str, config: dict[str, Any], settings: Settings) -> Adapter:

@@ -56,6 +56,7 @@ from interactscope.streaming.adapters.base import (
     pixel_budget_side,
     where_of,
 )
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import Settings
 
@@ -115,7 +116,7 @@ class TransformersAdapter(LocalEngineAdapter):
     def processor(self) -> Any:
         return self.engine.processor
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         if self.family == "vl" and self.settings.audio.mode == "native":  # before loading
             raise _native_audio_refused(self.name)
         self.load()

@@ -81,7 +81,7 @@ class ScoredRun:
 
     @property
     def settings(self) -> dict[str, Any]:
-        return self.manifest.settings
+        return self.manifest.settings.model_dump(mode="json")
 
     @property
     def model(self) -> str:
@@ -153,7 +153,7 @@ def _fmt_setting(v: Any) -> str:
 
 def run_label(manifest: RunManifest) -> str:
     """``model`` plus its non-default settings, e.g. ``oracle (scene=none)``."""
-    extra = non_default_settings(manifest.settings)
+    extra = non_default_settings(manifest.settings.model_dump(mode="json"))
     if not extra:
         return str(manifest.model)
     return (

@@ -12,12 +12,13 @@ from typing import Any
 
 from interactscope.egobench.env import Environment
 from interactscope.egobench.records import ToolSpec
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.schema import Interaction, ToolCall
 
 __all__ = ["InteractionEnvironment", "StreamEnvironments", "fresh_environment"]
 
 
-def fresh_environment(bench: Any, env_id: str) -> Environment:
+def fresh_environment(bench: Benchmark, env_id: str) -> Environment:
     """A fresh environment of the benchmark's declared environment ``env_id``."""
     info = bench.environments[env_id]
     tools = [
@@ -49,7 +50,7 @@ class StreamEnvironments:
     """``tool_executor`` of a benchmark with environments: opens a fresh environment for each
     interaction that names one (``query.environment``), ``None`` for the others."""
 
-    def __init__(self, bench: Any):
+    def __init__(self, bench: Benchmark):
         self.bench = bench
 
     def open(self, interaction: Interaction) -> InteractionEnvironment | None:

@@ -36,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from interactscope.core.files import write_atomic
 from interactscope.egobench.matching import ParamComparer, clean_calls, match_calls
 from interactscope.egobench.settings import ScoreSettings
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.environments.execution import fresh_environment
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.allocation import allocate_first_response
@@ -76,7 +77,7 @@ class EnvScore:
     state_reason: str | None = None
 
 
-def expected_state_hash(bench: Any, it: Interaction) -> str:
+def expected_state_hash(bench: Benchmark, it: Interaction) -> str:
     """State hash after executing the targets' expected calls on a fresh environment."""
     env = fresh_environment(bench, it.query.environment or "")
     try:
@@ -93,7 +94,7 @@ def _toolset(rec: ResponseRecord, names: Sequence[str]) -> bool:
 
 
 def _score_one(
-    bench: Any,
+    bench: Benchmark,
     it: Interaction,
     recs: list[ResponseRecord],
     tol: float,
@@ -175,7 +176,7 @@ def _judge_state(bench: Any, it: Interaction, recs: list[ResponseRecord], out: E
 
 
 def score_environments(
-    bench: Any,
+    bench: Benchmark,
     records: Sequence[ResponseRecord],
     *,
     tolerance_s: float = 2.0,

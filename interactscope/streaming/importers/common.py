@@ -13,11 +13,12 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import FileReadError, read_data
 from interactscope.streaming.schema import Interaction, VideoRecord
 
 
-class ImporterError(ValueError):
+class ImporterError(InteractScopeError, ValueError):
     """The source file cannot be read or a setting is invalid; the message is one line naming
     the file or setting and the fix."""
 

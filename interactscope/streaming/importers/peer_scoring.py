@@ -25,10 +25,11 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.streaming.schema import Interaction, ResponseRecord, Target
 
 
-class PeerScoringError(ValueError):
+class PeerScoringError(InteractScopeError, ValueError):
     """The variant cannot score this benchmark (one line naming the variant, interaction and the
     import setting that fixes it)."""
 

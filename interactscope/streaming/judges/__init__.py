@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+from interactscope.core.registry import PluginError, UnknownPluginError, lookup, names, register
 from interactscope.streaming.judges.base import (
     JUDGE_PROMPT_VERSION,
     Judge,
@@ -116,48 +117,77 @@ def _looking_judge(name: str, backend: str, arg: str, looks: set[str], options: 
     raise JudgeError(f"judge {name!r}: +frames works with openai:MODEL and local:PATH only")
 
 
+def _lexical(arg: str, **_options: object) -> Judge:
+    from interactscope.streaming.judges.lexical import DEFAULT_THRESHOLD
+
+    return LexicalJudge(_threshold(arg, DEFAULT_THRESHOLD))
+
+
+def _embedding(arg: str, **_options: object) -> Judge:
+    from interactscope.streaming.judges.embedding import (
+        DEFAULT_EMBEDDING_THRESHOLD,
+        EmbeddingJudge,
+    )
+
+    return EmbeddingJudge(_threshold(arg, DEFAULT_EMBEDDING_THRESHOLD))
+
+
+def _openai(arg: str, **options: object) -> Judge:
+    from interactscope.streaming.judges.llm import OpenAIJudge
+
+    return OpenAIJudge(arg or "gpt-4o", **options)  # type: ignore[arg-type]
+
+
+def _local(arg: str, **options: object) -> Judge:
+    from interactscope.streaming.judges.llm import LocalJudge
+
+    if not arg:
+        raise JudgeError("local judge needs a path: --judge local:PATH")
+    return LocalJudge(arg, **options)  # type: ignore[arg-type]
+
+
+def _file(arg: str, **_options: object) -> Judge:
+    from interactscope.streaming.judges.file import FileJudge
+
+    if not arg:
+        raise JudgeError("file judge needs a path: --judge file:PATH")
+    return FileJudge(arg)
+
+
+KIND = "judges"
+"""Registry kind of judges: ``factory(ARG, **options) -> Judge`` for ``--judge NAME[:ARG]``."""
+
+for _name, _factory in {
+    "toolset": lambda arg, **_: ToolsetOnly(),
+    "lexical": _lexical,
+    "embedding": _embedding,
+    "openai": _openai,
+    "local": _local,
+    "file": _file,
+}.items():
+    register(KIND, _name, _factory)
+
+
 def make_judge(name: str, **options: object) -> Judge:
-    """Build a judge from its ``--judge`` string (see the module docstring).
+    """Build a judge from its ``--judge`` string (see the module docstring): ``NAME[:ARG]``
+    calls the factory registered as ``NAME`` of kind ``judges`` (bundled, ``register`` or an
+    ``interactscope.judges`` entry point) with ``ARG`` and ``options``.
 
     Raises:
         JudgeError: unknown name, or a backend whose packages are missing.
     """
     base, looks = _looking_suffixes(name)
-    if looks:
-        backend, _, arg = base.partition(":")
-        return _looking_judge(name, backend.strip().casefold(), arg, looks, options)
-    backend, _, arg = name.partition(":")
+    backend, _, arg = base.partition(":")
     backend = backend.strip().casefold()
-    if backend == "toolset":
-        return ToolsetOnly()
-    if backend == "lexical":
-        from interactscope.streaming.judges.lexical import DEFAULT_THRESHOLD
-
-        return LexicalJudge(_threshold(arg, DEFAULT_THRESHOLD))
-    if backend == "embedding":
-        from interactscope.streaming.judges.embedding import (
-            DEFAULT_EMBEDDING_THRESHOLD,
-            EmbeddingJudge,
-        )
-
-        return EmbeddingJudge(_threshold(arg, DEFAULT_EMBEDDING_THRESHOLD))
-    if backend == "openai":
-        from interactscope.streaming.judges.llm import OpenAIJudge
-
-        return OpenAIJudge(arg or "gpt-4o", **options)  # type: ignore[arg-type]
-    if backend == "local":
-        from interactscope.streaming.judges.llm import LocalJudge
-
-        if not arg:
-            raise JudgeError("local judge needs a path: --judge local:PATH")
-        return LocalJudge(arg, **options)  # type: ignore[arg-type]
-    if backend == "file":
-        from interactscope.streaming.judges.file import FileJudge
-
-        if not arg:
-            raise JudgeError("file judge needs a path: --judge file:PATH")
-        return FileJudge(arg)
-    raise JudgeError(
-        f"unknown judge {name!r}: use toolset, openai[:MODEL][+frames], local:PATH[+frames], "
-        "embedding, lexical or file:PATH"
-    )
+    if looks:
+        return _looking_judge(name, backend, arg, looks, options)
+    try:
+        factory = lookup(KIND, backend, what="judge")
+    except UnknownPluginError:
+        raise JudgeError(
+            f"unknown judge {name!r}: use toolset, openai[:MODEL][+frames], local:PATH[+frames], "
+            "embedding, lexical, file:PATH or a registered one (" + ", ".join(names(KIND)) + ")"
+        ) from None
+    except PluginError as exc:
+        raise JudgeError(str(exc)) from exc
+    return factory(arg, **options)

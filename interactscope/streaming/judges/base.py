@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from interactscope.core.errors import InteractScopeError
+
 __all__ = [
     "JUDGE_PROMPT_VERSION",
     "Judge",
@@ -45,7 +47,7 @@ JUDGE_USER = (
 )
 
 
-class JudgeError(RuntimeError):
+class JudgeError(InteractScopeError, RuntimeError):
     """A judge could not be built or could not be reached (after its retries)."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from interactscope.core.secrets import redact
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.protocol.tools import InteractionTools, ToolExecutor, results_so_far
 from interactscope.streaming.protocol.types import (
@@ -35,7 +36,7 @@ from interactscope.streaming.protocol.types import (
     RecordSink,
 )
 from interactscope.streaming.schema import Interaction, ResponseRecord, StageTimings, ToolCall
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import Settings, collection_strategy, shows_results
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ def to_record(
 class _Observations:
     """Lazily builds one Observer per video (each file is decoded once)."""
 
-    def __init__(self, bench: Any, settings: Settings, consumer_side: Any = None):
+    def __init__(self, bench: Benchmark, settings: Settings, consumer_side: Any = None):
         self.bench = bench
         self.settings = settings
         # the model's frame size (Adapter.consumer_max_side): frames are held at it from the start
@@ -148,7 +149,7 @@ class _Observations:
 
 
 def collect(
-    bench: Any,
+    bench: Benchmark,
     adapter: Adapter,
     writer: RecordSink,
     settings: Settings,
@@ -272,7 +273,7 @@ def _count(summary: CollectSummary, rec: ResponseRecord) -> None:
 class _Context:
     """What every collection step of one run shares."""
 
-    bench: Any
+    bench: Benchmark
     adapter: Adapter
     sink: RecordSink
     settings: Settings
@@ -359,7 +360,7 @@ def _collect_interaction(
         yield from _by_strategy(ctx, it, pending, _Requests(ctx, it, observer), batch_size)
         return
     try:
-        show = ctx.settings.protocol == "online" or ctx.settings.environment.show_results
+        show = shows_results(ctx.settings)
         records = _by_strategy(ctx, it, pending, _Requests(ctx, it, observer, show), batch_size)
         yield from _executed(ctx, it, env, records)
     finally:
@@ -377,10 +378,11 @@ def _by_strategy(
     from interactscope.streaming.settings import batch_max_bytes
 
     s = ctx.settings
-    if s.protocol == "online":
+    strategy = collection_strategy(s, environment=requests.show_results)
+    if strategy == "online":
         yield from _online(ctx, it, pending, requests)
         return
-    if s.history.n > 0 or s.cooldown_s > 0 or requests.show_results:
+    if strategy == "sequential":
         yield from _offline_sequential(ctx, it, pending, requests)
         return
     limit = batch_max_bytes(s)

@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.streaming.schema import Interaction
 from interactscope.streaming.settings import Settings
 
@@ -35,7 +36,7 @@ log = logging.getLogger(__name__)
 __all__ = ["ArrayBytes", "AttachmentView", "Observation", "Observer", "ObservationError"]
 
 
-class ObservationError(RuntimeError):
+class ObservationError(InteractScopeError, RuntimeError):
     """An attachment could not be read or resolved (message names the file and interaction)."""
 
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import build_messages, online_turn, render_text
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.schema import Interaction
@@ -125,7 +126,7 @@ def _converted(msgs: list[dict[str, Any]], convert: Convert | None) -> list[dict
 
 
 def preview_prompt(
-    bench: Any,
+    bench: Benchmark,
     interaction: Interaction,
     t: float,
     settings: Settings,

@@ -6,9 +6,10 @@ preflight), so both see exactly the same request."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.grid import decision_grid
+from interactscope.streaming.protocol.observation import Observation
 from interactscope.streaming.protocol.types import DecisionRequest
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.settings import Settings
@@ -16,7 +17,7 @@ from interactscope.streaming.settings import Settings
 __all__ = ["interaction_grid", "request_at"]
 
 
-def interaction_grid(bench: Any, interaction: Interaction, settings: Settings) -> list[float]:
+def interaction_grid(bench: Benchmark, interaction: Interaction, settings: Settings) -> list[float]:
     """Decision times (s) of one interaction; just [q] when its video could not be measured."""
     video = bench.video_of(interaction)
     if video.id in bench.media_errors or video.duration_s is None:
@@ -25,12 +26,12 @@ def interaction_grid(bench: Any, interaction: Interaction, settings: Settings) -
 
 
 def request_at(
-    bench: Any,
+    bench: Benchmark,
     interaction: Interaction,
     t: float,
     settings: Settings,
     *,
-    observation: Any | None = None,
+    observation: Observation | None = None,
     history: Sequence[ResponseRecord] = (),
 ) -> DecisionRequest:
     """The :class:`DecisionRequest` of ``interaction`` at decision time ``t`` (s): its video, the

@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from interactscope.engines.base import EngineError
+from interactscope.streaming.bench import Benchmark
+from interactscope.streaming.protocol.observation import Observation
 from interactscope.streaming.schema import (
     Interaction,
     ResponseRecord,
@@ -59,7 +61,7 @@ class DecisionRequest:
     t: float
     settings: Settings
     tools: list[ToolSpec] = field(default_factory=list)
-    observation: Any | None = None
+    observation: Observation | None = None
     history: list[ResponseRecord] = field(default_factory=list)
     tool_results: list[dict[str, Any]] = field(default_factory=list)
     """Executed calls so far with their results (``environment.show_results``; else empty)."""
@@ -118,7 +120,7 @@ class Adapter:
         self.config = config
         self.settings = settings
 
-    def prepare(self, bench: Any) -> None:
+    def prepare(self, bench: Benchmark) -> None:
         """Called once with the loaded ``Benchmark`` before collection starts (load the model,
         run preflight checks, compute benchmark-level constants)."""
 

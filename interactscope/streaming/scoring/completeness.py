@@ -27,11 +27,11 @@ __all__ = [
 
 
 def expected_grids(
-    bench: Benchmark, settings: dict[str, Any], interaction_ids: list[str]
+    bench: Benchmark, settings: Settings | dict[str, Any], interaction_ids: list[str]
 ) -> dict[str, list[float]]:
     """Decision times (s) each interaction of a run should have a record for, under the run's
     recorded settings. Interactions no longer in the benchmark are left out."""
-    s = Settings.model_validate(settings)
+    s = settings if isinstance(settings, Settings) else Settings.model_validate(settings)
     ids = set(interaction_ids)
     return {it.id: interaction_grid(bench, it, s) for it in bench.interactions if it.id in ids}
 

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import FileReadError, read_data
 from interactscope.streaming.settings import options_with
 
@@ -35,7 +36,7 @@ DEFAULT_MERGE_S = 2.0
 """Response grouping span (s) of the paper."""
 
 
-class SummaryError(ValueError):
+class SummaryError(InteractScopeError, ValueError):
     """``summary.json`` cannot be read; the message names the file and the field."""
 
 

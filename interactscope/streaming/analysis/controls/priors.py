@@ -148,7 +148,7 @@ def _prior_frame(
 
 def _prior_inputs(run: str | Path, require_scene_none: bool) -> RunInputs:
     inputs = run_inputs(run)
-    scene = inputs.manifest.settings.get("scene", "full")
+    scene = inputs.manifest.settings.scene
     if require_scene_none and scene != "none":
         raise AnalysisError(
             f"{run}: the request prior needs a run collected with --set scene=none "
@@ -245,7 +245,7 @@ def request_prior(
                 "path": str(run),
                 "label": label,
                 "model": m.model,
-                "non_default_settings": non_default_settings(m.settings),
+                "non_default_settings": non_default_settings(m.settings.model_dump(mode="json")),
                 "benchmark": m.benchmark.model_dump(mode="json"),
             }
         },

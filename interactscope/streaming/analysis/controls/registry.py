@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from interactscope.core import registry as plugins
+
 __all__ = ["CONTROLS", "ControlParam", "ControlSpec", "register", "registered"]
 
 _PKG = "interactscope.streaming.analysis.controls"
@@ -74,26 +76,29 @@ class ControlSpec:
         return None if self.report is None else self._function(self.report)
 
 
-CONTROLS: dict[str, ControlSpec] = {}
-"""Control name → spec."""
+KIND = "controls"
+CONTROLS: dict[str, ControlSpec] = plugins.table(KIND)
+"""Control name → spec (the ``controls`` table of :mod:`interactscope.core.registry`)."""
 
 
 def register(spec: ControlSpec) -> ControlSpec:
-    """Add a control to :data:`CONTROLS` (the CLI and the report pick it up).
+    """Register a control as kind ``controls`` (the CLI and the report pick it up); a plug-in
+    package may instead name a ControlSpec in an ``interactscope.controls`` entry point.
 
     Raises:
         ValueError: another control of that name is already registered.
     """
     if spec.name in CONTROLS and CONTROLS[spec.name] != spec:
         raise ValueError(f"control {spec.name!r} is already registered")
-    CONTROLS[spec.name] = spec
+    plugins.register(KIND, spec.name, spec)
     return spec
 
 
 def registered() -> list[ControlSpec]:
     """Every registered control by ``rank`` (the paper's order: priors, scene, policy,
     schedule)."""
-    return sorted(CONTROLS.values(), key=lambda s: (s.rank, s.name))
+    specs = [plugins.lookup(KIND, n) for n in plugins.names(KIND)]
+    return sorted(specs, key=lambda s: (s.rank, s.name))
 
 
 _NONE_RUN = ControlParam("run", "argument", Path, help="A run collected with --set scene=none.")

@@ -8,7 +8,7 @@ from pathlib import Path
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.schema import RunManifest
 from interactscope.streaming.scoring.run import score_run
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 DEMO_RUNS = {
     "oracle": ("oracle", {}),

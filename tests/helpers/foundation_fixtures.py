@@ -6,7 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DEMO = REPO / "annotations" / "demo"
 CITY = DEMO / "media" / "city_speech.mp4"  # 7.6 s, speech from 2.0 s
 

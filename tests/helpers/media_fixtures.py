@@ -12,7 +12,7 @@ from pathlib import Path
 import av
 import numpy as np
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 CODE_BITS = 12  # frames carry their own pts (in ticks of 1/300 s) as 12 black/white blocks
 TICK = Fraction(1, 300)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.scoring.run import score_run
-from tests.foundation_fixtures import DEMO
+from tests.helpers.foundation_fixtures import DEMO
 
 MARK_TEXT = '"name": "search_web"'  # the oracle's t1-taxi answer
 

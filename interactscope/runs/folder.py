@@ -1,0 +1,388 @@
+"""ONE append-only run folder, generic over the record type, its key and the manifest.
+
+A run folder is ``RUN/run.json`` (the manifest: what the run measures, provenance, a summary)
+plus one append-only JSON-lines file of records (``responses.jsonl`` for the streaming
+protocol, ``episodes.jsonl`` for EgoBench). Each benchmark describes its folder once as a
+:class:`RunFormat` (record type, key function, manifest type, identity rule) and gets from here:
+
+- torn-line repair: a killed writer leaves at most one half-written last line; reading drops it
+  with a warning (``repair`` also cuts it from the file), a bad line before the last is an error;
+- dedupe (the first record of a key wins) and an append-only writer (flush + fsync per record by
+  default, :attr:`RecordWriter.sync_every`) that refuses a key already written;
+- open/resume identity: a folder is resumed only by a run whose manifest has no differences;
+- the shard check and merge completeness of ``merge`` (shards share N, cover 1..N, finished);
+- the lock and provenance are in :mod:`interactscope.runs.common`.
+
+Nothing here knows either benchmark: ``runs/`` imports nothing from ``streaming/`` or
+``egobench/`` (tests/test_architecture.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Hashable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from interactscope.core.errors import first_problem
+from interactscope.core.files import open_append, refuse_link, write_atomic
+from interactscope.runs.common import MANIFEST, RunLogError, parse_shard, run_lock, write_manifest
+
+log = logging.getLogger(__name__)
+
+R = TypeVar("R", bound=BaseModel)
+M = TypeVar("M", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class RunFormat(Generic[R, M]):
+    """How one benchmark's run folder looks: what each benchmark hands in.
+
+    Attributes:
+        records_file: name of the JSON-lines file inside the folder.
+        record: the pydantic type of one line.
+        key: a record's identity; one record per key (the first written wins).
+        manifest: the pydantic type of ``run.json``; it must have ``shard`` (``"K/N"`` or None)
+            and ``ended_at`` (None while the run is unfinished) fields.
+        differences: ``(existing, requested) -> [difference, ...]``: what forbids resuming (or
+            merging) one manifest with the other; empty when they describe the same run.
+        owner: the unit merge checks for overlap between shards (streaming: the interaction id,
+            EgoBench: the episode key); defaults to ``key``.
+        error: the exception raised for every problem (a subclass of RunLogError).
+        noun: what a record is called in messages ("record", "episode").
+        owner_noun: what an owner is called in messages ("interaction", "episode").
+        manifest_noun: what ``run.json`` is in "not a valid ..." messages.
+        command: the command that writes the folder, named in "run it again" hints.
+        torn_note: appended to the torn-last-line warning (what happens to that unit).
+    """
+
+    records_file: str
+    record: type[R]
+    key: Callable[[R], Hashable]
+    manifest: type[M]
+    differences: Callable[[M, M], list[str]]
+    owner: Callable[[R], Hashable] | None = None
+    error: type[RunLogError] = RunLogError
+    noun: str = "record"
+    owner_noun: str = "interaction"
+    manifest_noun: str = "a valid run manifest"
+    command: str = "command"
+    torn_note: str = ""
+
+    def owner_of(self, record: R) -> Hashable:
+        return (self.owner or self.key)(record)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def read_records(path: Path, fmt: RunFormat[R, M], *, repair: bool = False) -> list[R]:
+    """Parse a records file line by line, in file order (duplicates kept; see :func:`dedupe`).
+
+    A torn last line (no newline, or unparseable) was being written when the run was killed: it
+    is dropped with a warning (the unit is done again on resume) and, with ``repair``, truncated
+    from the file. A missing file holds no records.
+
+    Raises:
+        fmt.error: a line that does not parse before the last one (names file and line).
+    """
+    if not path.exists():
+        return []
+    data = path.read_bytes()
+    out: list[R] = []
+    pos = lineno = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        end = len(data) if nl < 0 else nl
+        chunk = data[pos:end]
+        lineno += 1
+        if chunk.strip():
+            rec = _parse_line(path, lineno, chunk, fmt, last=nl < 0 or not data[nl + 1 :].strip())
+            if rec is None or nl < 0:
+                log.warning(
+                    "%s:%d: dropping a half-written last line (%d bytes)%s",
+                    path,
+                    lineno,
+                    len(chunk),
+                    fmt.torn_note,
+                )
+                if repair:
+                    _truncate(path, pos)
+                break
+            out.append(rec)
+        pos = end + 1
+    return out
+
+
+def _parse_line(path: Path, lineno: int, chunk: bytes, fmt: RunFormat, *, last: bool):
+    """One record, or None for an unparseable last line; a bad line elsewhere raises."""
+    try:
+        return fmt.record.model_validate_json(chunk)
+    except ValueError as exc:
+        if last:
+            return None
+        why = f"{first_problem(exc)}; fix or delete that line (collected again on resume)"
+        what = fmt.noun if fmt.noun == "record" else f"{fmt.noun} record"
+        raise fmt.error(f"{path}:{lineno}: corrupt {what}, {why}") from None
+
+
+def _truncate(path: Path, size: int) -> None:
+    refuse_link(path)  # never truncate through a planted link
+    with open(path, "r+b") as fh:
+        fh.truncate(size)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def dedupe(records: Iterable[R], key: Callable[[R], Hashable]) -> list[R]:
+    """One record per ``key``: the first written wins (file order kept)."""
+    seen: set[Hashable] = set()
+    out = []
+    for r in records:
+        k = key(r)
+        if k not in seen:
+            seen.add(k)
+            out.append(r)
+    return out
+
+
+def load_records(path: Path, fmt: RunFormat[R, M], *, repair: bool = False) -> list[R]:
+    """:func:`read_records` then :func:`dedupe` by the format's key."""
+    return dedupe(read_records(path, fmt, repair=repair), fmt.key)
+
+
+def read_manifest(folder: str | Path, fmt: RunFormat[R, M]) -> M:
+    """``FOLDER/run.json`` parsed as the format's manifest type.
+
+    Raises:
+        fmt.error: no ``run.json`` ("not a run folder"), unreadable, or invalid (one line naming
+            the file and the first bad field).
+    """
+    f = Path(folder) / MANIFEST
+    try:
+        return fmt.manifest.model_validate_json(f.read_bytes())
+    except FileNotFoundError:
+        raise fmt.error(f"{Path(folder)}: not a run folder (no {MANIFEST})") from None
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        where = ".".join(map(str, e["loc"])) or "<file>"
+        raise fmt.error(f"{f}: not {fmt.manifest_noun} ({where}: {e['msg']})") from None
+    except OSError as exc:
+        raise fmt.error(f"{f}: cannot read ({exc.strerror})") from None
+
+
+def rewrite(path: Path, records: Iterable[BaseModel]) -> None:
+    """Replace a records file with ``records`` (temp file, fsync, rename: a reader never sees
+    half of it)."""
+    write_atomic(path, (r.model_dump_json() + "\n" for r in records))
+
+
+# --------------------------------------------------------------------------- writing
+
+
+class RecordWriter(Generic[R]):
+    """Append-only writer of one run folder's records file.
+
+    ``done`` holds the keys already in the file. Each :meth:`append` writes one JSON line and
+    flushes; every ``sync_every`` appends the file is fsynced (1, the default: every record is
+    durable before ``append`` returns, so a kill loses at most the line being written; a larger
+    N trades up to N-1 records on a power loss for fewer syncs; 0 syncs only in :meth:`sync`
+    and :meth:`close`). Subclasses keep their own running state in :meth:`_appended`.
+    """
+
+    def __init__(
+        self, path: Path, fmt: RunFormat[R, BaseModel], records: list[R], *, sync_every: int = 1
+    ):
+        self.path = path
+        self.fmt = fmt
+        self.sync_every = sync_every
+        self.done: set[Hashable] = {fmt.key(r) for r in records}
+        self._unsynced = 0
+        self._fh = open_append(path / fmt.records_file)
+
+    def append(self, record: R) -> None:
+        """Write one record (durably under the sync policy).
+
+        Raises:
+            fmt.error: a record with this key is already written.
+        """
+        key = self.fmt.key(record)
+        if key in self.done:
+            raise self.fmt.error(f"{self.path}: {self.fmt.noun} {key} already written")
+        self._fh.write(record.model_dump_json() + "\n")
+        self._fh.flush()
+        self._unsynced += 1
+        if self.sync_every and self._unsynced >= self.sync_every:
+            self.sync()
+        self.done.add(key)
+        self._appended(record)
+
+    def _appended(self, record: R) -> None:
+        """Hook: called after each record is written."""
+
+    def sync(self) -> None:
+        """fsync what was appended so far."""
+        if not self._fh.closed and self._unsynced:
+            self._unsynced = 0  # first: a failed fsync is not retried by close() in a finally
+            os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if not self._fh.closed:
+            self.sync()
+            self._fh.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def open_folder(path: str | Path, manifest: M, fmt: RunFormat[R, M]) -> tuple[M | None, list[R]]:
+    """Check that ``path`` can take the run ``manifest``; return the existing manifest (None for
+    a new folder) and the records already written (deduplicated, a torn last line cut off).
+
+    The caller merges what it keeps of the old manifest, writes the new one and makes its
+    writer (call inside :func:`~interactscope.runs.common.run_lock`). Creates the folder.
+
+    Raises:
+        fmt.error: the folder holds a run with differences (every one listed), a records file
+            without ``run.json``, or a corrupt record before the last line.
+    """
+    p = Path(path)
+    p.mkdir(parents=True, exist_ok=True)
+    records_path = p / fmt.records_file
+    if (p / MANIFEST).exists():
+        old = read_manifest(p, fmt)
+        diffs = fmt.differences(old, manifest)
+        if diffs:
+            raise fmt.error(
+                f"{p} holds a run with different settings; refusing to resume. Use another --out "
+                "or the original options. Differences (existing != requested):\n  "
+                + "\n  ".join(diffs)
+            )
+        return old, load_records(records_path, fmt, repair=True)
+    if records_path.exists() and records_path.stat().st_size:
+        raise fmt.error(f"{p}: {fmt.records_file} exists without {MANIFEST}; refusing to append")
+    return None, []
+
+
+# --------------------------------------------------------------------------- merge
+
+
+def shard_problems(folders: list[Path], manifests: list[BaseModel], fmt: RunFormat) -> list[str]:
+    """Why the shards do not make one whole run: a folder that is no shard, shards of different
+    N, shards of 1..N missing, a shard whose run never finished (``ended_at`` None)."""
+    specs = [parse_shard(m.shard) if m.shard else None for m in manifests]
+    problems = [
+        f"{f} is not a shard (written without --shard K/N)"
+        for f, sp in zip(folders, specs, strict=True)
+        if sp is None
+    ]
+    ns = {sp[1] for sp in specs if sp is not None}
+    if len(ns) > 1:
+        problems.append(
+            "shards of different N: "
+            + ", ".join(f"{f} is {m.shard}" for f, m in zip(folders, manifests, strict=True))
+        )
+    elif ns:
+        (n,) = ns
+        lost = sorted(set(range(1, n + 1)) - {sp[0] for sp in specs if sp is not None})
+        if lost:
+            problems.append("missing shard(s): " + ", ".join(f"{k}/{n}" for k in lost))
+    problems += [
+        f"{f}: its {fmt.command} never finished (killed or still running); "
+        f"run the same {fmt.command} command again to resume it"
+        for f, m in zip(folders, manifests, strict=True)
+        if m.ended_at is None
+    ]
+    return problems
+
+
+def mismatch_problems(
+    folders: list[Path], manifests: list[M], fmt: RunFormat[R, M], ignore: Iterable[str]
+) -> list[str]:
+    """Differences between the first shard's manifest and each other's, the ``ignore``d
+    fields (those that differ per shard by design) set equal first."""
+    ignore = tuple(ignore)
+    base = manifests[0]
+    same = {f: getattr(base, f) for f in ignore}
+    return [
+        f"{folders[0]} vs {f}: {d}"
+        for f, m in zip(folders[1:], manifests[1:], strict=True)
+        for d in fmt.differences(base, m.model_copy(update=same))
+    ]
+
+
+def gather(folders: list[Path], fmt: RunFormat[R, M]) -> tuple[list[R], list[str]]:
+    """Every shard's records (deduplicated per shard, torn last line ignored) and the owners
+    (interactions, episodes) found in more than one shard, as problems."""
+    owner: dict[Hashable, Path] = {}
+    problems: list[str] = []
+    records: list[R] = []
+    for f in folders:
+        recs = load_records(f / fmt.records_file, fmt)
+        for o in dict.fromkeys(fmt.owner_of(r) for r in recs):
+            if o in owner:
+                problems.append(f"{fmt.owner_noun} {o} appears in both {owner[o]} and {f}")
+            owner[o] = f
+        records.extend(recs)
+    return records, problems
+
+
+def refuse_existing(out: Path, fmt: RunFormat) -> None:
+    """Raises fmt.error when ``out`` already holds a run."""
+    if (out / MANIFEST).exists() or (out / fmt.records_file).exists():
+        raise fmt.error(f"{out} already holds a run; choose an empty --out")
+
+
+def merge_folders(
+    sources: list[str | Path],
+    out: str | Path,
+    fmt: RunFormat[R, M],
+    *,
+    per_shard: Iterable[str],
+    missing: Callable[[list[M], list[R]], list[str]],
+    combine: Callable[[list[M], list[R], list[str]], M],
+    order: Callable[[M], Callable[[R], object]],
+    allow_incomplete: bool = False,
+    incomplete_hint: str = "",
+) -> M:
+    """Join shard run folders into one at ``out``.
+
+    Hard problems (always refused, all listed): fewer than two sources, ``out`` holds a run,
+    manifests differ beyond the ``per_shard`` fields, an owner in two shards. Incompleteness
+    (refused unless ``allow_incomplete``): :func:`shard_problems` plus ``missing(manifests,
+    records)`` (units expected but without records). ``combine(manifests, records, incomplete)``
+    makes the merged manifest; records are written sorted by ``order(merged)``, under the
+    lock of ``out``.
+
+    Raises:
+        fmt.error: any problem above.
+    """
+    if len(sources) < 2:
+        raise fmt.error("merge needs at least two run folders")
+    outp, paths = Path(out), [Path(s) for s in sources]
+    refuse_existing(outp, fmt)
+    manifests = [read_manifest(p, fmt) for p in paths]
+    problems = mismatch_problems(paths, manifests, fmt, per_shard)
+    records, overlap = gather(paths, fmt)
+    problems += overlap
+    incomplete = shard_problems(paths, manifests, fmt) + missing(manifests, records)
+    if problems:  # listed with the incompleteness, so one attempt shows everything to fix
+        raise fmt.error("cannot merge:\n  " + "\n  ".join(problems + incomplete))
+    if incomplete and not allow_incomplete:
+        raise fmt.error(
+            f"cannot merge, the shards are incomplete{incomplete_hint}:\n  "
+            + "\n  ".join(incomplete)
+        )
+    merged = combine(manifests, records, incomplete)
+    with run_lock(outp, "merge"):
+        refuse_existing(outp, fmt)
+        rewrite(outp / fmt.records_file, sorted(records, key=order(merged)))
+        write_manifest(outp, merged)
+    return merged

@@ -1,0 +1,112 @@
+"""Plug-ins by name through the one registry (interactscope/core/registry.py): a third-party
+package, installed only as a dist-info with ``entry_points.txt`` on ``sys.path``, adds a backend
+and a judge that ``collect --model`` and ``score --judge`` then use without any edit of ours."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from interactscope.core import registry
+from tests.helpers.foundation_fixtures import interaction, write_bench
+
+PLUGIN = '''
+from interactscope.streaming.adapters.base import Adapter, AdapterOutput
+from interactscope.streaming.judges.base import Judge, Verdict
+
+class Parrot(Adapter):
+    """Says the same words at every decision point."""
+    backend = "parrot"
+    needs_media = False
+    def respond(self, request):
+        return AdapterOutput(text="plugin says hi")
+
+class AlwaysYes(Judge):
+    backend = "plugin"
+    prompt_version = "always-yes-v1"
+    def __init__(self, log):
+        self.name, self.model, self.log = "always-yes", "none", log
+    def judge(self, triples):
+        with open(self.log, "a") as fh:
+            for _req, ref, cand in triples:
+                fh.write(json.dumps([ref, cand]) + "\\n")
+        return [Verdict(True, "yes") for _ in triples]
+
+def make_judge(arg, **options):
+    return AlwaysYes(arg)
+'''
+
+
+def _install(site: Path) -> Path:
+    """A tiny installed distribution ``isc-plugin-demo``: its module and its dist-info."""
+    pkg = site / "isc_plugin_demo"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("import json\n" + PLUGIN)
+    info = site / "isc_plugin_demo-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: isc-plugin-demo\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        "[interactscope.backends]\nparrot = isc_plugin_demo:Parrot\n\n"
+        "[interactscope.judges]\nalways-yes = isc_plugin_demo:make_judge\n"
+    )
+    return site
+
+
+@pytest.mark.slow
+def test_a_plugin_backend_and_judge_work_by_name(tmp_path):
+    site = _install(tmp_path / "site")
+    targets = [{"id": "k1", "reference": "the kettle boils", "time_s": 2.0}]
+    bench = write_bench(tmp_path / "b", [interaction("a", targets=targets)])
+    cfg = tmp_path / "parrot.yaml"
+    cfg.write_text("backend: parrot\n")
+    run, log = tmp_path / "run", tmp_path / "judged.jsonl"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+    }
+    cli = [sys.executable, "-m", "interactscope.cli"]
+    res = subprocess.run([*cli, "collect", "-m", str(cfg), "-b", str(bench), "-o", str(run),
+                          "--no-progress"], capture_output=True, text=True, env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    rows = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
+    assert rows and {r["text"] for r in rows} == {"plugin says hi"}
+    assert json.loads((run / "run.json").read_text())["backend"] == "parrot"
+    res = subprocess.run([*cli, "score", str(run), "--judge", f"always-yes:{log}"],
+                         capture_output=True, text=True, env=env)  # fmt: skip
+    assert res.returncode == 0, res.stderr
+    judged = [json.loads(x) for x in log.read_text().splitlines()]
+    assert judged == [["the kettle boils", "plugin says hi"]]  # one target, one first response
+
+
+def test_unknown_names_list_registered_and_entry_point_ones(tmp_path, monkeypatch):
+    site = _install(tmp_path / "site")
+    monkeypatch.syspath_prepend(str(site))
+    registry.refresh()
+    try:
+        assert "parrot" in registry.names("backends") and "silent" in registry.names("backends")
+        assert registry.lookup("backends", "parrot").__name__ == "Parrot"
+        from interactscope.streaming.judges import JudgeError, make_judge
+
+        assert make_judge(f"always-yes:{tmp_path / 'x'}").name == "always-yes"
+        with pytest.raises(JudgeError, match=r"unknown judge 'nope'.*always-yes"):
+            make_judge("nope")
+    finally:
+        registry.refresh()
+
+
+def test_register_lazy_target_explicit_wins_and_bad_target_is_one_line(monkeypatch):
+    monkeypatch.setattr(registry, "_TABLES", {})
+    registry.register("judges", "x", "interactscope.streaming.judges.lexical:LexicalJudge")
+    assert registry.lookup("judges", "x").__name__ == "LexicalJudge"  # imported on lookup
+    registry.register("judges", "gone", "no_such_module_here:thing")
+    with pytest.raises(registry.PluginError, match="'gone' needs a package"):
+        registry.lookup("judges", "gone")
+    with pytest.raises(registry.UnknownPluginError, match=r"unknown judge 'y'; known: gone, x"):
+        registry.lookup("judges", "y", what="judge")
+    with pytest.raises(ValueError, match="module:attr"):
+        registry.register("judges", "z", "nocolon")

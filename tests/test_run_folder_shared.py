@@ -1,0 +1,257 @@
+"""The one run folder (interactscope/runs/folder.py), the same checks against both record types:
+streaming ResponseRecords (responses.jsonl) and EgoBench EpisodeRecords (episodes.jsonl).
+
+Kill/resume (a child process SIGKILLed mid-run, then resumed), torn last line, dedupe, refusing a
+different run, shard coverage, merge completeness and the lock. Expected values are counted by
+hand from the records each case writes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interactscope.egobench import run_folder as ego
+from interactscope.egobench.records import EpisodeRecord
+from interactscope.runs.common import RunLockedError, RunLogError, in_shard, run_lock
+from interactscope.runs.folder import RunFormat, load_records
+from interactscope.streaming import runlog
+from interactscope.streaming.schema import BenchmarkInfo, ResponseRecord, RunManifest
+
+N_UNITS = 12
+
+
+@dataclass
+class Kind:
+    """What a test needs of one benchmark's run folder."""
+
+    name: str
+    fmt: RunFormat
+    unit: Any  # i -> record i (unit ids u00..u11)
+    manifest: Any  # (shard, other_setting) -> manifest
+    open: Any  # (path, manifest) -> writer
+    merge: Any  # (sources, out) -> merged manifest
+    finish: Any  # writer -> None
+
+
+def _stream_manifest(shard: str | None = None, step: float = 1.0) -> RunManifest:
+    bench = BenchmarkInfo(name="b", version="1", path="/b", fingerprint="f", n_interactions=12)
+    return RunManifest(model="m", backend="x", protocol="offline", shard=shard,
+                       settings={"grid": {"step_s": step}}, benchmark=bench)  # fmt: skip
+
+
+def _ego_manifest(shard: str | None = None, step: float = 1.0) -> ego.EgoRunManifest:
+    return ego.EgoRunManifest(
+        agent={"name": "a"}, user={"name": "u"}, agent_id="a", user_id="u", mode="easy",
+        data={}, tasks={"v": list(range(N_UNITS))}, settings={"grid": {"step_s": step}},
+        shard=shard,
+    )  # fmt: skip
+
+
+STREAM = Kind(
+    "streaming",
+    runlog.FORMAT,
+    unit=lambda i: ResponseRecord(interaction_id=f"u{i:02d}", t=0.0),
+    manifest=_stream_manifest,
+    open=lambda p, m: runlog.open_run(p, m),
+    merge=lambda s, o: runlog.merge_runs(s, o),
+    finish=lambda w: w.finish(),
+)
+EGO = Kind(
+    "egobench",
+    ego.FORMAT,
+    unit=lambda i: EpisodeRecord(variant="v", task_id=i),
+    manifest=_ego_manifest,
+    open=lambda p, m: ego.open_episodes(p, m),
+    merge=lambda s, o: ego.merge_runs(s, o),
+    finish=lambda w: w.finish(),
+)
+
+
+def _unit_id(kind: Kind, i: int) -> str:
+    return f"u{i:02d}" if kind is STREAM else f"v:{i}"
+
+
+@pytest.fixture(params=[STREAM, EGO], ids=lambda k: k.name)
+def kind(request) -> Kind:
+    return request.param
+
+
+def _write(kind: Kind, path: Path, n: int, manifest=None) -> None:
+    with run_lock(path):
+        w = kind.open(path, manifest or kind.manifest())
+        for i in range(n):
+            if kind.fmt.key(kind.unit(i)) not in w.done:
+                w.append(kind.unit(i))
+        kind.finish(w)
+
+
+def _keys(kind: Kind, path: Path) -> list:
+    return [kind.fmt.key(r) for r in load_records(path / kind.fmt.records_file, kind.fmt)]
+
+
+def test_torn_last_line_is_dropped_then_cut_on_resume(kind, tmp_path, caplog):
+    run = tmp_path / "run"
+    _write(kind, run, 5)
+    f = run / kind.fmt.records_file
+    lines = f.read_text().splitlines(keepends=True)
+    f.write_text("".join(lines[:3]) + lines[3][: len(lines[3]) // 2])  # killed mid-write
+    assert len(_keys(kind, run)) == 3 and "half-written last line" in caplog.text
+    _write(kind, run, 5)
+    assert _keys(kind, run) == [kind.fmt.key(kind.unit(i)) for i in range(5)]
+    assert len(f.read_text().splitlines()) == 5  # the torn half is gone, nothing duplicated
+
+
+def test_a_corrupt_line_before_the_last_is_an_error_naming_the_line(kind, tmp_path):
+    run = tmp_path / "run"
+    _write(kind, run, 3)
+    f = run / kind.fmt.records_file
+    lines = f.read_text().splitlines(keepends=True)
+    f.write_text(lines[0] + "{not json\n" + "".join(lines[1:]))
+    with pytest.raises(kind.fmt.error, match=r":2: corrupt"):
+        load_records(f, kind.fmt)
+
+
+def test_duplicate_lines_first_wins_and_writer_refuses_a_written_key(kind, tmp_path):
+    run = tmp_path / "run"
+    _write(kind, run, 2)
+    f = run / kind.fmt.records_file
+    f.write_text(f.read_text() + f.read_text().splitlines(keepends=True)[0])
+    assert len(_keys(kind, run)) == 2
+    with run_lock(run):
+        w = kind.open(run, kind.manifest())
+        with pytest.raises(kind.fmt.error, match="already written"):
+            w.append(kind.unit(0))
+        w.close()
+
+
+def test_resume_refuses_a_run_with_other_settings(kind, tmp_path):
+    run = tmp_path / "run"
+    _write(kind, run, 1)
+    with pytest.raises(kind.fmt.error, match=r"settings\.grid\.step_s: 1\.0 != 2\.0"):
+        kind.open(run, kind.manifest(step=2.0))
+
+
+def test_records_without_manifest_are_not_appended_to(kind, tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / kind.fmt.records_file).write_text("{}\n")
+    with pytest.raises(kind.fmt.error, match="exists without run.json"):
+        kind.open(run, kind.manifest())
+
+
+def test_the_lock_refuses_a_second_writer(kind, tmp_path):
+    run = tmp_path / "run"
+    with run_lock(run, kind.name):
+        code = f"from interactscope.runs.common import run_lock\nwith run_lock({str(run)!r}): pass"
+        res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert res.returncode == 1 and "RunLockedError" in res.stderr
+        assert f"in use by process {os.getpid()} ({kind.name})" in res.stderr
+    with run_lock(run):  # released with its holder
+        pass
+    assert issubclass(RunLockedError, RunLogError)
+
+
+def _shard(kind: Kind, path: Path, k: int, n: int, finish: bool = True) -> None:
+    with run_lock(path):
+        m = kind.manifest(shard=f"{k}/{n}")
+        if kind is EGO:
+            m.tasks = {"v": [i for i in range(N_UNITS) if in_shard(f"v:{i}", (k, n))]}
+        w = kind.open(path, m)
+        for i in range(N_UNITS):
+            if in_shard(_unit_id(kind, i), (k, n)):
+                w.append(kind.unit(i))
+        if finish:
+            kind.finish(w)
+        else:
+            w.close()
+
+
+def test_shards_cover_every_unit_once_and_merge_restores_the_whole(kind, tmp_path):
+    shards = [tmp_path / f"s{k}" for k in (1, 2, 3)]
+    for k, s in enumerate(shards, 1):
+        _shard(kind, s, k, 3)
+    sizes = [len(_keys(kind, s)) for s in shards]
+    assert sum(sizes) == N_UNITS and all(sizes)
+    merged = kind.merge(shards, tmp_path / "m")
+    assert merged.shard is None and merged.ended_at is not None
+    assert sorted(_keys(kind, tmp_path / "m"), key=str) == sorted(
+        (kind.fmt.key(kind.unit(i)) for i in range(N_UNITS)), key=str
+    )
+    with pytest.raises(kind.fmt.error, match="already holds a run"):
+        kind.merge(shards, tmp_path / "m")
+
+
+def test_merge_refuses_a_missing_or_unfinished_shard_and_overlap(kind, tmp_path):
+    s1, s2, s3 = (tmp_path / f"s{k}" for k in (1, 2, 3))
+    _shard(kind, s1, 1, 3)
+    _shard(kind, s2, 2, 3, finish=False)
+    with pytest.raises(kind.fmt.error) as exc:
+        kind.merge([s1, s2], tmp_path / "m")
+    msg = str(exc.value)
+    assert "missing shard(s): 3/3" in msg and f"{s2}: its " in msg and "never finished" in msg
+    with pytest.raises(kind.fmt.error, match="appears in both"):
+        kind.merge([s1, s1], tmp_path / "m2")
+    _write(kind, s3, 2)
+    with pytest.raises(kind.fmt.error, match=r"is not a shard"):
+        kind.merge([s1, s3], tmp_path / "m3")
+    assert not (tmp_path / "m").exists()
+
+
+KILL_CHILD = textwrap.dedent(
+    """
+    import os, signal, sys
+    sys.path.insert(0, {root!r})
+    from tests.test_run_folder_shared import KINDS, _write
+    kind = KINDS[{name!r}]
+    from interactscope.runs import folder
+    real = folder.RecordWriter.append
+    def append(self, rec, n=[0]):
+        real(self, rec)
+        n[0] += 1
+        if n[0] == 7:
+            os.kill(os.getpid(), signal.SIGKILL)
+    folder.RecordWriter.append = append
+    _write(kind, __import__("pathlib").Path({run!r}), {n})
+    """
+)
+KINDS = {"streaming": STREAM, "egobench": EGO}
+
+
+@pytest.mark.slow
+def test_kill_9_mid_run_then_resume_gives_every_unit_exactly_once(kind, tmp_path):
+    run = tmp_path / "run"
+    root = str(Path(__file__).resolve().parents[1])
+    code = KILL_CHILD.format(root=root, name=kind.name, run=str(run), n=N_UNITS)
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == -signal.SIGKILL, res.stderr
+    assert len(_keys(kind, run)) == 7  # each append was fsynced before the kill
+    manifest = kind.fmt.manifest.model_validate_json((run / "run.json").read_bytes())
+    assert manifest.ended_at is None
+    _write(kind, run, N_UNITS)
+    keys = _keys(kind, run)
+    assert len(keys) == len(set(keys)) == N_UNITS
+    assert len((run / kind.fmt.records_file).read_text().splitlines()) == N_UNITS
+
+
+def test_sync_every_n_fsyncs_once_per_n_records(kind, tmp_path, monkeypatch):
+    from interactscope.runs import folder
+
+    calls = []
+    real = os.fsync
+    monkeypatch.setattr(folder.os, "fsync", lambda fd: (calls.append(fd), real(fd)))
+    run = tmp_path / "run"
+    run.mkdir()
+    w = folder.RecordWriter(run, kind.fmt, [], sync_every=4)
+    for i in range(10):
+        w.append(kind.unit(i))
+    assert len(calls) == 2  # after records 4 and 8
+    w.close()
+    assert len(calls) == 3  # the last 2 on close
