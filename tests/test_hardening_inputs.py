@@ -19,17 +19,8 @@ from typer.testing import CliRunner
 
 from interactscope.cli import app
 from tests.helpers.foundation_fixtures import DEMO, interaction, write_bench
+from tests.helpers.importer_sources import DATA, LOOK, SOURCES  # noqa: F401
 
-DATA = Path(__file__).parent / "data"
-LOOK = DATA / "peers_lookalike"
-SOURCES = {
-    "streamingbench-po": DATA / "peers_streamingbench" / "questions_proactive.sample.json",
-    "ovo-forward": LOOK / "ovo_forward.json",
-    "ovo-backward": LOOK / "ovo_backward.json",
-    "omnimmi-pa": DATA / "peers_omnimmi" / "proactive_alerting.sample.json",
-    "omnimmi-si": DATA / "peers_omnimmi" / "speaker_identification.sample.json",
-    "proassist": LOOK / "proassist_dialogs.json",
-}
 VIDEO_FIELD = {"ovo-forward": "video", "ovo-backward": "video", "omnimmi-pa": "video",
                "omnimmi-si": "video", "proassist": "video_uid"}  # fmt: skip
 BIG = "1" * 5000  # over Python's 4300-digit limit for int(text)

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from interactscope.cli import app
 from tests.helpers.foundation_fixtures import DEMO
-from tests.test_hardening_inputs import SOURCES
+from tests.helpers.importer_sources import SOURCES
 
 PRECIOUS = b"precious: must never change\n"
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
+
+import pytest
 
 IMAGE = "<|vision_bos|><|IMAGE|><|vision_eos|>"
 
