@@ -301,6 +301,32 @@ def test_observe_cli_json(flash):
 
 
 # ----------------------------------------------------------------------------- decode pass cost
+def test_observe_cli_model_frame_budget(vfr, tmp):
+    """``observe --model``: frames at the model's frame budget (docs/protocol.md, frame budget
+    per backend). cascade sees no pixels: 64 px, a 192x64 frame -> fit_size 64 x 22
+    (21.3 rounded to even); gpt-4o (200,704 px): 12,288 px is within it -> as it is; no
+    model: the source size, as before."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    runner = CliRunner()
+    sizes = {}
+    for model in ("cascade", "gpt-4o", None):
+        args = ["observe", str(vfr), "--at", "3", "--audio", "none", "--json"]
+        res = runner.invoke(app, args + (["--model", model] if model else []))
+        assert res.exit_code == 0, res.output
+        obs = json.loads(res.stdout)
+        sizes[model] = (obs["frame_size"], obs["frames_consumer"])
+    assert sizes["cascade"] == ([64, 22], "sees no pixels (64 px), source size")
+    assert sizes["gpt-4o"][0] == [192, 64] and "max_pixels=200704" in sizes["gpt-4o"][1]
+    assert sizes[None] == ([192, 64], "source size")
+    res = runner.invoke(app, ["observe", str(vfr), "--at", "3", "--model", "no-such-model"])
+    assert res.exit_code == 1 and "no-such-model" in res.output
+
+
 def test_audio_resampled_in_batches_same_samples_as_frame_by_frame(flash, monkeypatch):
     """The decode pass hands the resampler ~_AUDIO_BATCH samples at a time (not one call per
     decoded frame) and the track is sample-identical to resampling frame by frame."""
