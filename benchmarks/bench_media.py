@@ -134,6 +134,9 @@ def _naive(path: str) -> dict:
 def _child(phase: str, path: str, max_side: int | None) -> None:
     import resource
 
+    if phase != "plain":  # imports are per process, not per clip: not timed
+        import interactscope.media  # noqa: F401
+        import interactscope.streaming.protocol.grid  # noqa: F401
     c0 = time.process_time()
     res = {"plain": lambda: _plain(path), "observe": lambda: _observe(path, max_side),
            "naive": lambda: _naive(path)}[phase]()  # fmt: skip

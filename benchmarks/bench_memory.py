@@ -122,7 +122,10 @@ def _phase_batch(ob, kind: str, args) -> dict:
     n = args.old_batch if kind == "old" else args.batch
     _ = ob.media.info  # decode first: the batch figures are what the requests add
     before = _rss_mb()
-    held = [ob.observe(float(t), it) for t in range(n)]
+    # decision points are never past the clip end: on a clip shorter than N s the batch repeats
+    # the last second (as several interactions of one video would), instead of growing audio
+    end = float(ob.media.duration_s)
+    held = [ob.observe(min(float(t), end), it) for t in range(n)]
     counted = ArrayBytes()
     for obs in held:
         counted.add(obs)

@@ -298,3 +298,81 @@ def test_observe_cli_json(flash):
     assert obs["frames_second"] == [7, 8, 9] and obs["audio_samples"] == 0
     res = runner.invoke(app, ["observe", str(flash) + ".missing", "--at", "1", "--json"])
     assert res.exit_code == 1 and "file not found" in res.output
+
+
+# ----------------------------------------------------------------------------- decode pass cost
+def test_observe_cli_model_frame_budget(vfr, tmp):
+    """``observe --model``: frames at the model's frame budget (docs/protocol.md, frame budget
+    per backend). cascade sees no pixels: 64 px, a 192x64 frame -> fit_size 64 x 22
+    (21.3 rounded to even); gpt-4o (200,704 px): 12,288 px is within it -> as it is; no
+    model: the source size, as before."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    runner = CliRunner()
+    sizes = {}
+    for model in ("cascade", "gpt-4o", None):
+        args = ["observe", str(vfr), "--at", "3", "--audio", "none", "--json"]
+        res = runner.invoke(app, args + (["--model", model] if model else []))
+        assert res.exit_code == 0, res.output
+        obs = json.loads(res.stdout)
+        sizes[model] = (obs["frame_size"], obs["frames_consumer"])
+    assert sizes["cascade"] == ([64, 22], "sees no pixels (64 px), source size")
+    assert sizes["gpt-4o"][0] == [192, 64] and "max_pixels=200704" in sizes["gpt-4o"][1]
+    assert sizes[None] == ([192, 64], "source size")
+    res = runner.invoke(app, ["observe", str(vfr), "--at", "3", "--model", "no-such-model"])
+    assert res.exit_code == 1 and "no-such-model" in res.output
+
+
+def test_audio_resampled_in_batches_same_samples_as_frame_by_frame(flash, monkeypatch):
+    """The decode pass hands the resampler ~_AUDIO_BATCH samples at a time (not one call per
+    decoded frame) and the track is sample-identical to resampling frame by frame."""
+    import av
+
+    real = av.AudioResampler
+    calls = []
+
+    class Counting:
+        def __init__(self, *a, **k):
+            self.r = real(*a, **k)
+
+        def resample(self, fr):
+            calls.append(fr.samples if fr is not None else 0)
+            return self.r.resample(fr)
+
+    monkeypatch.setattr(av, "AudioResampler", Counting)
+    cm = CausalMedia(flash)
+    track = cm.audio_track
+    monkeypatch.setattr(av, "AudioResampler", real)
+    with av.open(str(flash)) as c:
+        frames = list(c.decode(c.streams.audio[0]))
+    r = real(format="flt", layout="mono", rate=16000)
+    ref = [o.to_ndarray().reshape(-1) for f in frames for o in r.resample(f)]
+    ref += [o.to_ndarray().reshape(-1) for o in r.resample(None)]
+    ref = np.concatenate(ref)
+    off = round(frames[0].time * 16000)  # about 0.5 s (AAC priming shifts the first frame)
+    assert abs(off - 8000) <= 400 and np.abs(ref).max() > 0.3
+    assert np.array_equal(track[off : off + len(ref)], ref)
+    n_in = sum(f.samples for f in frames)
+    assert len(frames) > 100  # AAC: 1024 samples a frame
+    assert len(calls) <= n_in // causal_mod._AUDIO_BATCH + 2  # batches + the flush
+
+
+def test_stored_yuv_with_odd_half_height_converts_at_its_own_size():
+    """A 600x338 stored sample (the Qwen budget's size for 720p; 338 / 2 is odd) comes back as
+    a 600x338 frame with its own pixels (PyAV 18's zero-copy path would read 336 rows)."""
+    import av
+
+    rgb = np.zeros((338, 600, 3), np.uint8)
+    rgb[::2] = 200  # rows alternate: a wrong row count or offset changes the picture
+    src = av.VideoFrame.from_ndarray(rgb, format="rgb24").reformat(format="yuv420p")
+    st = causal_mod._compact(src)
+    fr = st.video_frame()
+    assert (fr.width, fr.height) == (600, 338)
+    assert np.array_equal(fr.to_ndarray(format="rgb24"), src.to_ndarray(format="rgb24"))
+    st4 = causal_mod._compact(src.reformat(width=600, height=336))  # 336: the view path
+    assert st4.video_frame().height == 336
+    assert np.array_equal(st4.video_frame().to_ndarray(), st4.yuv)

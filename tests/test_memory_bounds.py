@@ -377,7 +377,45 @@ def test_vllm_and_openai_consumer_sides(monkeypatch):
     assert capped.consumer_max_side(448, 252) == 448
     oa = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1",
           "api_key_optional": True}  # fmt: skip
-    assert OpenAIAdapter("o", oa, Settings()).consumer_max_side(1280, 720) is None
-    low = OpenAIAdapter("o", {**oa, "image_detail": "low"}, Settings())
+    # default frames_consumer 200,704 px: the Qwen configs' 600 (grid 336x588 kept)
+    assert OpenAIAdapter("o", oa, Settings()).consumer_max_side(1280, 720) == 600
+    source = {**oa, "frames_consumer": "source"}  # the old rule: as the observation gives them
+    assert OpenAIAdapter("o", source, Settings()).consumer_max_side(1280, 720) is None
+    low = OpenAIAdapter("o", {**source, "image_detail": "low"}, Settings())
     assert low.consumer_max_side(1280, 720) == 512
     assert low.describe()["frames_consumer"].startswith("image_detail=low")
+    low_budget = OpenAIAdapter("o", {**oa, "image_detail": "low"}, Settings())
+    assert low_budget.consumer_max_side(1280, 720) == 512  # min(600, 512)
+
+
+def test_frame_budget_for_every_backend_default(monkeypatch):
+    """docs/protocol.md, frame budget per backend. OpenAI ``frames_consumer: 40000`` on a
+    1280x720 frame: Qwen's smart_resize of 720x1280 at 40,000 px is 140x252 (factor 28: beta =
+    sqrt(921600 / 40000) = 4.8, floor(150 / 28) * 28 = 140, floor(266.7 / 28) * 28 = 252); the
+    smallest long side whose fit_size keeps that grid for factors 28 and 32 is held. A frame
+    within the budget stays as it is (None). ``sees_pixels: false`` (cascade): 64 px. A budget
+    under 56 x 56 is refused naming the key."""
+    from interactscope.streaming.adapters.base import AdapterError, FrameConsumer, smart_resize
+    from interactscope.streaming.adapters.openai_backend import OpenAIAdapter
+
+    oa = {"backend": "openai", "model": "m", "base_url": "http://127.0.0.1:9/v1",
+          "api_key_optional": True, "frames_consumer": 40000}  # fmt: skip
+    ad = OpenAIAdapter("o", oa, Settings())
+    side = ad.consumer_max_side(1280, 720)
+    assert smart_resize(720, 1280, 28, 3136, 40000) == (140, 252)
+    w, h = (side, round(side * 720 / 1280 / 2) * 2)
+    assert smart_resize(h, w, 28, 3136, 40000) == (140, 252) and h >= 140 and w >= 252
+    assert 252 <= side < 300
+    assert ad.consumer_max_side(160, 90) is None  # 14,400 px: within the budget
+    assert "frames_consumer max_pixels=40000" in ad.consumer_rule()
+    with pytest.raises(AdapterError, match="frames_consumer"):
+        OpenAIAdapter("o", {**oa, "frames_consumer": 100}, Settings())
+
+    class Blind(FrameConsumer):
+        def __init__(self, config, settings):
+            self.config, self.settings = config, settings
+
+    assert Blind({"sees_pixels": False}, Settings()).consumer_max_side(1280, 720) == 64
+    assert Blind({}, Settings()).consumer_max_side(1280, 720) is None
+    capped = Blind({"sees_pixels": False}, Settings(frames={"max_side": 32}))
+    assert capped.consumer_max_side(32, 18) == 32

@@ -573,6 +573,12 @@ def observe(
         None, "--save", help="Write the frames (PNG) and the audio (WAV) it shows into DIR."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print one JSON object."),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="Hold and show frames at this model config's frame budget (its adapter's "
+        "consumer side, docs/protocol.md#frame-budget-per-backend); default: the source size.",
+    ),
 ) -> None:
     """Print what a model would receive at time t: frame times, frame size, audio samples,
     transcript. For checking causality by hand (docs/protocol.md, causal observation)."""
@@ -582,6 +588,7 @@ def observe(
     asr = AsrSettings(
         backend=asr_backend, model=str(asr_model) if asr_model else None, strict=asr_strict
     )
+    side, rule = _model_frame_budget(model) if model else (None, "source size")
     try:
         obs = observe_media(
             video,
@@ -592,7 +599,9 @@ def observe(
             max_side=max_side,
             asr=asr,
             save=save,
+            store_max_side=side,
         )
+        obs["frames_consumer"] = rule
     except (MediaError, ValueError) as exc:
         fail(str(exc))
     except OSError as exc:
@@ -607,3 +616,28 @@ def observe(
             typer.echo(f"{key}: {value}")
     if obs["saved"]:
         typer.echo(f"saved {len(obs['saved'])} file(s) to {save}")
+
+
+def _model_frame_budget(model: str) -> tuple[Any, str]:
+    """(the model's ``consumer_max_side`` or None, its rule) for ``observe --model``: its
+    adapter built from the config (no weights loaded). An adapter that cannot be built here
+    (e.g. vLLM without its package) gives the source size and a warning. Raises
+    ``typer.Exit`` with one line on a bad config."""
+    from interactscope.streaming.adapters.base import AdapterError
+    from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+    from interactscope.streaming.collect import CollectError, resolve_settings
+
+    try:
+        name, config = load_model_config(model)
+        settings = resolve_settings(config, {})
+    except (AdapterError, CollectError) as exc:
+        fail(str(exc))
+    try:
+        adapter = build_adapter(name, config, settings)
+    except (AdapterError, ImportError) as exc:
+        typer.secho(f"warning: model {name}: {str(exc).splitlines()[0]}; frames at the source "
+                    "size", fg=typer.colors.YELLOW, err=True)  # fmt: skip
+        return None, "source size (adapter not built)"
+    side = getattr(adapter, "consumer_max_side", None)
+    rule = getattr(adapter, "consumer_rule", None)
+    return (side, rule()) if callable(side) and callable(rule) else (None, "source size")

@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
 import numpy as np
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from interactscope.core.records import ToolSpec
 from interactscope.core.secrets import redact, register_key_env
@@ -63,6 +63,10 @@ __all__ = [
 ]
 
 _PLACEHOLDER_KEY = "EMPTY"
+
+DEFAULT_FRAME_PIXELS = 200_704
+"""Default ``frames_consumer`` pixel budget of the streaming adapter: the shipped Qwen configs'
+``max_pixels`` (256 tokens a Qwen frame; a 1280x720 frame is held and sent at 600x338)."""
 
 
 class OpenAIOptions(BackendOptions):
@@ -96,6 +100,18 @@ class OpenAIOptions(BackendOptions):
     send_empty_audio: bool = Field(
         False, description="send an audio part with no samples (a 0-sample WAV; default: left out)"
     )
+    frames_consumer: int | Literal["source"] = Field(
+        DEFAULT_FRAME_PIXELS,
+        description="pixel budget (>= 3136) the streaming adapter holds and sends frames at, "
+        "or 'source': as the observation gives them (frames.max_side)",
+    )
+
+    @field_validator("frames_consumer")
+    @classmethod
+    def _frame_budget(cls, v: int | str) -> int | str:
+        if isinstance(v, int) and v < 3136:
+            raise ValueError(f"a pixel budget is >= 3136 (56 x 56 px), or 'source'; got {v}")
+        return v
 
 
 # --------------------------------------------------------------------------- wire format

@@ -56,6 +56,7 @@ log = logging.getLogger(__name__)
 
 POLICIES = ("uniform", "recent", "stride")
 DEFAULT_SAMPLE_RATE = 16_000
+_AUDIO_BATCH = 1 << 15  # decoded audio samples (per channel) per resampler call
 
 
 @dataclass(frozen=True)
@@ -97,7 +98,10 @@ class _Stored:
     def video_frame(self) -> av.VideoFrame:
         if self.frame is not None:
             return self.frame
-        fr = av.VideoFrame.from_ndarray(self.yuv, format="yuv420p")
+        if self.height % 4 == 0:  # a view of the stored bytes (no copy), read by swscale
+            fr = av.VideoFrame.from_numpy_buffer(self.yuv, format="yuv420p")
+        else:  # PyAV 18's from_numpy_buffer takes the height as rows // 6 * 4: 338 -> 336
+            fr = av.VideoFrame.from_ndarray(self.yuv, format="yuv420p")
         fr.colorspace = self.colorspace
         fr.color_range = self.color_range
         return fr
@@ -265,6 +269,8 @@ class _Decoder:
         sr = media.sample_rate
         self.resampler = av.AudioResampler(format="flt", layout="mono", rate=sr) if audio else None
         self.chunks: list[np.ndarray] = []
+        self._fifo: av.AudioFifo | None = None  # decoded audio not yet resampled (one format)
+        self._fifo_key: tuple[str, str, int] | None = None
         self.audio_start: Fraction | None = None
         self.prev: av.VideoFrame | None = None
         self.prev_pts: Fraction | None = None
@@ -279,6 +285,8 @@ class _Decoder:
 
     def store(self, frame: av.VideoFrame) -> int:
         if self.rgb_side is not None:  # RGB mode: converted once, as frames_until would
+            # through the compact copy, as frames_until converts (the decoder's own frame can
+            # carry more colour metadata, e.g. chroma location: other pixels)
             st = _compact(frame)
             img = _to_rgb(st.video_frame(), self.rotation or 0, self.rgb_side)
             rgb = _Stored(
@@ -320,10 +328,26 @@ class _Decoder:
         self.prev, self.prev_pts = fr, pts
 
     def on_audio(self, fr: av.AudioFrame) -> None:
+        """Queue a decoded audio frame in a FIFO; the resampler gets batches of about
+        :data:`_AUDIO_BATCH` samples (one filter-graph call per batch instead of per frame: the
+        same output samples, a fraction of the per-call cost)."""
         if self.audio_start is None:
             self.audio_start = (fr.pts * fr.time_base - self.origin) if fr.pts is not None else 0
         self.n_audio_frames += 1
-        for o in self.resampler.resample(fr):
+        key = (fr.format.name, fr.layout.name, fr.sample_rate)
+        if key != self._fifo_key:
+            self._push_audio()  # a format change: the resampler refuses it, as before
+            self._fifo, self._fifo_key = av.AudioFifo(), key
+        fr.pts = None  # samples are placed by count, as the resampler placed them (no pts check)
+        self._fifo.write(fr)
+        if self._fifo.samples >= _AUDIO_BATCH:
+            self._push_audio()
+
+    def _push_audio(self) -> None:
+        """Resample what the FIFO holds as one frame."""
+        if self._fifo is None or not self._fifo.samples:
+            return
+        for o in self.resampler.resample(self._fifo.read()):
             self.chunks.append(o.to_ndarray().reshape(-1))
 
     def on_frame(self, fr) -> None:
@@ -376,6 +400,7 @@ class _Decoder:
         :attr:`CausalMedia._audio_buf`)."""
         if self.resampler is not None and self.audio_start is not None:
             try:
+                self._push_audio()
                 for o in self.resampler.resample(None):
                     self.chunks.append(o.to_ndarray().reshape(-1))
             except av.error.FFmpegError:
@@ -680,7 +705,7 @@ class CausalMedia:
             img = self._handed.get(key)
         if img is None:
             if st.rgb is not None:  # a smaller size than stored: from the stored RGB
-                fr = av.VideoFrame.from_ndarray(np.ascontiguousarray(st.rgb), format="rgb24")
+                fr = av.VideoFrame.from_numpy_buffer(st.rgb, format="rgb24")  # a view: no copy
                 img = _to_rgb(fr, 0, max_side)
             else:
                 img = _to_rgb(st.video_frame(), self._rotation, max_side)

@@ -5,6 +5,7 @@ Backs ``interactscope observe VIDEO --at T --json``: a tool for checking causali
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ def observe(
     asr: AsrSettings | None = None,
     media: CausalMedia | None = None,
     save: str | Path | None = None,
+    store_max_side: int | Callable[[int, int], int | None] | None = None,
 ) -> dict[str, Any]:
     """Summarise the causal observation of ``path`` at ``t`` (docs/protocol.md#causal-observation).
 
@@ -37,6 +39,8 @@ def observe(
         sample_rate: audio rate (Hz) for ``native``.
         asr: ASR settings for ``asr`` (default :class:`AsrSettings`).
         media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode).
+        store_max_side: frame budget (``CausalMedia(store_max_side=)``: px, or a model's
+            ``consumer_max_side``, ``observe --model``); None: the source size.
         save: a folder (created) to write what the model would get: each frame as
             ``frame_SSSS.png`` (SSSS: its grid second) and, in ``native`` mode, the waveform
             [0, t] as ``audio.wav`` (mono float32 at ``sample_rate``).
@@ -55,7 +59,7 @@ def observe(
     """
     if audio not in AUDIO_MODES:
         raise ValueError(f"audio must be one of {AUDIO_MODES}, got {audio!r}")
-    cm = media or CausalMedia(path, sample_rate=sample_rate, asr=asr)
+    cm = media or CausalMedia(path, sample_rate=sample_rate, asr=asr, store_max_side=store_max_side)
     if asr is not None:
         cm.asr = asr
     frames = cm.frames_until(t, max_frames=max_frames, policy=policy, max_side=max_side)

@@ -33,6 +33,8 @@ __all__ = [
     "FrameConsumer",
     "LocalEngineAdapter",
     "budget_side",
+    "area_budget_side",
+    "NO_PIXELS_SIDE",
     "smart_resize",
     "adapter_errors",
     "output_of",
@@ -155,20 +157,34 @@ def _min_side(a: int | None, b: int | None) -> int | None:
     return b if a is None else a if b is None else min(a, b)
 
 
+NO_PIXELS_SIDE = 64
+"""Long side (px) frames are held at for a model that sees no pixels (``sees_pixels: false``,
+e.g. ``cascade``): the observation still counts and times them; nobody looks at their pixels."""
+
+
 class FrameConsumer:
     """What an adapter's model does with frame size, for the media layer and the driver.
 
     :meth:`consumer_max_side` is the largest long side (px) the model uses of a frame of a given
     size: the driver stores each video's 1 fps frames at it (docs/protocol.md, frames in
     memory). The default is ``frames.max_side`` (the frames are used as the observation gives
-    them); a backend whose processor downscales further (a pixel budget) overrides it."""
+    them), or :data:`NO_PIXELS_SIDE` for a config with ``sees_pixels: false``; a backend whose
+    processor downscales further (a pixel budget) overrides it."""
 
     settings: Settings
 
     def consumer_max_side(self, width: int, height: int) -> int | None:
         """Long side (px) to hold frames of display size ``width`` x ``height`` (already
         fitted to ``frames.max_side``) at; None: as they are."""
+        if self.sees_no_pixels():
+            return _min_side(NO_PIXELS_SIDE, self.settings.frames.max_side)
         return self.settings.frames.max_side
+
+    def sees_no_pixels(self) -> bool:
+        """True when the model config says ``sees_pixels: false`` or the backend is
+        ``cascade`` (a text model: the rule ``interactscope prompt`` uses)."""
+        config = getattr(self, "config", None) or {}
+        return config.get("sees_pixels") is False or getattr(self, "backend", None) == "cascade"
 
     def memory_info(self) -> dict[str, Any]:
         """Recorded into ``run.json`` (``adapter``): the frame-size rule and the batch byte
@@ -182,7 +198,8 @@ class FrameConsumer:
     def consumer_rule(self) -> str:
         """One line saying how :meth:`consumer_max_side` is chosen."""
         side = self.settings.frames.max_side
-        return f"frames.max_side={side}" if side else "source size"
+        rule = f"frames.max_side={side}" if side else "source size"
+        return f"sees no pixels ({NO_PIXELS_SIDE} px), {rule}" if self.sees_no_pixels() else rule
 
 
 def pixel_budget_side(
@@ -190,6 +207,25 @@ def pixel_budget_side(
 ) -> int | None:
     """:func:`budget_side` for a processor with this budget, capped at ``max_side``."""
     return _min_side(budget_side(width, height, max_pixels, min_pixels), max_side)
+
+
+def area_budget_side(
+    width: int, height: int, max_pixels: int, max_side: int | None = None
+) -> int | None:
+    """Long side (px) to hold a ``width`` x ``height`` frame at under a pixel budget for a
+    server whose processor is not known: :func:`pixel_budget_side` (the Qwen grid kept, so a
+    Qwen server gets the grid the in-process Qwen configs get), else, when the frame is over
+    the budget and no side keeps the grid, the largest long side whose
+    :func:`~interactscope.media.causal.fit_size` area is <= ``max_pixels``; capped at
+    ``max_side``. None: the frame is within the budget (held as it is)."""
+    side = pixel_budget_side(width, height, max_pixels, min(3136, max_pixels), max_side)
+    if side is not None or width * height <= max_pixels:
+        return side
+    long = max(width, height)
+    side = max(16, int(long * math.sqrt(max_pixels / (width * height))))
+    while side > 16 and math.prod(fit_size(width, height, side)) > max_pixels:
+        side -= 1
+    return _min_side(side, max_side)
 
 
 class LocalEngineAdapter(FrameConsumer, Adapter):

@@ -14,7 +14,9 @@ Options (model config keys, or ``--set adapter.KEY=VALUE``): see
 ``check_models`` (true: :meth:`OpenAIAdapter.prepare` asks ``GET /models`` and stops before the
 run when the server is unreachable or does not serve ``model``), ``jpeg_quality`` (90),
 ``image_detail``, ``extra_body``, ``online_max_images`` (Online Rolling: at most this many frames
-stay in the conversation), ``max_tokens_field``.
+stay in the conversation), ``max_tokens_field``, and ``frames_consumer`` (this adapter's: the
+pixel budget frames are held and sent at, default 200,704 = the Qwen configs'; ``source``: as
+the observation gives them; docs/protocol.md, frame budget per backend).
 
 Audio check: the first request carrying at least :data:`AUDIO_CHECK_MIN_S` seconds of audio is
 first sent twice with one output token, with and without its audio parts. More prompt tokens
@@ -39,6 +41,7 @@ from typing import Any, ClassVar
 
 from interactscope.engines.base import AudioPart, ChatResult, as_messages
 from interactscope.engines.openai_compat import (
+    DEFAULT_FRAME_PIXELS,
     OpenAIEngine,
     OpenAIOptions,
     encode_audio_wav,
@@ -53,6 +56,7 @@ from interactscope.streaming.adapters.base import (
     FrameConsumer,
     Session,
     adapter_errors,
+    area_budget_side,
     options_of,
     where_of,
 )
@@ -65,6 +69,7 @@ log = logging.getLogger(__name__)
 
 __all__ = [
     "AUDIO_CHECK_MIN_S",
+    "DEFAULT_FRAME_PIXELS",
     "OpenAIAdapter",
     "encode_audio_wav",
     "encode_image_jpeg",
@@ -174,19 +179,28 @@ class OpenAIAdapter(FrameConsumer, Adapter):
         }
 
     def consumer_max_side(self, width: int, height: int) -> int | None:
-        """Long side (px) to hold frames at: ``image_detail: low`` sends the server at most a
-        512 x 512 image (:data:`LOW_DETAIL_SIDE`, capped at ``frames.max_side``); otherwise
-        the server's own budget is unknown here and frames go as the observation gives them
-        (``frames.max_side``)."""
+        """Long side (px) to hold frames of display size ``width`` x ``height`` at (and so to
+        send them at: the server gets the frames the observation carries): the
+        ``frames_consumer`` pixel budget (default :data:`DEFAULT_FRAME_PIXELS`;
+        :func:`~interactscope.streaming.adapters.base.area_budget_side`: the Qwen grid kept,
+        600 for 720p), at most :data:`LOW_DETAIL_SIDE` with ``image_detail: low`` (the server
+        reduces it to a 512 x 512 box), capped at ``frames.max_side``. ``frames_consumer:
+        source``: only the ``image_detail: low`` cap and ``frames.max_side`` (the old rule)."""
         side = self.settings.frames.max_side
+        budget = self.options.frames_consumer
+        if budget != "source":
+            side = area_budget_side(width, height, int(budget), side) or side
         if self.options.image_detail == "low":
             return LOW_DETAIL_SIDE if side is None else min(side, LOW_DETAIL_SIDE)
         return side
 
     def consumer_rule(self) -> str:
+        rule = super().consumer_rule()
+        if self.options.frames_consumer != "source":
+            rule = f"frames_consumer max_pixels={self.options.frames_consumer}, {rule}"
         if self.options.image_detail == "low":
-            return f"image_detail=low ({LOW_DETAIL_SIDE} px), {super().consumer_rule()}"
-        return super().consumer_rule()
+            return f"image_detail=low ({LOW_DETAIL_SIDE} px), {rule}"
+        return rule
 
     def _build(self, request: DecisionRequest) -> list[dict[str, Any]]:
         from interactscope.streaming.protocol.prompts import build_messages
