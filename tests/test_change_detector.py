@@ -16,11 +16,11 @@ from pathlib import Path
 import av
 import numpy as np
 import pytest
-from media_fixtures import _encode_audio
 from typer.testing import CliRunner
 
 from interactscope.cli import app
 from interactscope.media.onsets import audio_onsets, frame_change, resolve_detector
+from tests.helpers.media_fixtures import _encode_audio
 
 CUT_S, BURST_S, SECONDS = 3.0, 5.5, 8
 

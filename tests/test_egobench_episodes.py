@@ -4,21 +4,18 @@ agent, and bad input refused before any episode."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.egobench import load_variant, package_data_dir, score_log
+from interactscope.egobench import load_variant, score_log
 from interactscope.egobench.agents import (
     AgentStep,
     ModelAgent,
     NoneAgent,
     OracleAgent,
-    Visual,
     load_visual,
 )
 from interactscope.egobench.episode_settings import build_settings
@@ -29,57 +26,8 @@ from interactscope.egobench.records import ToolCall
 from interactscope.egobench.run_score import score_run, user_health
 from interactscope.egobench.runner import RunRequest, execute, parse_task_ids, prepare
 from interactscope.egobench.user_sim import ModelUser, ScriptedUser, is_stop, parse_verdict
-from interactscope.engines import ChatResult, EngineError, Message, VideoPart
-
-DATA = package_data_dir()
-YES = json.dumps(
-    dict.fromkeys(
-        ["role_consistency", "instruction_fidelity", "resistance", "context_consistency"], "yes"
-    )
-)
-NO = YES.replace('"context_consistency": "yes"', '"context_consistency": "no"')
-
-
-class FakeEngine:
-    """Answers with ``reply(messages, tools)`` (a ChatResult or a str) and records each call."""
-
-    def __init__(self, reply):
-        self.reply = reply
-        self.calls: list[tuple[list[Message], Any]] = []
-
-    def chat(self, messages, tools=None, **gen):
-        self.calls.append((list(messages), tools))
-        out = self.reply(list(messages), tools)
-        return (
-            out
-            if isinstance(out, ChatResult)
-            else ChatResult(text=out, prompt_tokens=10, completion_tokens=2)
-        )
-
-
-def _retail1():
-    v = load_variant(DATA, "retail1")
-    return v, v.task(1)
-
-
-def _blind(task) -> Visual:
-    return Visual(sees_pixels=False, description=task.image_description)
-
-
-def _user_engine(actor_text: str, verdicts: list[str] | None = None) -> FakeEngine:
-    """Actor says ``actor_text``; the Evaluator answers ``verdicts`` in order, then YES."""
-    queue = list(verdicts or [])
-
-    def reply(messages, tools):
-        system = messages[0].text()
-        if "review one message" in system:
-            return queue.pop(0) if queue else YES
-        if "Summarise the progress" in system:
-            return "The price was asked. Nothing else is done. The cart is open."
-        return actor_text
-
-    return FakeEngine(reply)
-
+from interactscope.engines import ChatResult, EngineError, VideoPart
+from tests.helpers.ego_fakes import DATA, NO, YES, FakeEngine, _blind, _retail1, _user_engine  # noqa: F401
 
 # --------------------------------------------------------------------------- baselines
 

@@ -138,7 +138,7 @@ def test_report_of_unscored_folder_one_line(tmp_path):
 
 @pytest.fixture(scope="module")
 def two_agents(tmp_path_factory):
-    from test_egointeract_ablation import make_run
+    from tests.helpers.ego_runs import make_run
 
     base = tmp_path_factory.mktemp("agents")
     return base, make_run(base / "a", "full", 7), make_run(base / "b", "no_rules", 4)

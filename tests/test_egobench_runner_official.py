@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_egobench_episodes import NO, FakeEngine, _blind, _retail1, _user_engine
 
 from interactscope.egobench.agents import AgentStep, ModelAgent, NoneAgent
 from interactscope.egobench.episode_settings import build_settings
@@ -17,6 +16,7 @@ from interactscope.egobench.episodes import run_episode
 from interactscope.egobench.records import ToolCall
 from interactscope.egobench.user_sim import OFFICIAL_OPENING, OPENING, ModelUser, ScriptedUser
 from interactscope.engines import EngineError
+from tests.helpers.ego_fakes import NO, FakeEngine, _blind, _retail1, _user_engine
 
 OFFICIAL = {"runner": "official"}
 

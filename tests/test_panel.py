@@ -117,8 +117,7 @@ def test_collect_needs_a_model_or_a_panel(tmp_path) -> None:
 @pytest.mark.slow
 def test_collect_panel_runs_a_tiny_livecc_from_disk_online(tmp_path) -> None:
     pytest.importorskip("transformers")
-    from foundation_fixtures import interaction, write_bench
-
+    from tests.helpers.foundation_fixtures import interaction, write_bench
     from tests.helpers.tiny_streaming import tiny_livecc
 
     model, proc = tiny_livecc()

@@ -15,11 +15,10 @@ import pytest
 
 pytest.importorskip("transformers")
 
-from media_fixtures import read_code, write_coded_video  # noqa: E402
-
 from interactscope.streaming.protocol.types import DecisionRequest  # noqa: E402
 from interactscope.streaming.schema import Interaction, VideoRecord  # noqa: E402
 from interactscope.streaming.settings import Settings  # noqa: E402
+from tests.helpers.media_fixtures import read_code, write_coded_video  # noqa: E402
 from tests.helpers.tiny_streaming import script_replies, tiny_live_llama, tiny_livecc, tiny_mmduet2  # noqa: E402
 
 pytestmark = pytest.mark.slow

@@ -86,7 +86,7 @@ def test_installed_wheel_is_what_runs(installed, tmp_path):
 def test_egointeract_runs_from_the_wheel(installed, tmp_path):
     pytest.importorskip("openai")
     sys.path.insert(0, str(Path(__file__).parent))
-    from test_egobench_episodes_run import Stub
+    from tests.helpers.ego_stub import Stub
 
     _, _, env = installed
     stub = Stub()

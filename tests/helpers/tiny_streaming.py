@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from tiny_qwen import PIXELS, VL_SPECIAL, _corpus
+from tests.helpers.tiny_qwen import PIXELS, VL_SPECIAL, _corpus
 
 QWEN2_VL_TEMPLATE = (
     "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
