@@ -188,7 +188,8 @@ def _downscaled_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
 class VLLMAdapter(FrameConsumer, Adapter):
     """Offline Probing with the ``vllm.LLM`` engine; see the module docstring for the options.
 
-    The engine is created on first use (:meth:`preflight` or :meth:`respond_batch`).
+    The engine is started by :meth:`prepare` (the driver counts it as ``load_s``), or on first
+    use when a caller skips ``prepare``.
 
     Raises:
         AdapterError: (construction) vLLM missing, no ``checkpoint``, an unknown option.
@@ -346,9 +347,14 @@ class VLLMAdapter(FrameConsumer, Adapter):
         - ``decode``: the real causal observation (exact; decodes every video once more);
         - ``off``: no preflight.
 
+        The engine itself is started here first (whatever the preflight mode), so its start-up
+        is counted in ``timings.load_s`` and never in the first batch's ``model_s``.
+
         Raises:
-            AdapterError: from :meth:`preflight`, naming the interaction and ``t``.
+            AdapterError: the engine cannot start, or from :meth:`preflight`, naming the
+                interaction and ``t``.
         """
+        self.engine()
         mode = self.options.preflight.on_prepare
         if mode == "off" or not bench.interactions:
             return

@@ -1,0 +1,53 @@
+"""The vLLM engine starts in ``prepare`` (``timings.load_s``), never inside a timed batch
+(issue 25 item 1). Runs in the main suite with the recording fake ``vllm`` of
+``tests/test_adapters_vllm.py``; ``tests/test_vllm_engine.py`` checks the same on the real engine."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import time
+
+from interactscope.streaming.collect import run_collect
+from tests.foundation_fixtures import interaction, write_bench
+from tests.test_adapters_vllm import FakeLLM, fake_vllm  # noqa: F401 - the fixture
+
+START_S = 0.4
+
+
+class SlowStartLLM(FakeLLM):
+    """A fake engine whose construction takes ``START_S`` and records who built it."""
+
+    built_in: list[list[str]] = []
+
+    def __init__(self, **kwargs):
+        time.sleep(START_S)
+        SlowStartLLM.built_in.append([f.function for f in inspect.stack()])
+        super().__init__(**kwargs)
+
+
+def test_engine_start_up_is_load_time_not_model_time(fake_vllm, tmp_path) -> None:  # noqa: F811
+    fake_vllm.LLM = SlowStartLLM
+    SlowStartLLM.built_in = []
+    bench = write_bench(tmp_path / "b", [interaction("a")])  # 7.6 s from q = 0: 9 points
+    model = tmp_path / "tiny-vllm.yaml"
+    model.write_text(
+        json.dumps(
+            {
+                "backend": "vllm",
+                "checkpoint": "Qwen/Qwen2.5-Omni-7B",
+                "template": "tokenizer",
+                "preflight": {"on_prepare": "off"},  # no preflight: prepare must still start it
+            }
+        )
+    )
+    s = run_collect(model=str(model), bench=bench, out=tmp_path / "r", progress=False)
+    assert s.written == 9 and s.errors == 0
+    (stack,) = SlowStartLLM.built_in  # started once ...
+    assert "prepare" in stack and "respond_batch" not in stack  # ... before any batch
+    assert s.timings.load_s >= START_S
+    records = [json.loads(x) for x in (tmp_path / "r" / "responses.jsonl").read_text().splitlines()]
+    # the fake generates instantly: were the start-up in the first batch, its 9 points would
+    # share START_S of latency
+    assert sum(r["latency_s"] for r in records) < START_S
+    assert s.timings.model_s < START_S
