@@ -11,7 +11,7 @@ asserts the >= 0.9 goal on the same measurement):
 For each model family (tiny random checkpoints of ``tests/vllm_tiny.py``, or ``--checkpoint`` a
 real one on a GPU box) one ``vllm.LLM`` serves every layout (its prefix cache reset between
 layouts). Decision points t = 1..N of the demo's T1 "taxi" request (whole tool catalogue) over a
-synthetic stream (1 fps 112x112 frames, native audio except Qwen3-VL, which gets the transcript)
+synthetic stream (1 fps 112x112 frames; native audio for Omni, a transcript for the VL models)
 go in one ``generate`` call, as the collection driver sends one interaction's points. Per layout
 (``prompt_version`` x ``frames_as``):
 
@@ -134,12 +134,14 @@ def placeholder_ids(tokenizer: Any) -> dict[int, str]:
     return {vocab[n]: kind for n, kind in names.items() if n in vocab}
 
 
-def adapter_for(checkpoint: str, version: str, frames_as: str, llm: Any = None, **cfg: Any):
-    """A VLLMAdapter for ``checkpoint`` at one layout (sharing ``llm`` when given)."""
+def adapter_for(
+    checkpoint: str, version: str, frames_as: str, audio: bool, llm: Any = None, **cfg: Any
+):
+    """A VLLMAdapter for ``checkpoint`` at one layout (native audio when ``audio``, else the
+    transcript; sharing ``llm`` when given)."""
     from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
     from interactscope.streaming.settings import Settings
 
-    audio = "qwen3_vl" not in checkpoint and "qwen3-vl" not in checkpoint.lower()
     settings = Settings(
         prompt_version=version,
         frames={"max": 32},
@@ -222,7 +224,7 @@ def main() -> None:
         llm = None
         res = {}
         for version, frames_as in LAYOUTS:
-            adapter = adapter_for(ckpt, version, frames_as, llm)
+            adapter = adapter_for(ckpt, version, frames_as, family == "omni", llm)
             llm = adapter.engine()
             f = res[(version, frames_as)] = measure(adapter, args.seconds)
             print(f"{family:9} {version:7} {frames_as:9} {f.hit_of_shared:10.1%} "

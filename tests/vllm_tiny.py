@@ -17,6 +17,7 @@ engines on the same folder must give the same text.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 KINDS = ("text", "vl", "qwen3_vl", "omni")
 HEAD_DIM = 32
@@ -84,3 +85,53 @@ def save_tiny(kind: str, folder: str | Path, seed: int = 0) -> Path:
 
         torch.save({}, folder / "spk_dict.pt")
     return folder
+
+
+def messages(kind: str) -> list[Any]:
+    """The test conversation of ``kind``: text only for ``text``; a 64x96 frame for the VL
+    models; the frame and 1 s of 16 kHz audio for Omni. Deterministic arrays."""
+    import numpy as np
+
+    from interactscope.engines.base import AudioPart, ImagePart, Message, TextPart
+
+    system = Message(role="system", content="Answer briefly, or exactly <SILENT>.")
+    if kind == "text":
+        return [system, Message(role="user", content="Tell me when a car passes.")]
+    img = np.random.default_rng(0).integers(0, 255, (64, 96, 3), dtype=np.uint8)
+    parts: list[Any] = [ImagePart(image=img, pts_s=0.0)]
+    if kind == "omni":
+        wave = (0.1 * np.sin(np.arange(16000) / 5.0)).astype(np.float32)
+        parts.append(AudioPart(audio=wave, sample_rate=16000))
+    parts.append(TextPart(text="What is in the frame?"))
+    return [system, Message(role="user", content=parts)]
+
+
+def reference_config(kind: str, checkpoint: str | Path, max_new_tokens: int) -> dict[str, Any]:
+    """The model config of the transformers-side engine for ``kind`` (float32, greedy, frames
+    as images like the vLLM side)."""
+    generation = {"max_new_tokens": max_new_tokens, "temperature": 0}
+    if kind == "text":
+        return {"backend": "causal-lm", "checkpoint": str(checkpoint), "generation": generation}
+    return {
+        "backend": "transformers",
+        "checkpoint": str(checkpoint),
+        "frames_as": "image",
+        "dtype": "float32",
+        "generation": generation,
+    }
+
+
+def reference_answer(kind: str, checkpoint: str | Path, max_new_tokens: int) -> str:
+    """The transformers engine's greedy answer to :func:`messages` ``(kind)``."""
+    from interactscope.engines import load_engine
+
+    engine = load_engine(reference_config(kind, checkpoint, max_new_tokens))
+    return engine.chat(messages(kind)).text
+
+
+if __name__ == "__main__":  # python -m tests.vllm_tiny KIND CHECKPOINT MAX_NEW_TOKENS
+    import json
+    import sys
+
+    kind, ckpt, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    print(json.dumps({"text": reference_answer(kind, ckpt, n)}))

@@ -65,7 +65,7 @@ __all__ = [
     "system_text",
 ]
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 """The default template version (``settings.prompt_version``)."""
 
 
