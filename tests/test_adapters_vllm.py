@@ -477,8 +477,9 @@ def _vllm_configs() -> list[str]:
 @pytest.mark.parametrize("name", _vllm_configs())
 def test_shipped_qwen_configs_drive_the_engine(fake_vllm, monkeypatch, tmp_path, name) -> None:
     """The shipped Qwen configs (keys shared with the transformers backend) load through the
-    registry and reach the engine: limits, context, engine args, video items (with metadata for
-    Qwen3-VL), every frame count from 1 to 32."""
+    registry and reach the engine: limits, context, engine args, one image item per frame
+    (``frames_as: image``; video items with metadata for Qwen3-VL otherwise), every frame count
+    from 1 to 32."""
     from interactscope.streaming.adapters.registry import build_adapter, load_model_config
     from interactscope.streaming.settings import apply_overrides
 
@@ -502,6 +503,13 @@ def test_shipped_qwen_configs_drive_the_engine(fake_vllm, monkeypatch, tmp_path,
     for key, value in cfg["vllm"]["engine_args"].items():
         assert llm.kwargs[key] == value
     for k, inp in enumerate(llm.calls[-1], start=1):
+        if cfg["frames_as"] == "image":  # the shipped vLLM configs since issue 25
+            assert (
+                len(inp["multi_modal_data"]["image"]) == k
+                and "video" not in inp["multi_modal_data"]
+            )
+            assert "frames_true" not in outs[k - 1].extra
+            continue
         (video,) = inp["multi_modal_data"]["video"]
         if "qwen3-vl" in name:
             video, meta = video

@@ -8,6 +8,8 @@ import inspect
 import json
 import time
 
+import pytest
+
 from interactscope.streaming.collect import run_collect
 from tests.foundation_fixtures import interaction, write_bench
 from tests.test_adapters_vllm import FakeLLM, fake_vllm  # noqa: F401 - the fixture
@@ -51,3 +53,37 @@ def test_engine_start_up_is_load_time_not_model_time(fake_vllm, tmp_path) -> Non
     # share START_S of latency
     assert sum(r["latency_s"] for r in records) < START_S
     assert s.timings.model_s < START_S
+
+
+@pytest.mark.parametrize(
+    ("checkpoint", "with_meta"),
+    [
+        ("Qwen/Qwen2.5-VL-7B-Instruct", True),  # vLLM's Qwen2.5-VL parser requires metadata
+        ("Qwen/Qwen3-VL-8B-Instruct", True),
+        ("Qwen/Qwen2.5-Omni-7B", False),  # the Omni thinkers take bare frames + fps
+        ("Qwen/Qwen3-Omni-30B-A3B-Instruct", False),
+    ],
+)
+def test_video_metadata_auto_follows_the_model(
+    fake_vllm,
+    monkeypatch,
+    tmp_path,
+    checkpoint,
+    with_meta,  # noqa: F811
+) -> None:
+    """``video_metadata: auto`` (issue 25 item 2): 3 frames at 0, 1, 2 s go as 4 frames (the
+    newest repeated) with indices [0, 1, 2, 2] on the 1 Hz grid, or bare with ``fps`` 1."""
+    from tests.test_adapters_vllm import make_adapter, make_request
+
+    adapter = make_adapter(monkeypatch, checkpoint=checkpoint, frames_as="video")
+    adapter.respond(make_request(tmp_path, 2.0))
+    (inp,) = FakeLLM.instances[-1].calls[-1]
+    (video,) = inp["multi_modal_data"]["video"]
+    if with_meta:
+        arr, meta = video
+        assert meta["frames_indices"] == [0, 1, 2, 2] and meta["fps"] == 1.0
+        assert "fps" not in inp["mm_processor_kwargs"]
+    else:
+        arr = video
+        assert inp["mm_processor_kwargs"]["fps"] == 1.0
+    assert arr.shape[0] == 4
