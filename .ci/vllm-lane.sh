@@ -13,7 +13,8 @@
 #   bash .ci/vllm-lane.sh --build    build or reuse the venv only
 #
 # Env: INTERACTSCOPE_VLLM_VENV (default ~/.cache/interactscope/venv-vllm: outside the clone, so a
-# later CI run on the same machine reuses it), PYTHON (default python3).
+# later CI run on the same machine reuses it), PYTHON (default python3),
+# INTERACTSCOPE_TRANSFORMERS_PYTHON (default ./.venv/bin/python, the main venv of .ci/run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_PROGRESS_BAR=off
@@ -101,6 +102,10 @@ esac
 # VLLM_ENABLE_V1_MULTIPROCESSING=0: the engine in-process (start 108 s -> 10 s on 2 cores).
 export VLLM_CPU_KVCACHE_SPACE=1 VLLM_ENABLE_V1_MULTIPROCESSING=0 HF_HUB_OFFLINE=1 TOKENIZERS_PARALLELISM=false
 export PATH="$VENV/bin:$PATH"
+# the transformers engine for the greedy-answer comparison (vLLM's venv has an older transformers)
+if [ -z "${INTERACTSCOPE_TRANSFORMERS_PYTHON:-}" ] && [ -x .venv/bin/python ]; then
+  export INTERACTSCOPE_TRANSFORMERS_PYTHON="$PWD/.venv/bin/python"
+fi
 set +e
 "$VENV/bin/python" -m pytest -q -m vllm -p no:cacheprovider tests/
 rc=$?

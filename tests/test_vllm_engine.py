@@ -193,17 +193,28 @@ def test_greedy_answer_equals_the_transformers_engine(engine) -> None:
     assert res.text == _reference(kind, folder)
 
 
+def _block_size(eng) -> int:
+    """The engine's KV block size in tokens (16 on CUDA; the CPU backend's default is 128)."""
+    return int(eng.llm().llm_engine.vllm_config.cache_config.block_size)
+
+
 def test_prefix_cache_reports_hits(engine) -> None:
-    """The same conversation twice: the second is served from the prefix cache (whole 16-token
-    blocks of its prompt), and the count reaches ``raw['cached_tokens']``."""
+    """The same conversation twice: the second is served from the prefix cache in whole KV
+    blocks (all but the last prompt token), and the count reaches ``raw['cached_tokens']``."""
     kind, _, eng = engine
     msgs = messages(kind)
-    if kind != "text":
-        msgs = [msgs[0], Message(role="user", content=[*msgs[1].content, TextPart(text=" x" * 40)])]
+    long = TextPart(text=" x" * (2 * _block_size(eng)))  # past one block whatever the tokenizer
+    msgs = [msgs[0], Message(role="user", content=[*_parts(msgs[1]), long])]
     first = eng.chat(msgs)
     second = eng.chat(msgs)
-    assert second.raw["cached_tokens"] == (second.prompt_tokens - 1) // 16 * 16 > 0
+    b = _block_size(eng)
+    assert second.prompt_tokens > b
+    assert second.raw["cached_tokens"] == (second.prompt_tokens - 1) // b * b > 0
     assert first.text == second.text
+
+
+def _parts(msg: Message) -> list:
+    return [TextPart(text=msg.content)] if isinstance(msg.content, str) else list(msg.content)
 
 
 def test_image_attachment_and_frames_in_one_prompt(engine) -> None:
