@@ -23,7 +23,9 @@ import pytest
 import yaml
 
 if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vllm is not installed (the vLLM lane: bash .ci/vllm-lane.sh)", allow_module_level=True)
+    pytest.skip(
+        "vllm is not installed (the vLLM lane: bash .ci/vllm-lane.sh)", allow_module_level=True
+    )
 
 from interactscope.core.resources import bundled_models_dir, demo_benchmark_dir  # noqa: E402
 from interactscope.streaming.bench import load_benchmark  # noqa: E402

@@ -23,7 +23,9 @@ import numpy as np
 import pytest
 
 if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vllm is not installed (the vLLM lane: bash .ci/vllm-lane.sh)", allow_module_level=True)
+    pytest.skip(
+        "vllm is not installed (the vLLM lane: bash .ci/vllm-lane.sh)", allow_module_level=True
+    )
 
 from interactscope.engines import load_engine  # noqa: E402
 from interactscope.engines.base import ImagePart, Message, TextPart, VideoPart  # noqa: E402
@@ -155,10 +157,11 @@ def test_video_part_reaches_the_engine(engine) -> None:
     ids = _prompt_ids(eng, msgs)
     r = eng.render(msgs)
     mm: dict = {"videos": [np.stack(frames)], "do_sample_frames": False}
-    if eng.video_metadata:
-        mm["video_metadata"] = [video_metadata([0.0, 1.0, 2.0, 3.0], 4)]
+    if eng.video_metadata:  # what vLLM hands the HF processor (less its own sampling flag)
+        meta = video_metadata([0.0, 1.0, 2.0, 3.0], 4)
+        mm["video_metadata"] = [{k: v for k, v in meta.items() if k != "do_sample_frames"}]
     else:
-        mm["fps"] = [1.0]
+        mm["fps"] = 1.0
     hf = _hf_ids(folder, r.prompt, **mm)
     from transformers import AutoProcessor
 

@@ -18,7 +18,9 @@ import pytest
 import yaml
 
 if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vllm is not installed (the vLLM lane: bash .ci/vllm-lane.sh)", allow_module_level=True)
+    pytest.skip(
+        "vllm is not installed (the vLLM lane: bash .ci/vllm-lane.sh)", allow_module_level=True
+    )
 
 from benchmarks.bench_vllm import OLD, adapter_for, measure  # noqa: E402
 from interactscope.core.resources import bundled_models_dir  # noqa: E402

@@ -65,7 +65,7 @@ def test_engine_start_up_is_load_time_not_model_time(fake_vllm, tmp_path) -> Non
     ],
 )
 def test_video_metadata_auto_follows_the_model(
-    fake_vllm,
+    fake_vllm,  # noqa: F811 - the fixture
     monkeypatch,
     tmp_path,
     checkpoint,

@@ -48,7 +48,11 @@ def _omni_full(thinker):
     """The thinker inside a ``Qwen2_5OmniForConditionalGeneration`` without talker."""
     from transformers import Qwen2_5OmniConfig, Qwen2_5OmniForConditionalGeneration
 
-    cfg = Qwen2_5OmniConfig(thinker_config=thinker.config.to_dict(), enable_audio_output=False)
+    thinker_cfg = thinker.config.to_dict()
+    # the thinker's lm_head is its own weight (thinker_config.tie_word_embeddings is false); say so
+    # in the text config too, which vLLM's Qwen2 language model reads (else it ties the head)
+    thinker_cfg["text_config"]["tie_word_embeddings"] = False
+    cfg = Qwen2_5OmniConfig(thinker_config=thinker_cfg, enable_audio_output=False)
     full = Qwen2_5OmniForConditionalGeneration(cfg).eval()
     full.thinker.load_state_dict(thinker.state_dict())
     full.generation_config.eos_token_id = thinker.generation_config.eos_token_id

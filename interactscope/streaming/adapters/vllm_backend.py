@@ -26,16 +26,18 @@ also be given in ``settings.adapter``, which wins):
 ``limit_mm_per_prompt`` (default ``{image: frames.max + 4, audio: 2}``; with ``frames_as: video``
 ``{image: 4, video: 1, audio: 2}``; the 4 images are room for query attachments)
     Per-prompt multimodal item limits given to the engine and checked by :meth:`preflight`.
-``frames_as`` (``image`` | ``video``, default ``image``)
+``frames_as`` (``image`` | ``video``, default ``image``; the shipped vLLM configs say ``image``:
+with prompt ``v2`` the prefix cache reuses every earlier frame, docs/protocol.md#prompts)
 ``mm_processor_kwargs`` (alias ``processor_kwargs``, the transformers backend's key)
     Passed to the engine (and per prompt), e.g. ``{max_pixels: 602112}``.
 ``videos_kwargs``
     ``frames_as: video`` only: added to the per-prompt processor kwargs (``fps`` defaults to the
     frames' rate: 1 Hz, or the spacing of the ``uniform`` cap).
-``video_metadata`` (``auto`` | true | false; ``auto``: true for Qwen3-VL checkpoints)
+``video_metadata`` (``auto`` | true | false; ``auto``: true for Qwen2.5-VL and Qwen3-VL, by the
+started engine's ``model_type``, else by the checkpoint name)
     Send each video as ``(frames, metadata)`` (``fps`` 1, ``frames_indices`` = the frames' stream
-    seconds, ``do_sample_frames`` false): vLLM's Qwen3-VL requires it and derives the frame
-    timestamps from it.
+    seconds, ``do_sample_frames`` false): vLLM's Qwen2.5-VL and Qwen3-VL require it (Qwen3-VL
+    derives the frame timestamps from it).
 ``audio_window_s``
     Longest audio item in seconds; a longer causal waveform keeps its most recent window
     (``extra["audio_dropped_s"]``). Default: the processor's feature-extractor window
