@@ -38,6 +38,11 @@ NEW_TOKENS = 8
 # hand-worked placeholder counts (see test_placeholders_equal_the_hf_processor)
 IMAGE_64x96 = {"vl": 6, "qwen3_vl": 6, "omni": 6}
 AUDIO_1S = 25
+# 4 frames = 2 temporal patches. Qwen2.5-VL: 56x84 as above, 2 x 6 = 12. The Omni processor
+# gives videos its own pixel floor, 128 x 28² = 100352 px: 64x96 scales up by
+# sqrt(100352 / 6144) = 4.04 to ceil(9.24) x 28 = 280 by ceil(13.86) x 28 = 392, 10 x 14 = 140
+# tokens a patch, 280 in all.
+VIDEO_4x64x96 = {"vl": 12, "omni": 280}
 
 
 def vllm_config(checkpoint: Path, **over) -> dict:
@@ -136,8 +141,8 @@ def test_placeholders_equal_the_hf_processor(engine) -> None:
 def test_video_part_reaches_the_engine(engine) -> None:
     """Four 64x96 frames as one video part: Qwen2.5-VL goes with metadata (issue 25 item 2:
     without it vLLM refuses every point); the video's placeholder tokens equal the HF
-    processor's for the same frames, rate and metadata (Qwen2.5: 4 frames / temporal patch 2 x
-    6 = 12 by hand)."""
+    processor's for the same frames, rate and metadata, and the hand-worked count
+    (``VIDEO_4x64x96``)."""
     kind, folder, eng = engine
     if kind == "text":
         pytest.skip("no multimodal part")
@@ -168,7 +173,7 @@ def test_video_part_reaches_the_engine(engine) -> None:
     video = _placeholder(AutoProcessor.from_pretrained(folder), "video")
     assert sum(_runs(ids, video)) == sum(_runs(hf, video)) > 0
     if kind in ("vl", "omni"):
-        assert _runs(ids, video) == [12]
+        assert _runs(ids, video) == [VIDEO_4x64x96[kind]]
 
 
 def _reference(kind: str, folder: Path) -> str:
