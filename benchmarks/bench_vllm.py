@@ -178,8 +178,8 @@ def measure(adapter: Any, seconds: int = 12) -> Figures:
         request_at(bench, it, float(t), s, observation=observation(float(t), s, audio))
         for t in range(1, seconds + 1)
     ]
-    inputs = [adapter._prepared(r)[1] for r in reqs]
     llm = adapter.engine()
+    inputs = [adapter._prepared(r)[1] for r in reqs]
     llm.reset_prefix_cache()
     t0 = time.perf_counter()
     outs = adapter.chat_engine.generate(inputs)

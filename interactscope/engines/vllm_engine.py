@@ -341,6 +341,8 @@ class VLLMEngine:
         if r.images:
             mm["image"] = list(r.images)
         if r.videos:
+            if self._video_metadata is None:  # auto: decided by the started engine's model_type
+                self.llm()
             arrays = [_even_video(v) for v in r.videos]
             if self.video_metadata:
                 mm["video"] = [
