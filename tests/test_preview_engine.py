@@ -24,8 +24,9 @@ from interactscope.streaming.bench import load_benchmark
 from interactscope.streaming.collect import resolve_settings
 from interactscope.streaming.protocol.driver import collect
 from interactscope.streaming.protocol.preview import preview_parts
-from tests.helpers.fake_vllm import FakeLLM, fake_vllm  # noqa: F401 - the fake vllm fixture
+from tests.helpers.fake_vllm import FakeLLM
 from tests.helpers.foundation_fixtures import interaction, write_bench
+from tests.helpers.vllm_adapter import fake_vllm  # noqa: F401 - the fake vllm fixture
 
 MAX_PIXELS = 12544  # a pixel budget well under 720x404: the adapter holds frames smaller
 

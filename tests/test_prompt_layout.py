@@ -121,11 +121,11 @@ def golden_cases(version: str | None = None) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------ old version
 def test_old_version_renders_exactly_as_before():
-    """Every recorded rendering of the old version (text, media order, media bytes) is unchanged,
-    both as the default and when named explicitly."""
+    """Every recorded rendering of the old version (text, media order, media bytes) is unchanged
+    when named (the default of runs made before issue 25; run.json records it)."""
     want = json.loads(FIXTURE.read_text(encoding="utf-8"))
     assert len(want) == 4 * (4 * 7 + 3)
-    for version in (None, "v1"):
+    for version in ("v1",):
         got = golden_cases(version)
         assert sorted(got) == sorted(want)
         diff = [k for k in want if got[k] != want[k]]
@@ -253,15 +253,15 @@ def test_prefix_layout_defers_an_attachment_transcript():
     req.observation.attachments = [AttachmentView(kind="audio", path="q.wav", transcript="hi")]
     user = _user(build_messages(req))
     assert user[-1].startswith("Audio attached to the request (transcript so far): hi\nSpeech")
-    req.settings = Settings(audio={"mode": "asr"})
+    req.settings = Settings(audio={"mode": "asr"}, prompt_version="v1")
     assert "Audio attached to the request (transcript so far): hi" in _user(build_messages(req))[0]
 
 
 def test_layout_of_versions():
     from interactscope.streaming.protocol.prompts import PROMPT_VERSION, layout_of
 
-    assert PROMPT_VERSION == Settings().prompt_version == "v1"
-    assert (layout_of(), layout_of("v1"), layout_of("v2")) == ("classic", "classic", "prefix")
+    assert PROMPT_VERSION == Settings().prompt_version == "v2"  # the default since issue 25
+    assert (layout_of(), layout_of("v1"), layout_of("v2")) == ("prefix", "classic", "prefix")
     with pytest.raises(KeyError, match="known"):
         layout_of("v9")
 

@@ -29,7 +29,7 @@ def test_prompt_describes_the_causal_frames_and_tools() -> None:
     assert [p["pts_s"] for p in images] == [[0.0], [1.0], [2.0], [3.0], [4.0]]
     assert all(p["shape"] == [272, 640] for p in images)
     assert not [p for p in user["parts"] if p["kind"] == "audio"]
-    assert "search_web" in pv["tools"] and pv["prompt_version"] == "v1"
+    assert "search_web" in pv["tools"] and pv["prompt_version"] == "v2"
     assert "t = 4.0 s" in user["parts"][-1]["text"]
 
 

@@ -68,7 +68,7 @@ def _request(t, obs, settings=None, tools=TOOLS, history=(), interaction=None):
         video=VideoRecord(id="v", path="v.mp4"),
         bench_root=Path("."),
         t=t,
-        settings=settings or Settings(),
+        settings=settings or Settings(prompt_version="v1"),
         tools=list(tools),
         observation=obs,
         history=list(history),
@@ -84,7 +84,8 @@ def _text_of(msg):
 
 
 def test_version_constant_matches_settings_default_and_unknown_version_raises():
-    assert PROMPT_VERSION == "v1" == Settings().prompt_version
+    # v2 (prefix layout) is the default for new runs since issue 25; v1 stays selectable
+    assert PROMPT_VERSION == "v2" == Settings().prompt_version
     assert "v1" in TEMPLATES
     with pytest.raises(KeyError, match="v9"):
         build_messages(_request(1.0, _obs(1.0), Settings(prompt_version="v9")))
@@ -115,7 +116,7 @@ def test_system_states_role_silence_token_tools_and_call_format():
 
 
 def test_no_tool_catalogue_without_tools_and_custom_silence_token():
-    s = Settings(silence_token="<QUIET>")
+    s = Settings(silence_token="<QUIET>", prompt_version="v1")
     msgs = build_messages(_request(2.0, _obs(2.0), s, tools=[]))
     system = _text_of(msgs[0])
     assert "tools" not in system and "```json" not in system
@@ -184,7 +185,7 @@ def test_empty_transcript_is_stated():
 
 
 def test_scene_none_and_no_observation_give_the_request_only():
-    s = Settings(scene="none")
+    s = Settings(scene="none", prompt_version="v1")
     msgs = build_messages(_request(4.0, None, s))
     assert "No camera or microphone input is available" in _text_of(msgs[0])
     assert _kinds(msgs[1]) == ["text"]
@@ -209,7 +210,7 @@ def test_attachments_image_part_and_spoken_request():
 
 
 def test_online_turn_replays_then_appends_only_what_is_new():
-    s = Settings()
+    s = Settings(prompt_version="v1")
     first_obs = _obs(2.0)
     first = online_turn(_request(2.0, first_obs, s), None)
     assert [m["role"] for m in first] == ["system", "user"]

@@ -8,7 +8,8 @@ order, into ``multi_modal_data`` (``{"image": [(H, W, 3) uint8], "video": [(T, H
 "audio": [(waveform, sr)]}``, the format of vLLM's
 ``examples/offline_inference/qwen2_5_omni/only_thinker.py``). A video is padded to an even frame
 count by repeating the newest frame (Qwen's temporal patch is 2 frames); with
-``video_metadata`` it goes as ``(frames, metadata)`` (Qwen3-VL derives frame times from it).
+``video_metadata`` it goes as ``(frames, metadata)`` (Qwen2.5-VL and Qwen3-VL require it; Qwen3-VL
+derives frame times from it).
 File paths are never passed.
 """
 
@@ -36,7 +37,14 @@ from interactscope.engines.qwen_options import QwenOptions
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Rendered", "VLLMEngine", "fps_of", "import_vllm", "video_metadata"]
+__all__ = [
+    "VIDEO_METADATA_MODEL_TYPES",
+    "Rendered",
+    "VLLMEngine",
+    "fps_of",
+    "import_vllm",
+    "video_metadata",
+]
 
 
 def import_vllm() -> Any:
@@ -68,7 +76,8 @@ def fps_of(pts: list[float]) -> float:
 def video_metadata(pts: list[float], n_sent: int) -> dict[str, Any]:
     """vLLM video metadata for frames decoded at 1 fps and shown at stream times ``pts`` (s):
     frame indices on a 1 Hz grid, so the model's timestamps (index / fps) are the stream times;
-    the padding frame repeats the newest index. Needed by Qwen3-VL (``video_needs_metadata``)."""
+    the padding frame repeats the newest index. Needed by Qwen2.5-VL and Qwen3-VL
+    (``video_needs_metadata`` in vLLM)."""
     idx = [int(round(p)) for p in pts]
     idx += [idx[-1]] * (n_sent - len(idx))
     total = idx[-1] + 1
@@ -80,6 +89,20 @@ def video_metadata(pts: list[float], n_sent: int) -> dict[str, Any]:
         "video_backend": "opencv",
         "do_sample_frames": False,
     }
+
+
+VIDEO_METADATA_MODEL_TYPES = frozenset({"qwen2_5_vl", "qwen3_vl", "qwen3_vl_moe"})
+"""``model_type`` of the checkpoints whose vLLM data parser requires video metadata
+(``video_needs_metadata=True`` in vLLM 0.32's ``qwen2_5_vl.py`` and ``qwen3_vl.py``; the Omni
+thinkers take bare frames and the rate as ``fps``)."""
+
+
+def _model_type(llm: Any) -> str | None:
+    """``model_type`` of a started ``vllm.LLM`` (``None`` if not started or not exposed)."""
+    try:
+        return str(llm.llm_engine.model_config.hf_config.model_type)
+    except AttributeError:
+        return None
 
 
 def _even_video(frames: list[np.ndarray]) -> np.ndarray:
@@ -131,15 +154,29 @@ class VLLMEngine:
         self.name = name
         self.checkpoint = str(options.checkpoint)
         self.frames_as = options.frames_as or frames_as
-        meta = options.video_metadata
-        if meta == "auto":
-            meta = any(k in self.checkpoint.lower() for k in ("qwen3-vl", "qwen3_vl"))
-        self.video_metadata = bool(meta)
+        self._video_metadata: bool | None = (
+            None if options.video_metadata == "auto" else bool(options.video_metadata)
+        )
         self.mm_processor_kwargs = options.processor_options()
         self.limit_mm_per_prompt = self._limits(options, self.frames_as, max_frames)
         self._llm: Any = None
         self._renderer: Any = None
         self.renderer_source: str | None = None
+
+    @property
+    def video_metadata(self) -> bool:
+        """Whether videos go as ``(frames, metadata)``: the configured value, or for ``auto``
+        whether the model is one whose vLLM processor requires metadata (its ``model_type`` in
+        :data:`VIDEO_METADATA_MODEL_TYPES`, read from the started engine's config, else from the
+        checkpoint name)."""
+        if self._video_metadata is None:
+            model_type = _model_type(self._llm)
+            if model_type is not None:
+                self._video_metadata = model_type in VIDEO_METADATA_MODEL_TYPES
+            else:  # engine not started: decide from the name, and again once it is
+                name = self.checkpoint.lower().replace(".", "_").replace("-", "_")
+                return any(t in name for t in VIDEO_METADATA_MODEL_TYPES)
+        return self._video_metadata
 
     @staticmethod
     def _limits(o: QwenOptions, frames_as: str, max_frames: int) -> dict[str, int]:
@@ -304,6 +341,8 @@ class VLLMEngine:
         if r.images:
             mm["image"] = list(r.images)
         if r.videos:
+            if self._video_metadata is None:  # auto: decided by the started engine's model_type
+                self.llm()
             arrays = [_even_video(v) for v in r.videos]
             if self.video_metadata:
                 mm["video"] = [

@@ -106,7 +106,7 @@ class Settings(_Group):
     cooldown_s: float = Field(0.0, ge=0)
     scene: Literal["full", "none"] = "full"
     silence_token: str = "<SILENT>"
-    prompt_version: str = "v1"
+    prompt_version: str = "v2"
     adapter: dict[str, Any] = Field(default_factory=dict)
     environment: EnvironmentSettings = Field(default_factory=EnvironmentSettings)
 

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
-
-import pytest
 
 IMAGE = "<|vision_bos|><|IMAGE|><|vision_eos|>"
 
@@ -84,15 +80,3 @@ class FakeLLM:
         if self.fail_if is not None and any(self.fail_if(i) for i in inputs):
             raise RuntimeError("CUDA error: an illegal memory access was encountered (fake)")
         return [FakeRequestOutput(i["prompt"], self.reply(i)) for i in inputs]
-
-
-@pytest.fixture
-def fake_vllm(monkeypatch: pytest.MonkeyPatch):
-    """A ``vllm`` module whose ``LLM`` is :class:`FakeLLM` (records every call)."""
-    mod = types.ModuleType("vllm")
-    mod.LLM = FakeLLM
-    mod.SamplingParams = FakeSamplingParams
-    mod.__version__ = "0.0.fake"
-    FakeLLM.instances = []
-    monkeypatch.setitem(sys.modules, "vllm", mod)
-    return mod

@@ -76,6 +76,22 @@ VL_TEMPLATE = _template(
 )
 
 
+HIDDEN = 64
+
+
+def _heads(head_dim: int) -> dict[str, int]:
+    """Attention heads of the tiny text model (hidden 64) at ``head_dim``: 16 gives 4 heads and 2
+    KV heads; vLLM's CPU attention needs head_dim >= 32 (2 heads, 1 KV head)."""
+    n = HIDDEN // head_dim
+    return {"num_attention_heads": n, "num_key_value_heads": max(1, n // 2)}
+
+
+def _mrope(head_dim: int) -> list[int]:
+    """M-RoPE sections (temporal, height, width) summing to head_dim / 2: [2, 3, 3] at 16."""
+    k = head_dim // 16
+    return [2 * k, 3 * k, 3 * k]
+
+
 def _tokenizer(special: dict[str, str], template: str):
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast
@@ -101,8 +117,9 @@ def _tokenizer(special: dict[str, str], template: str):
 
 
 @lru_cache(maxsize=1)
-def tiny_omni(seed: int = 0):
-    """(model, processor) of a tiny Qwen2.5-Omni thinker; eval mode, float32, CPU."""
+def tiny_omni(seed: int = 0, head_dim: int = 16):
+    """(model, processor) of a tiny Qwen2.5-Omni thinker (text ``head_dim`` 16 or 32); eval
+    mode, float32, CPU."""
     import torch
     from transformers import (
         Qwen2_5OmniProcessor,
@@ -145,10 +162,13 @@ def tiny_omni(seed: int = 0):
             hidden_size=64,
             intermediate_size=128,
             num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
+            **_heads(head_dim),
             max_position_embeddings=8192,
-            rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 1e6,
+                "mrope_section": _mrope(head_dim),
+            },
         ),
         audio_token_index=ids["audio_token"],
         image_token_index=ids["image_token"],
@@ -167,7 +187,7 @@ def tiny_omni(seed: int = 0):
 
 
 @lru_cache(maxsize=1)
-def tiny_vl(seed: int = 0):
+def tiny_vl(seed: int = 0, head_dim: int = 16):
     """(model, processor) of a tiny Qwen2.5-VL; eval mode, float32, CPU."""
     import torch
     from transformers import (
@@ -200,10 +220,13 @@ def tiny_vl(seed: int = 0):
             hidden_size=64,
             intermediate_size=128,
             num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
+            **_heads(head_dim),
             max_position_embeddings=8192,
-            rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 1e6,
+                "mrope_section": _mrope(head_dim),
+            },
         ),
         image_token_id=ids["image_token"],
         video_token_id=ids["video_token"],
@@ -218,7 +241,7 @@ def tiny_vl(seed: int = 0):
 
 
 @lru_cache(maxsize=1)
-def tiny_qwen3_vl(seed: int = 0):
+def tiny_qwen3_vl(seed: int = 0, head_dim: int = 16):
     """(model, processor) of a tiny Qwen3-VL (frame timestamps come from video metadata)."""
     import torch
     from transformers import (
@@ -254,11 +277,14 @@ def tiny_qwen3_vl(seed: int = 0):
             hidden_size=64,
             intermediate_size=128,
             num_hidden_layers=2,
-            num_attention_heads=4,
-            num_key_value_heads=2,
-            head_dim=16,
+            **_heads(head_dim),
+            head_dim=head_dim,
             max_position_embeddings=8192,
-            rope_parameters={"rope_type": "default", "rope_theta": 5e5, "mrope_section": [2, 3, 3]},
+            rope_parameters={
+                "rope_type": "default",
+                "rope_theta": 5e5,
+                "mrope_section": _mrope(head_dim),
+            },
         ),
         image_token_id=ids["image_token"],
         video_token_id=ids["video_token"],

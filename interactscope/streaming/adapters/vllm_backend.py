@@ -26,16 +26,18 @@ also be given in ``settings.adapter``, which wins):
 ``limit_mm_per_prompt`` (default ``{image: frames.max + 4, audio: 2}``; with ``frames_as: video``
 ``{image: 4, video: 1, audio: 2}``; the 4 images are room for query attachments)
     Per-prompt multimodal item limits given to the engine and checked by :meth:`preflight`.
-``frames_as`` (``image`` | ``video``, default ``image``)
+``frames_as`` (``image`` | ``video``, default ``image``; the shipped vLLM configs say ``image``:
+with prompt ``v2`` the prefix cache reuses every earlier frame, docs/protocol.md#prompts)
 ``mm_processor_kwargs`` (alias ``processor_kwargs``, the transformers backend's key)
     Passed to the engine (and per prompt), e.g. ``{max_pixels: 602112}``.
 ``videos_kwargs``
     ``frames_as: video`` only: added to the per-prompt processor kwargs (``fps`` defaults to the
     frames' rate: 1 Hz, or the spacing of the ``uniform`` cap).
-``video_metadata`` (``auto`` | true | false; ``auto``: true for Qwen3-VL checkpoints)
+``video_metadata`` (``auto`` | true | false; ``auto``: true for Qwen2.5-VL and Qwen3-VL, by the
+started engine's ``model_type``, else by the checkpoint name)
     Send each video as ``(frames, metadata)`` (``fps`` 1, ``frames_indices`` = the frames' stream
-    seconds, ``do_sample_frames`` false): vLLM's Qwen3-VL requires it and derives the frame
-    timestamps from it.
+    seconds, ``do_sample_frames`` false): vLLM's Qwen2.5-VL and Qwen3-VL require it (Qwen3-VL
+    derives the frame timestamps from it).
 ``audio_window_s``
     Longest audio item in seconds; a longer causal waveform keeps its most recent window
     (``extra["audio_dropped_s"]``). Default: the processor's feature-extractor window
@@ -188,7 +190,8 @@ def _downscaled_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
 class VLLMAdapter(FrameConsumer, Adapter):
     """Offline Probing with the ``vllm.LLM`` engine; see the module docstring for the options.
 
-    The engine is created on first use (:meth:`preflight` or :meth:`respond_batch`).
+    The engine is started by :meth:`prepare` (the driver counts it as ``load_s``), or on first
+    use when a caller skips ``prepare``.
 
     Raises:
         AdapterError: (construction) vLLM missing, no ``checkpoint``, an unknown option.
@@ -346,9 +349,14 @@ class VLLMAdapter(FrameConsumer, Adapter):
         - ``decode``: the real causal observation (exact; decodes every video once more);
         - ``off``: no preflight.
 
+        The engine itself is started here first (whatever the preflight mode), so its start-up
+        is counted in ``timings.load_s`` and never in the first batch's ``model_s``.
+
         Raises:
-            AdapterError: from :meth:`preflight`, naming the interaction and ``t``.
+            AdapterError: the engine cannot start, or from :meth:`preflight`, naming the
+                interaction and ``t``.
         """
+        self.engine()
         mode = self.options.preflight.on_prepare
         if mode == "off" or not bench.interactions:
             return

@@ -17,11 +17,11 @@ The wording lives in :data:`TEMPLATES` and the layout in :data:`LAYOUTS`, both k
 (``settings.prompt_version``). A version is never edited once runs were made with it: add a new
 one instead, so old runs can be reproduced. Layouts of one Offline Probing request:
 
-- ``v1`` (``classic``, the default): system (role, silence token, tool catalogue and call
+- ``v1`` (``classic``, the default of runs made before issue 25): system (role, silence token, tool catalogue and call
   format) → user: request (+ attachments) → "the stream so far (0 s to t)" → cap note → frames
   with their times → audio or transcript → the model's own last ``history.n`` non-silent
   responses → the current stream time and the ask. Consecutive prompts part at the header.
-- ``v2`` (``prefix``): system → request (+ image attachments) → a header without t → frames in
+- ``v2`` (``prefix``, the default of new runs): system → request (+ image attachments) → a header without t → frames in
   time order → everything that changes with t: cap note, video label, audio [0, t],
   transcripts, history, time and ask. Within the frame cap, prompt t is prompt t + 1 up to its
   last frame, so prefix caching (vLLM, servers) reuses every earlier frame; beyond the cap use
@@ -65,7 +65,7 @@ __all__ = [
     "system_text",
 ]
 
-PROMPT_VERSION = "v1"
+PROMPT_VERSION = "v2"
 """The default template version (``settings.prompt_version``)."""
 
 
