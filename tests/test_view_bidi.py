@@ -37,12 +37,10 @@ def invoke(*args):
 
 @pytest.fixture(scope="module")
 def browser():
-    from tests import test_view_browser as tvb  # its skip rules (playwright, chromium) apply
+    from tests.helpers.browser import headless_chromium
 
-    with tvb.sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=tvb.CHROMIUM, args=tvb.ARGS)
+    with headless_chromium() as b:
         yield b
-        b.close()
 
 
 def _hostile_bench(root):

@@ -173,12 +173,10 @@ def test_two_ego_runs_side_by_side(ego_run, oracle_run):
 
 @pytest.fixture(scope="module")
 def browser():
-    from tests import test_view_browser as tvb  # its skip rules (playwright, chromium) apply
+    from tests.helpers.browser import headless_chromium
 
-    with tvb.sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=tvb.CHROMIUM, args=tvb.ARGS)
+    with headless_chromium() as b:
         yield b
-        b.close()
 
 
 def test_ego_page_in_browser(browser, ego_run, tmp_path):

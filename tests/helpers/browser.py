@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from pathlib import Path
+
+import pytest
 
 
 def _open(browser, path: Path, height: int = 1000):
@@ -13,3 +17,29 @@ def _open(browser, path: Path, height: int = 1000):
     page.goto(path.as_uri())
     page.wait_for_selector("body[data-ready]", timeout=20_000)
     return page, problems
+
+
+CHROMIUM = os.environ.get("INTERACTSCOPE_CHROMIUM", "/usr/bin/chromium")
+ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]  # fmt: skip
+
+
+@contextlib.contextmanager
+def headless_chromium():
+    """Debian's chromium driven by playwright (never a downloaded browser); skips the calling
+    test where playwright or chromium is missing."""
+    sync_api = pytest.importorskip(
+        "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
+    )
+    if not Path(CHROMIUM).is_file():
+        pytest.skip(
+            f"no chromium at {CHROMIUM} (apt-get install chromium, or set INTERACTSCOPE_CHROMIUM)"
+        )
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
+        try:
+            yield b
+        finally:
+            b.close()

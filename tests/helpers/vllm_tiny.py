@@ -1,7 +1,7 @@
 """Tiny random-weight Qwen checkpoints saved to disk, for the vLLM lane (``pytest -m vllm``).
 
 vLLM loads models from a folder, and its CPU attention refuses head_dim 16, so these are the
-models of :mod:`tests.tiny_qwen` at text head_dim 32 (2 heads, 1 KV head), saved with their
+models of :mod:`tests.helpers.tiny_qwen` at text head_dim 32 (2 heads, 1 KV head), saved with their
 processor and chat template:
 
 - ``text``: a Qwen2 causal LM (the VL tokenizer and template);
@@ -67,7 +67,7 @@ def save_tiny(kind: str, folder: str | Path, seed: int = 0) -> Path:
     Raises:
         ValueError: unknown ``kind``.
     """
-    from tests import tiny_qwen
+    from tests.helpers import tiny_qwen
 
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
