@@ -160,6 +160,30 @@ def _score_settings(set_: list[str], reference: str):
         fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
 
 
+def _run_score_settings(run: Path, set_: list[str], reference: str | None):
+    """Scorer settings for ``ego score RUN``: None (the run's own profile) unless ``--set`` or
+    ``--reference`` is given; ``--set`` alone applies to the run's own profile."""
+    if not set_ and reference is None:
+        return None
+    if reference is not None:
+        return _score_settings(set_, reference)
+    from pydantic import ValidationError
+
+    from interactscope.cli.common import parse_sets
+    from interactscope.egobench.run_folder import EgoRunError, load_run
+    from interactscope.egobench.run_score import run_profile
+    from interactscope.egobench.settings import ScoreSettings
+
+    try:
+        base = run_profile(load_run(run)[0].settings)
+        return ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
+    except EgoRunError as exc:
+        fail(str(exc).splitlines()[0])
+    except ValidationError as exc:
+        e = exc.errors()[0]
+        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+
+
 @ego_app.command("score")
 def score(
     run: Path | None = typer.Argument(
@@ -181,11 +205,12 @@ def score(
     set_: list[str] = typer.Option(
         [], "--set", help="Scorer setting, e.g. --set float_tolerance=1e-6 --set missing_log=skip."
     ),
-    reference: str = typer.Option(
-        "ours",
+    reference: str | None = typer.Option(
+        None,
         "--reference",
         help="Reference profile: ours, paper (Wind-Flipped/EgoBench) or egolink2026 (the "
-        "EgoLink 2026 challenge's evaluator and tools).",
+        "EgoLink 2026 challenge's evaluator and tools). Default: ours for --log; for RUN, the "
+        "profile the run was played with.",
     ),
 ) -> None:
     """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and
@@ -194,9 +219,9 @@ def score(
     `ego score RUN` scores a run folder of `ego run` instead (per variant, plus the simulated
     user's health)."""
     if run is not None:
-        from interactscope.cli.ego_run import score_run_cmd
+        from interactscope.cli.ego_run import score_run_with
 
-        score_run_cmd(run=run, out=out, data=data)
+        score_run_with(run, out, data, _run_score_settings(run, set_, reference))
         return
     if log is None or variant is None or out is None:
         fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
@@ -208,7 +233,7 @@ def score(
         write_score,
     )
 
-    settings = _score_settings(set_, reference)
+    settings = _score_settings(set_, reference or "ours")
     try:
         v = load_variant(_data(data), variant)
         result = score_log(log, v, settings=settings, mode=mode)

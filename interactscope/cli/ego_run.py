@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -182,12 +183,18 @@ def score_run_cmd(
 ) -> None:
     """Score a run folder: per variant JointSucc / MicroAcc / ToolSucc / ResultSucc (as `ego
     score`) and the simulated user's health (per-criterion pass rates, trajectory all-pass)."""
+    score_run_with(run, out, data)
+
+
+def score_run_with(run: Path, out: Path | None, data: Path | None, settings: Any = None) -> None:
+    """``ego score RUN``: score and print; ``settings`` (a ``ScoreSettings``) overrides the run's
+    own profile."""
     from interactscope.egobench import EgoBenchError
     from interactscope.egobench.run_folder import EgoRunError
     from interactscope.egobench.run_score import headline, score_run
 
     try:
-        score = score_run(run, out, data=data)
+        score = score_run(run, out, data=data, settings=settings)
     except (EgoBenchError, EgoRunError) as exc:
         fail(str(exc).splitlines()[0])
     for name, r in score.results.items():
