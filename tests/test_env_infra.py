@@ -14,7 +14,7 @@ import pytest
 from typer.testing import CliRunner
 
 from interactscope.cli import app
-from interactscope.streaming.adapters import registry
+from interactscope.core import registry as plugins
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput
 from interactscope.streaming.bench import load_benchmark
 from interactscope.streaming.collect import run_collect
@@ -43,7 +43,7 @@ class Failing(Adapter):
 
 @pytest.fixture
 def failing(tmp_path, monkeypatch):
-    monkeypatch.setitem(registry.BACKENDS, "failing", "tests.test_env_infra:Failing")
+    monkeypatch.setitem(plugins.table("backends"), "failing", "tests.test_env_infra:Failing")
 
     def make(calls: dict, fail: list[float] = ()) -> str:
         p = tmp_path / f"failing{len(list(tmp_path.glob('failing*')))}.yaml"

@@ -62,7 +62,8 @@ def setup(tmp_path):
                 }
             )
         )
-        overrides = {"protocol": protocol}
+        # the v1 labels are checked word for word below (the default is v2)
+        overrides = {"protocol": protocol, "prompt_version": "v1"}
         return root, str(cfg), overrides
 
     return make

@@ -199,8 +199,9 @@ def test_frames_leave_k_at_a_time():
 def test_evict_keeps_the_cache_past_the_cap_with_the_re_encoded_tokens():
     # frames.max 4, q = 2: the replay holds frames 0..2 as one video part, then one part per
     # step. Past 4 frames the oldest part leaves whole: at 4 s the replay (3 frames), at 7 s
-    # frame 3, at 8 s frame 4
-    s = Settings(frames={"max": 4})
+    # frame 3, at 8 s frame 4 (prompt v1: the held text is the re-encoded text less whole
+    # visual parts; v2's label of the video above changes with the frames it holds)
+    s = Settings(frames={"max": 4}, prompt_version="v1")
     grid = [2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0]
     old, _ = _run(tiny_omni(), grid, s, session_cache=False, session_window="evict")
     new, sn = _run(tiny_omni(), grid, s, session_cache=True, session_window="evict")

@@ -63,7 +63,7 @@ def clean_calls(
     ]
 
 
-class OfficialCompareCrash(Exception):
+class _OfficialCompareCrash(Exception):
     """The official evaluators' comparison raises here (``.lower()`` on a non-string agent
     value under a name key); their ``compare_tool_calls`` then returns 0 matched of 0 GT calls."""
 
@@ -159,11 +159,11 @@ class ParamComparer:
         """The name rule for a top-level name key (e.g. ``product_name``).
 
         Raises:
-            OfficialCompareCrash: ``compare_errors=official`` and ``agent`` is a non-empty
+            _OfficialCompareCrash: ``compare_errors=official`` and ``agent`` is a non-empty
                 non-string (the official ``fuzzy_match_str`` calls ``.lower()`` on it)."""
         if not isinstance(gt, str) or not isinstance(agent, str):
             if self.s.compare_errors == "official" and isinstance(gt, str) and agent:
-                raise OfficialCompareCrash(f"name {gt!r} compared with {agent!r}")
+                raise _OfficialCompareCrash(f"name {gt!r} compared with {agent!r}")
             return False
         mode = self.sdef.name_match if self.s.name_match == "scenario" else "exact"
         if mode == "exact":

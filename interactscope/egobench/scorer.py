@@ -17,8 +17,8 @@ from interactscope.egobench.env import Environment
 from interactscope.egobench.errors import CLASSES, classify
 from interactscope.egobench.logs import load_log, log_format
 from interactscope.egobench.matching import (
-    OfficialCompareCrash,
     ParamComparer,
+    _OfficialCompareCrash,
     clean_calls,
     match_calls,
     merge_items,
@@ -123,7 +123,7 @@ def score_task(
     try:
         pairs = match_calls(gt, agent, cmp, s.matching)
         matched = sum(p is not None for p in pairs)
-    except OfficialCompareCrash as exc:
+    except _OfficialCompareCrash as exc:
         # compare_errors=official: the reference evaluator returns (0, 0, 0) for the task
         matched, total, note = 0, 0, f"reference evaluator's comparison fails: {exc}"
     except Exception as exc:  # noqa: BLE001 - recorded on the task, never shrinks the denominator

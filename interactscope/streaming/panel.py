@@ -26,6 +26,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.model_configs import ModelConfigError, resolve_model_config
 from interactscope.core.resources import bundled_models_dir
 from interactscope.engines.streaming_needs import (
@@ -59,7 +60,7 @@ GROUP_TITLES = {
 }
 
 
-class PanelError(ValueError):
+class PanelError(InteractScopeError, ValueError):
     """A panel file that cannot be found or read; the message names the file and the fix."""
 
 
