@@ -56,3 +56,28 @@ def test_unknown_interaction_is_one_line() -> None:
     r = _run("prompt", "--model", "oracle", "--bench", DEMO, "--id", "nope")
     assert r.exit_code == 1
     assert "no interaction 'nope'" in r.output and "Traceback" not in r.output
+
+
+def test_dry_run_honours_only_and_task(tmp_path) -> None:
+    """The demo has two T2 interactions (t2-cut, t2-bunny): --task T2 previews exactly those,
+    --only one id previews that one, an unknown id is refused in one line."""
+    base = [
+        "collect",
+        "--model",
+        "oracle",
+        "--bench",
+        DEMO,
+        "--out",
+        str(tmp_path / "r"),
+        "--dry-run",
+    ]
+
+    def heads(r):
+        assert r.exit_code == 0, r.output
+        return [line.split()[1] for line in r.output.splitlines() if line.startswith("# ")]
+
+    assert sorted(heads(_run(*base, "--task", "T2"))) == ["t2-bunny", "t2-cut"]
+    assert heads(_run(*base, "--only", "t1-taxi")) == ["t1-taxi"]
+    bad = _run(*base, "--only", "nope")
+    assert bad.exit_code == 1 and "nope" in bad.output and "Traceback" not in bad.output
+    assert not (tmp_path / "r").exists()

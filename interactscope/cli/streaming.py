@@ -184,7 +184,7 @@ def collect(
     if model is None:
         fail("collect needs --model NAME (or --panel NAME); `interactscope models` lists them")
     if dry_run:
-        return _dry_run(model, bench, set_)
+        return _dry_run(model, bench, set_, only, task)
     from interactscope.streaming.collect import CollectError
 
     opts = ray_options.ray_options(ray, ray_address, workers, gpus_per_worker)
@@ -213,11 +213,34 @@ def collect(
     _exit_on_record_errors(out)
 
 
-def _dry_run(model: str, bench: Path, set_: list[str]) -> None:
-    """``collect --dry-run``: the prompt of each interaction's first decision point."""
+def _dry_run(
+    model: str, bench: Path, set_: list[str], only: str | None = None, task: str | None = None
+) -> None:
+    """``collect --dry-run``: the prompt of each selected interaction's first decision point
+    (``--only`` / ``--task`` select as they do for a collect)."""
     from interactscope.cli.prompt import build_previews, echo_previews
 
-    echo_previews(build_previews(model, bench, parse_sets(set_), [(None, None)]), False)
+    points: list[tuple[str | None, None]] = [(None, None)]
+    ids, tasks = split_list(only, "--only") or [], split_list(task, "--task") or []
+    if ids or tasks:
+        from interactscope.streaming.bench import BenchmarkError, load_benchmark
+
+        try:
+            b = load_benchmark(bench, media_errors="record")
+        except BenchmarkError as exc:
+            fail(str(exc).splitlines()[0])
+        chosen = [
+            it.id
+            for it in b.interactions
+            if (not ids or it.id in ids) and (not tasks or it.task in tasks)
+        ]
+        unknown = sorted(set(ids) - {it.id for it in b.interactions})
+        if unknown or not chosen:
+            fail(
+                f"--only/--task select no interaction of {bench} (unknown ids: {unknown or 'none'})"
+            )
+        points = [(iid, None) for iid in chosen]
+    echo_previews(build_previews(model, bench, parse_sets(set_), points), False)
 
 
 def _subset(only: str | None, task: str | None, *, ray: bool) -> dict[str, list[str]]:
