@@ -37,14 +37,11 @@ from pydantic import Field, field_validator
 
 from interactscope.core.records import ToolSpec
 from interactscope.core.secrets import redact, register_key_env
+from interactscope.engines import base
 from interactscope.engines.base import (
-    AudioPart,
     ChatResult,
     EngineError,
-    ImagePart,
     Message,
-    TextPart,
-    VideoPart,
     as_messages,
     generation_of,
 )
@@ -180,15 +177,15 @@ def _video_data_url(path: str) -> str:
 
 
 def _wire_parts(part: Any, quality: int, detail: str | None) -> list[dict[str, Any]]:
-    if isinstance(part, TextPart):
+    if isinstance(part, base.TextPart):
         return [{"type": "text", "text": part.text}]
-    if isinstance(part, ImagePart):
+    if isinstance(part, base.ImagePart):
         return [_image_url(part.image, quality, detail)]
-    if isinstance(part, VideoPart) and part.path:
+    if isinstance(part, base.VideoPart) and part.path:
         return [{"type": "video_url", "video_url": {"url": _video_data_url(part.path)}}]
-    if isinstance(part, VideoPart):
+    if isinstance(part, base.VideoPart):
         return [_image_url(f, quality, detail) for f in part.frames]
-    if isinstance(part, AudioPart):
+    if isinstance(part, base.AudioPart):
         data = encode_audio_wav(part.audio, part.sample_rate)
         return [{"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}]
     raise EngineError(f"prompt part {type(part).__name__} is not supported by the openai backend")
@@ -200,8 +197,8 @@ def _wire_message(
     parts: list[dict[str, Any]] = []
     for p in msg.parts():
         # no samples (t = 0): no audio part, unless the config asks for an empty one
-        empty = isinstance(p, AudioPart) and np.asarray(p.audio).size == 0 and not empty_audio
-        if (drop_audio and isinstance(p, AudioPart)) or empty:
+        empty = isinstance(p, base.AudioPart) and np.asarray(p.audio).size == 0 and not empty_audio
+        if (drop_audio and isinstance(p, base.AudioPart)) or empty:
             continue
         parts.extend(_wire_parts(p, quality, detail))
     out: dict[str, Any] = {"role": msg.role}
