@@ -28,9 +28,9 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field, field_validator
@@ -55,6 +55,7 @@ __all__ = [
     "OpenAIOptions",
     "encode_audio_wav",
     "encode_image_jpeg",
+    "in_flight",
     "to_openai_messages",
     "to_openai_tools",
 ]
@@ -289,6 +290,21 @@ def _no_answer(choice: Any) -> EngineError | None:
         f"{getattr(choice, 'finish_reason', None)}): not a model reply; check the server's "
         "chat template, reasoning parser and max tokens"
     )
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_flight(fn: Callable[[T], R], items: Sequence[T], max_concurrency: int) -> list[R]:
+    """``[fn(x) for x in items]`` with up to ``max_concurrency`` calls in flight (threads; in
+    this thread when that is 1), results in ``items`` order. ``fn`` should return its failure
+    rather than raise (a raise propagates and the other results are lost)."""
+    n = min(max_concurrency, len(items))
+    if n <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(fn, items))
 
 
 def to_chat_result(resp: Any, latency_s: float, *, require_answer: bool = True) -> ChatResult:
@@ -576,11 +592,7 @@ class OpenAIEngine:
             except EngineError as exc:
                 return exc
 
-        n = min(self.options.max_concurrency, len(conversations))
-        if n <= 1:
-            return [one(c) for c in conversations]
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            return list(pool.map(one, conversations))
+        return in_flight(one, conversations, self.options.max_concurrency)
 
     def safe(self, exc: BaseException) -> str:
         """Exception text (500 chars at most) with every key masked should a server echo it."""
