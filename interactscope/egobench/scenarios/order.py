@@ -371,12 +371,17 @@ def _remove(ctx: Ctx, r: str, uid: str, key: str, quantity, label: str) -> None:
         conn.execute(f"UPDATE order_items SET quantity = ? WHERE {where}", (left, r, uid, key))
 
 
-def add_dish_to_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
+def _to_order(ctx: Ctx, restaurant_name, user_id, table: str, name: str, quantity, missing):
     r = _store(ctx, restaurant_name)
-    key = dish_name.lower()
-    if _get(ctx.conn, "dishes", r, key) is None:
-        raise ToolError(f"Dish '{dish_name}' does not exist in catalog.")
+    key = name.lower()
+    if _get(ctx.conn, table, r, key) is None:
+        raise ToolError(missing)
     _add(ctx, r, user_id, key, quantity)
+
+
+def add_dish_to_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
+    missing = f"Dish '{dish_name}' does not exist in catalog."
+    _to_order(ctx, restaurant_name, user_id, "dishes", dish_name, quantity, missing)
     return {"status": "success", "message": f"Added {quantity} x {dish_name} to order."}
 
 
@@ -387,11 +392,8 @@ def remove_dish_from_order(ctx: Ctx, restaurant_name, user_id, dish_name, quanti
 
 
 def add_set_meal_to_order(ctx: Ctx, restaurant_name, user_id, set_meal_name, quantity):
-    r = _store(ctx, restaurant_name)
-    key = set_meal_name.lower()
-    if _get(ctx.conn, "set_meals", r, key) is None:
-        raise ToolError(f"Set meal '{set_meal_name}' does not exist.")
-    _add(ctx, r, user_id, key, quantity)
+    missing = f"Set meal '{set_meal_name}' does not exist."
+    _to_order(ctx, restaurant_name, user_id, "set_meals", set_meal_name, quantity, missing)
     return {"status": "success", "message": f"Added {quantity} x {set_meal_name} set meal."}
 
 
