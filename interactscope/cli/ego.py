@@ -133,17 +133,6 @@ def import_official_cmd(
     )
 
 
-_TASK_COLUMNS = [
-    "task_id",
-    "matched",
-    "total_gt",
-    "tool_succ",
-    "result_succ",
-    "joint_succ",
-    "error_class",
-]
-
-
 def _score_settings(set_: list[str], reference: str):
     """The scorer's settings: reference profile ``reference`` with ``--set`` applied."""
     from pydantic import ValidationError
@@ -232,6 +221,7 @@ def score(
         score_log,
         write_score,
     )
+    from interactscope.egobench.scorer import PRINTED_COLUMNS
 
     settings = _score_settings(set_, reference or "ours")
     try:
@@ -240,7 +230,7 @@ def score(
     except EgoBenchError as exc:
         fail(str(exc))
     write_score(result, out)
-    typer.echo(result.frame()[_TASK_COLUMNS].to_string(index=False))
+    typer.echo(result.frame()[PRINTED_COLUMNS].to_string(index=False))
     s = result.summary
     typer.echo(
         f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "

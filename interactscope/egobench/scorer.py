@@ -38,6 +38,8 @@ TASK_COLUMNS = [
     "agent_hash",
     "note",
 ]
+PRINTED_COLUMNS = TASK_COLUMNS[: TASK_COLUMNS.index("error_class") + 1]
+"""The per-task columns ``ego score`` prints (the state hashes and the note stay in tasks.csv)."""
 
 
 class TaskScore(BaseModel):

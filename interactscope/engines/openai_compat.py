@@ -28,23 +28,20 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 from pydantic import Field, field_validator
 
 from interactscope.core.records import ToolSpec
 from interactscope.core.secrets import redact, register_key_env
+from interactscope.engines import base
 from interactscope.engines.base import (
-    AudioPart,
     ChatResult,
     EngineError,
-    ImagePart,
     Message,
-    TextPart,
-    VideoPart,
     as_messages,
     generation_of,
 )
@@ -58,6 +55,7 @@ __all__ = [
     "OpenAIOptions",
     "encode_audio_wav",
     "encode_image_jpeg",
+    "in_flight",
     "to_openai_messages",
     "to_openai_tools",
 ]
@@ -180,15 +178,15 @@ def _video_data_url(path: str) -> str:
 
 
 def _wire_parts(part: Any, quality: int, detail: str | None) -> list[dict[str, Any]]:
-    if isinstance(part, TextPart):
+    if isinstance(part, base.TextPart):
         return [{"type": "text", "text": part.text}]
-    if isinstance(part, ImagePart):
+    if isinstance(part, base.ImagePart):
         return [_image_url(part.image, quality, detail)]
-    if isinstance(part, VideoPart) and part.path:
+    if isinstance(part, base.VideoPart) and part.path:
         return [{"type": "video_url", "video_url": {"url": _video_data_url(part.path)}}]
-    if isinstance(part, VideoPart):
+    if isinstance(part, base.VideoPart):
         return [_image_url(f, quality, detail) for f in part.frames]
-    if isinstance(part, AudioPart):
+    if isinstance(part, base.AudioPart):
         data = encode_audio_wav(part.audio, part.sample_rate)
         return [{"type": "input_audio", "input_audio": {"data": data, "format": "wav"}}]
     raise EngineError(f"prompt part {type(part).__name__} is not supported by the openai backend")
@@ -200,8 +198,8 @@ def _wire_message(
     parts: list[dict[str, Any]] = []
     for p in msg.parts():
         # no samples (t = 0): no audio part, unless the config asks for an empty one
-        empty = isinstance(p, AudioPart) and np.asarray(p.audio).size == 0 and not empty_audio
-        if (drop_audio and isinstance(p, AudioPart)) or empty:
+        empty = isinstance(p, base.AudioPart) and np.asarray(p.audio).size == 0 and not empty_audio
+        if (drop_audio and isinstance(p, base.AudioPart)) or empty:
             continue
         parts.extend(_wire_parts(p, quality, detail))
     out: dict[str, Any] = {"role": msg.role}
@@ -292,6 +290,21 @@ def _no_answer(choice: Any) -> EngineError | None:
         f"{getattr(choice, 'finish_reason', None)}): not a model reply; check the server's "
         "chat template, reasoning parser and max tokens"
     )
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def in_flight(fn: Callable[[T], R], items: Sequence[T], max_concurrency: int) -> list[R]:
+    """``[fn(x) for x in items]`` with up to ``max_concurrency`` calls in flight (threads; in
+    this thread when that is 1), results in ``items`` order. ``fn`` should return its failure
+    rather than raise (a raise propagates and the other results are lost)."""
+    n = min(max_concurrency, len(items))
+    if n <= 1:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(fn, items))
 
 
 def to_chat_result(resp: Any, latency_s: float, *, require_answer: bool = True) -> ChatResult:
@@ -579,11 +592,7 @@ class OpenAIEngine:
             except EngineError as exc:
                 return exc
 
-        n = min(self.options.max_concurrency, len(conversations))
-        if n <= 1:
-            return [one(c) for c in conversations]
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            return list(pool.map(one, conversations))
+        return in_flight(one, conversations, self.options.max_concurrency)
 
     def safe(self, exc: BaseException) -> str:
         """Exception text (500 chars at most) with every key masked should a server echo it."""

@@ -34,14 +34,11 @@ from typing import Any
 
 import numpy as np
 
+from interactscope.engines import base
 from interactscope.engines.base import (
-    AudioPart,
     ChatResult,
     EngineError,
-    ImagePart,
     Message,
-    TextPart,
-    VideoPart,
     as_messages,
     chat_each,
     hf_generate_kwargs,
@@ -365,7 +362,7 @@ class QwenEngine:
         n = getattr(fe, "n_samples", None)
         return int(n) if n else None
 
-    def _audio(self, p: AudioPart, r: Rendered, parts: list, window: int | None) -> None:
+    def _audio(self, p: base.AudioPart, r: Rendered, parts: list, window: int | None) -> None:
         if self.family != "omni":
             raise EngineError(f"model {self.name}: audio part given to a {self.family} model")
         wav = p.audio
@@ -387,9 +384,9 @@ class QwenEngine:
     def _parts(self, msg: Message, r: Rendered, window: int | None) -> list[dict[str, Any]]:
         parts: list[dict[str, Any]] = []
         for p in msg.parts():
-            if isinstance(p, TextPart):
+            if isinstance(p, base.TextPart):
                 parts.append({"type": "text", "text": p.text})
-            elif isinstance(p, ImagePart):
+            elif isinstance(p, base.ImagePart):
                 img = np.ascontiguousarray(p.image)
                 if self.frames_as == "video" and not p.attachment:
                     # a stream frame in image form (e.g. online replay): a 1-frame video
@@ -400,9 +397,9 @@ class QwenEngine:
                     if not p.attachment:
                         r.n_frames += 1
                         r.n_frames_sent += 1
-            elif isinstance(p, VideoPart):
+            elif isinstance(p, base.VideoPart):
                 _add_video(r, list(p.frames), list(p.pts_s), parts)
-            elif isinstance(p, AudioPart):
+            elif isinstance(p, base.AudioPart):
                 self._audio(p, r, parts, window)
         return parts
 

@@ -23,14 +23,11 @@ from typing import Any
 
 import numpy as np
 
+from interactscope.engines import base
 from interactscope.engines.base import (
-    AudioPart,
     ChatResult,
     EngineError,
-    ImagePart,
     Message,
-    TextPart,
-    VideoPart,
     as_messages,
 )
 from interactscope.engines.qwen_options import QwenOptions
@@ -318,17 +315,17 @@ class VLLMEngine:
             return msg.content
         parts: list[dict[str, Any]] = []
         for p in msg.content:
-            if isinstance(p, TextPart):
+            if isinstance(p, base.TextPart):
                 parts.append({"type": "text", "text": p.text})
-            elif isinstance(p, ImagePart):
+            elif isinstance(p, base.ImagePart):
                 r.images.append(p.image)
                 parts.append({"type": "image"})
-            elif isinstance(p, VideoPart):
+            elif isinstance(p, base.VideoPart):
                 r.videos.append(list(p.frames))
                 pts = list(p.pts_s) if len(p.pts_s) == len(p.frames) else []
                 r.video_pts.append(pts or [float(i) for i in range(len(p.frames))])
                 parts.append({"type": "video"})
-            elif isinstance(p, AudioPart) and p.audio.shape[0]:
+            elif isinstance(p, base.AudioPart) and p.audio.shape[0]:
                 r.audios.append((p.audio, p.sample_rate))
                 parts.append({"type": "audio"})
         return parts

@@ -44,6 +44,7 @@ from interactscope.media.probe import (
     MediaInfo,
     _check_file,
     declared_duration,
+    decoding,
     file_origin,
     open_container,
     rotation_of,
@@ -565,16 +566,8 @@ class CausalMedia:
 
     def _decode(self, video: bool = True) -> None:
         """The single PyAV pass: demux once, decode video (1 fps samples) and audio."""
-        p = self.path
-        c = open_container(p)
-        try:
+        with decoding(self.path, open_container(self.path)) as c:
             self._decode_open(c, video)
-        except MediaError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - PyAV raises many types
-            raise MediaError(f"{p}: cannot decode ({exc})") from exc
-        finally:
-            c.close()
         self.decode_count += 1
 
     def _decode_open(self, c: av.container.InputContainer, want_video: bool) -> None:

@@ -13,7 +13,9 @@ exactly in that stream's own time base (90 kHz ticks), never rounded to microsec
 
 from __future__ import annotations
 
+import contextlib
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -100,6 +102,27 @@ def open_container(path: str | Path) -> av.container.InputContainer:
         raise MediaError(f"{p}: cannot open as media ({exc})") from exc
 
 
+@contextlib.contextmanager
+def decoding(
+    path: str | Path, container: av.container.InputContainer
+) -> Iterator[av.container.InputContainer]:
+    """``container`` (``path`` open, :func:`open_container`) for the body of a ``with``, closed
+    after it.
+
+    Raises:
+        MediaError: any exception of the body that is not one becomes ``<path>: cannot decode
+            (<reason>)``.
+    """
+    try:
+        yield container
+    except MediaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - PyAV raises many types
+        raise MediaError(f"{path}: cannot decode ({exc})") from exc
+    finally:
+        container.close()
+
+
 def file_origin(container: av.container.InputContainer) -> Fraction:
     """The file-clock origin in seconds (exact): 0, or the start time of TS-like formats.
 
@@ -160,15 +183,8 @@ def probe(path: str | Path, *, require_video: bool = True) -> MediaInfo:
             decodable video frame. The message names the file.
     """
     p = Path(path)
-    container = open_container(p)
-    try:
+    with decoding(p, open_container(p)) as container:
         return _probe_open(p, container, require_video)
-    except MediaError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - PyAV raises many types
-        raise MediaError(f"{p}: cannot decode ({exc})") from exc
-    finally:
-        container.close()
 
 
 def _probe_open(p: Path, c: av.container.InputContainer, require_video: bool) -> MediaInfo:

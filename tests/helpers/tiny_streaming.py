@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from tests.helpers.tiny_qwen import PIXELS, VL_SPECIAL, _corpus
+from tests.helpers import tiny_qwen
+from tests.helpers.tiny_qwen import VL_SPECIAL
 
 QWEN2_VL_TEMPLATE = (
     "{% for message in messages %}{% if loop.first and message['role'] != 'system' %}"
@@ -40,116 +41,43 @@ STREAM_WORDS = [
 
 
 def _tokenizer(special: dict[str, str], template: str, extra_tokens: tuple[str, ...] = ()):
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    tokens = list(dict.fromkeys([*special.values(), *extra_tokens]))
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=1500, special_tokens=tokens, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
-    )
-    tok.train_from_iterator(_corpus() + STREAM_WORDS * 5, trainer)
-    extra = {k: v for k, v in special.items() if k.endswith("_token")}
-    return PreTrainedTokenizerFast(
-        tokenizer_object=tok,
-        eos_token=special.get("eos", special.get("im_end")),
-        pad_token=special["pad"],
-        bos_token=special.get("bos"),
-        chat_template=template,
-        extra_special_tokens=extra,
-    )
+    """:func:`tests.helpers.tiny_qwen._tokenizer` also trained on the streaming models' words."""
+    return tiny_qwen._tokenizer(special, template, extra_tokens, tuple(STREAM_WORDS * 5))
 
 
-def _text_config(vocab: int) -> dict:
-    return dict(
-        vocab_size=vocab,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-        rope_parameters={"rope_type": "default", "rope_theta": 1e6, "mrope_section": [2, 3, 3]},
+def _vl(config_cls, model_cls, processor_cls, vision: dict, seed: int):
+    """(model, processor) of a tiny Qwen-VL ``config_cls`` with the Qwen2-VL-style template."""
+    tok = _tokenizer(VL_SPECIAL, QWEN2_VL_TEMPLATE)
+    ids = {k: tok.convert_tokens_to_ids(v) for k, v in VL_SPECIAL.items()}
+    processor = tiny_qwen.processor_of(processor_cls, tok, QWEN2_VL_TEMPLATE)
+    cfg = config_cls(
+        vision_config=vision,
+        text_config=tiny_qwen.text_config(len(tok)),
+        **tiny_qwen.vision_ids(ids),
     )
+    return tiny_qwen.finish(model_cls, cfg, ids, seed), processor
 
 
 @lru_cache(maxsize=1)
 def tiny_livecc(seed: int = 0):
     """(model, processor) of a tiny Qwen2-VL; eval, float32, CPU."""
-    import torch
-    from transformers import (
-        Qwen2VLConfig,
-        Qwen2VLForConditionalGeneration,
-        Qwen2VLImageProcessor,
-        Qwen2VLProcessor,
-        Qwen2VLVideoProcessor,
-    )
+    from transformers import Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor
 
-    tok = _tokenizer(VL_SPECIAL, QWEN2_VL_TEMPLATE)
-    ids = {k: tok.convert_tokens_to_ids(v) for k, v in VL_SPECIAL.items()}
-    processor = Qwen2VLProcessor(
-        image_processor=Qwen2VLImageProcessor(size=dict(PIXELS)),
-        video_processor=Qwen2VLVideoProcessor(size=dict(PIXELS)),
-        tokenizer=tok,
-        chat_template=QWEN2_VL_TEMPLATE,
-    )
-    cfg = Qwen2VLConfig(
-        vision_config=dict(depth=1, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2),
-        text_config=_text_config(len(tok)),
-        image_token_id=ids["image_token"],
-        video_token_id=ids["video_token"],
-        vision_start_token_id=ids["vision_bos_token"],
-        vision_end_token_id=ids["vision_eos_token"],
-    )
-    torch.manual_seed(seed)
-    model = Qwen2VLForConditionalGeneration(cfg).eval()
-    model.generation_config.eos_token_id = ids["im_end"]
-    model.generation_config.pad_token_id = ids["pad"]
-    return model, processor
+    vision = dict(depth=1, embed_dim=32, hidden_size=64, mlp_ratio=2, num_heads=2)
+    return _vl(Qwen2VLConfig, Qwen2VLForConditionalGeneration, Qwen2VLProcessor, vision, seed)
 
 
 @lru_cache(maxsize=1)
 def tiny_mmduet2(seed: int = 0):
     """(model, processor) of a tiny Qwen2.5-VL with the Qwen2-VL-style template."""
-    import torch
     from transformers import (
         Qwen2_5_VLConfig,
         Qwen2_5_VLForConditionalGeneration,
         Qwen2_5_VLProcessor,
-        Qwen2VLImageProcessor,
-        Qwen2VLVideoProcessor,
     )
 
-    tok = _tokenizer(VL_SPECIAL, QWEN2_VL_TEMPLATE)
-    ids = {k: tok.convert_tokens_to_ids(v) for k, v in VL_SPECIAL.items()}
-    processor = Qwen2_5_VLProcessor(
-        image_processor=Qwen2VLImageProcessor(size=dict(PIXELS)),
-        video_processor=Qwen2VLVideoProcessor(size=dict(PIXELS)),
-        tokenizer=tok,
-        chat_template=QWEN2_VL_TEMPLATE,
-    )
-    cfg = Qwen2_5_VLConfig(
-        vision_config=dict(
-            depth=1,
-            hidden_size=32,
-            intermediate_size=64,
-            num_heads=2,
-            out_hidden_size=64,
-            fullatt_block_indexes=[0],
-        ),  # fmt: skip
-        text_config=_text_config(len(tok)),
-        image_token_id=ids["image_token"],
-        video_token_id=ids["video_token"],
-        vision_start_token_id=ids["vision_bos_token"],
-        vision_end_token_id=ids["vision_eos_token"],
-    )
-    torch.manual_seed(seed)
-    model = Qwen2_5_VLForConditionalGeneration(cfg).eval()
-    model.generation_config.eos_token_id = ids["im_end"]
-    model.generation_config.pad_token_id = ids["pad"]
-    return model, processor
+    classes = (Qwen2_5_VLConfig, Qwen2_5_VLForConditionalGeneration, Qwen2_5_VLProcessor)
+    return _vl(*classes, dict(tiny_qwen.VL25_VISION), seed)
 
 
 LIVE_SPECIAL = {"pad": "<|eot_id|>", "eos": "<|eot_id|>", "bos": "<|begin_of_text|>"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -65,6 +65,15 @@ class ScenarioDef:
     query_tools: frozenset[str]
     lookup: Callable[[sqlite3.Connection, str], set[str]] | None = None
     key_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Callable[..., Any]]:
+    """``{name: namespace[name]}``: a scenario module's tool functions (``globals()``) by name.
+
+    Raises:
+        KeyError: a listed tool has no function.
+    """
+    return {n: namespace[n] for n in names}
 
 
 def dumps(value: Any) -> str:

@@ -18,6 +18,7 @@ import sqlite3
 from typing import Any
 
 from interactscope.egobench.canonical import RawJSON, canonical_json
+from interactscope.egobench.scenarios import restaurant
 from interactscope.egobench.scenarios.base import (
     LABELLED_NUTRITION_KEYS,
     NUTRIENTS,
@@ -25,8 +26,8 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     check_nutrition,
-    lower_list,
     round2,
+    tool_table,
 )
 
 DDL = """
@@ -42,20 +43,9 @@ CREATE TABLE order_items (restaurant TEXT NOT NULL, user_id TEXT NOT NULL,
 """
 
 
-def _dish(info: dict[str, Any], restaurant: str) -> dict[str, Any]:
-    n = info.get("nutrition") or {}
-    return {
-        "name": str(info.get("name", "")).lower(),
-        "category": str(info.get("category", " ")).lower(),
-        "price": info.get("price", 0.0),
-        "tax_rate": info.get("tax_rate", 0.0),
-        "discount": info.get("discount", 1.0),
-        "nutritional_characteristics": lower_list(info.get("nutritional_characteristics")),
-        "taste": lower_list(info.get("taste")),
-        "allergens": lower_list(info.get("allergens")),
-        "nutrition": {k: n.get(k) for k in LABELLED_NUTRITION_KEYS},
-        "restaurant_name": restaurant,
-    }
+def _dish(info: dict[str, Any], restaurant_name: str) -> dict[str, Any]:
+    """A restaurant scenario dish record with the ``restaurant_name`` it belongs to."""
+    return {**restaurant.dish_record(info), "restaurant_name": restaurant_name}
 
 
 def _put(conn: sqlite3.Connection, table: str, r: str, name: str, rec: dict[str, Any]) -> None:
@@ -381,12 +371,17 @@ def _remove(ctx: Ctx, r: str, uid: str, key: str, quantity, label: str) -> None:
         conn.execute(f"UPDATE order_items SET quantity = ? WHERE {where}", (left, r, uid, key))
 
 
-def add_dish_to_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
+def _to_order(ctx: Ctx, restaurant_name, user_id, table: str, name: str, quantity, missing):
     r = _store(ctx, restaurant_name)
-    key = dish_name.lower()
-    if _get(ctx.conn, "dishes", r, key) is None:
-        raise ToolError(f"Dish '{dish_name}' does not exist in catalog.")
+    key = name.lower()
+    if _get(ctx.conn, table, r, key) is None:
+        raise ToolError(missing)
     _add(ctx, r, user_id, key, quantity)
+
+
+def add_dish_to_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
+    missing = f"Dish '{dish_name}' does not exist in catalog."
+    _to_order(ctx, restaurant_name, user_id, "dishes", dish_name, quantity, missing)
     return {"status": "success", "message": f"Added {quantity} x {dish_name} to order."}
 
 
@@ -397,11 +392,8 @@ def remove_dish_from_order(ctx: Ctx, restaurant_name, user_id, dish_name, quanti
 
 
 def add_set_meal_to_order(ctx: Ctx, restaurant_name, user_id, set_meal_name, quantity):
-    r = _store(ctx, restaurant_name)
-    key = set_meal_name.lower()
-    if _get(ctx.conn, "set_meals", r, key) is None:
-        raise ToolError(f"Set meal '{set_meal_name}' does not exist.")
-    _add(ctx, r, user_id, key, quantity)
+    missing = f"Set meal '{set_meal_name}' does not exist."
+    _to_order(ctx, restaurant_name, user_id, "set_meals", set_meal_name, quantity, missing)
     return {"status": "success", "message": f"Added {quantity} x {set_meal_name} set meal."}
 
 
@@ -496,51 +488,7 @@ def compute_total_nutrition(ctx: Ctx, restaurant_name, user_id, dishes):
     )
 
 
-TOOLS = {
-    f.__name__: f
-    for f in (
-        add_dish_to_catalog,
-        remove_dish_from_catalog,
-        update_dish_price,
-        update_dish_discount,
-        get_dish_nutrition,
-        get_tax_rate,
-        get_dish_allergens,
-        get_dish_taste_profile,
-        get_dish_price,
-        get_dish_discount,
-        find_dishes_by_category,
-        find_dishes_by_nutritional_tag,
-        find_dishes_by_taste,
-        add_dish_to_order,
-        remove_dish_from_order,
-        clear_user_order,
-        get_user_order_summary,
-        compute_total_payment,
-        compute_total_tax,
-        compute_total_nutrition,
-        list_all_discounted_dishes,
-        filter_dishes_by_price_range,
-        create_set_meal,
-        get_set_meal_details,
-        add_set_meal_to_order,
-        find_set_meals_containing_dish,
-        remove_set_meal_from_order,
-    )
-}
-
-_WRITES = {
-    "add_dish_to_catalog",
-    "remove_dish_from_catalog",
-    "update_dish_price",
-    "update_dish_discount",
-    "add_dish_to_order",
-    "remove_dish_from_order",
-    "clear_user_order",
-    "create_set_meal",
-    "add_set_meal_to_order",
-    "remove_set_meal_from_order",
-}
+TOOLS = tool_table(globals(), restaurant.TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="order",
@@ -551,5 +499,5 @@ SCENARIO = ScenarioDef(
     name_keys=("dish_name", "set_meal_name", "restaurant_name", "product_name"),
     name_match="lookup",
     lookup=lookup,
-    query_tools=frozenset(set(TOOLS) - _WRITES),
+    query_tools=frozenset(set(TOOLS) - restaurant.WRITE_TOOLS),
 )

@@ -22,6 +22,7 @@ from interactscope.egobench.scenarios.base import (
     record,
     required,
     round2,
+    tool_table,
 )
 
 DDL = """
@@ -35,7 +36,9 @@ NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 TOTAL_KEYS = NUTRIENTS
 
 
-def _dish(info: dict[str, Any]) -> dict[str, Any]:
+def dish_record(info: dict[str, Any]) -> dict[str, Any]:
+    """A dish as stored: lower-cased name, category and tag lists, defaults for missing fields
+    (price 0, tax rate 0, discount 1) and the nutrition label's keys."""
     nutrition = info.get("nutrition") or {}
     return {
         "name": str(info.get("name", "")).lower(),
@@ -52,7 +55,7 @@ def _dish(info: dict[str, Any]) -> dict[str, Any]:
 
 def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
     for info in seed.get("dishes", []):
-        d = _dish(info)
+        d = dish_record(info)
         if d["name"]:
             put(conn, "dishes", d["name"], d)
     for info in seed.get("set_meals", []):
@@ -138,7 +141,7 @@ def add_dish_to_catalog(
     nutrition,
 ):
     check_nutrition(nutrition, NUTRITION_KEYS)
-    d = _dish(
+    d = dish_record(
         {
             "name": dish_name,
             "category": category,
@@ -415,38 +418,52 @@ def compute_total_nutrition(ctx: Ctx, user_id, dishes):
     return {"user_id": user_id, "total_nutrition": {k: round2(v) for k, v in totals.items()}}
 
 
-TOOLS = {
-    f.__name__: f
-    for f in (
-        add_dish_to_catalog,
-        remove_dish_from_catalog,
-        update_dish_price,
-        update_dish_discount,
-        get_dish_nutrition,
-        get_dish_allergens,
-        get_tax_rate,
-        get_dish_taste_profile,
-        get_dish_price,
-        get_dish_discount,
-        find_dishes_by_category,
-        find_dishes_by_nutritional_tag,
-        find_dishes_by_taste,
-        add_dish_to_order,
-        remove_dish_from_order,
-        clear_user_order,
-        get_user_order_summary,
-        compute_total_payment,
-        compute_total_tax,
-        compute_total_nutrition,
-        list_all_discounted_dishes,
-        filter_dishes_by_price_range,
-        create_set_meal,
-        get_set_meal_details,
-        add_set_meal_to_order,
-        remove_set_meal_from_order,
-        find_set_meals_containing_dish,
-    )
-}
+TOOL_NAMES = (
+    "add_dish_to_catalog",
+    "remove_dish_from_catalog",
+    "update_dish_price",
+    "update_dish_discount",
+    "get_dish_nutrition",
+    "get_dish_allergens",
+    "get_tax_rate",
+    "get_dish_taste_profile",
+    "get_dish_price",
+    "get_dish_discount",
+    "find_dishes_by_category",
+    "find_dishes_by_nutritional_tag",
+    "find_dishes_by_taste",
+    "add_dish_to_order",
+    "remove_dish_from_order",
+    "clear_user_order",
+    "get_user_order_summary",
+    "compute_total_payment",
+    "compute_total_tax",
+    "compute_total_nutrition",
+    "list_all_discounted_dishes",
+    "filter_dishes_by_price_range",
+    "create_set_meal",
+    "get_set_meal_details",
+    "add_set_meal_to_order",
+    "remove_set_meal_from_order",
+    "find_set_meals_containing_dish",
+)
+"""The dish-ordering tools; the ``order`` scenario offers the same ones, each naming a restaurant."""
+WRITE_TOOLS = frozenset(
+    {
+        "add_dish_to_catalog",
+        "remove_dish_from_catalog",
+        "update_dish_price",
+        "update_dish_discount",
+        "add_dish_to_order",
+        "remove_dish_from_order",
+        "clear_user_order",
+        "create_set_meal",
+        "add_set_meal_to_order",
+        "remove_set_meal_from_order",
+    }
+)
+"""The tools of :data:`TOOL_NAMES` that change the state (the others are query tools)."""
+TOOLS = tool_table(globals(), TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="restaurant",
@@ -457,25 +474,5 @@ SCENARIO = ScenarioDef(
     name_keys=("dish_name", "set_meal_name", "restaurant_name"),
     name_match="lookup",
     lookup=lookup,
-    query_tools=frozenset(
-        {
-            "get_dish_price",
-            "get_dish_discount",
-            "get_dish_nutrition",
-            "get_dish_allergens",
-            "get_tax_rate",
-            "get_dish_taste_profile",
-            "get_user_order_summary",
-            "get_set_meal_details",
-            "find_dishes_by_category",
-            "find_dishes_by_nutritional_tag",
-            "find_dishes_by_taste",
-            "find_set_meals_containing_dish",
-            "list_all_discounted_dishes",
-            "filter_dishes_by_price_range",
-            "compute_total_payment",
-            "compute_total_tax",
-            "compute_total_nutrition",
-        }
-    ),
+    query_tools=frozenset(set(TOOLS) - WRITE_TOOLS),
 )

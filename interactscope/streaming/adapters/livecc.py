@@ -28,14 +28,14 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from interactscope.engines.streaming_qwen import TokenStream, load_qwen_vl
+from interactscope.engines.streaming_qwen import TokenStream
 from interactscope.streaming.adapters.base import adapter_errors
 from interactscope.streaming.adapters.native_stream import (
     NativeOptions,
     NativeSession,
-    NativeStreamAdapter,
     Piece,
     PieceResult,
+    QwenVLStreamAdapter,
     chunk_pieces,
 )
 
@@ -60,7 +60,7 @@ class LiveCCOptions(NativeOptions):
     positions: Literal["cache_delta", "rope_index"] = "cache_delta"
 
 
-class LiveCCAdapter(NativeStreamAdapter):
+class LiveCCAdapter(QwenVLStreamAdapter):
     """LiveCC through its own loop (module docstring). Online Rolling only.
 
     Raises:
@@ -70,11 +70,6 @@ class LiveCCAdapter(NativeStreamAdapter):
 
     backend: ClassVar[str] = "livecc"
     options_class: ClassVar[type[NativeOptions]] = LiveCCOptions
-
-    def build(self) -> tuple[Any, Any]:
-        with adapter_errors(f"model {self.name}"):
-            return load_qwen_vl(self.options.checkpoint or "", self.options.device,
-                                self.options.dtype)  # fmt: skip
 
     @property
     def eos_id(self) -> int:
@@ -149,10 +144,6 @@ class LiveCCSession(NativeSession):
         return PieceResult(end_s=piece.end_s, text=reply, silent=silent,
                            signal={"p_eos": round(res.watch.get(self.eos, 0.0), 6),
                                    "query_fed": bool(query)})  # fmt: skip
-
-    def close(self) -> None:
-        super().close()
-        self.stream.close()
 
 
 LiveCCAdapter.session_class = LiveCCSession

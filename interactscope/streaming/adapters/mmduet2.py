@@ -32,14 +32,14 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from interactscope.engines.streaming_qwen import TokenStream, load_qwen_vl
+from interactscope.engines.streaming_qwen import TokenStream
 from interactscope.streaming.adapters.base import AdapterError, adapter_errors
 from interactscope.streaming.adapters.native_stream import (
     NativeOptions,
     NativeSession,
-    NativeStreamAdapter,
     Piece,
     PieceResult,
+    QwenVLStreamAdapter,
     chunk_pieces,
 )
 
@@ -65,16 +65,11 @@ class MMDuet2Options(NativeOptions):
     positions: Literal["rope_index", "cache_delta"] = "rope_index"
 
 
-class MMDuet2Adapter(NativeStreamAdapter):
+class MMDuet2Adapter(QwenVLStreamAdapter):
     """MMDuet2 through its own loop (module docstring). Online Rolling only."""
 
     backend: ClassVar[str] = "mmduet2"
     options_class: ClassVar[type[NativeOptions]] = MMDuet2Options
-
-    def build(self) -> tuple[Any, Any]:
-        with adapter_errors(f"model {self.name}"):
-            return load_qwen_vl(self.options.checkpoint or "", self.options.device,
-                                self.options.dtype)  # fmt: skip
 
 
 class MMDuet2Session(NativeSession):
@@ -136,10 +131,6 @@ class MMDuet2Session(NativeSession):
         return PieceResult(end_s=piece.end_s, text=reply, silent=silent or not s,
                            signal={"p_no": round(res.watch.get(self.no_id, 0.0), 6),
                                    "query_fed": bool(query)})  # fmt: skip
-
-    def close(self) -> None:
-        super().close()
-        self.stream.close()
 
 
 MMDuet2Adapter.session_class = MMDuet2Session

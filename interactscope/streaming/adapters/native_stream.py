@@ -32,6 +32,7 @@ import numpy as np
 from pydantic import Field
 
 from interactscope.engines.config import BackendOptions
+from interactscope.engines.streaming_qwen import load_qwen_vl
 from interactscope.media.causal import fit_size
 from interactscope.streaming.adapters.base import (
     Adapter,
@@ -39,6 +40,7 @@ from interactscope.streaming.adapters.base import (
     AdapterOutput,
     DecisionRequest,
     Session,
+    adapter_errors,
     options_of,
 )
 from interactscope.streaming.schema import Interaction, VideoRecord
@@ -48,6 +50,7 @@ log = logging.getLogger(__name__)
 __all__ = [
     "NativeOptions",
     "NativeStreamAdapter",
+    "QwenVLStreamAdapter",
     "NativeSession",
     "Piece",
     "StreamFrames",
@@ -247,11 +250,21 @@ class NativeStreamAdapter(Adapter):
     session_class: ClassVar[type[NativeSession]]
 
 
+class QwenVLStreamAdapter(NativeStreamAdapter):
+    """A streaming model whose checkpoint is a Qwen2-VL / Qwen2.5-VL one (LiveCC, MMDuet2)."""
+
+    def build(self) -> tuple[Any, Any]:
+        with adapter_errors(f"model {self.name}"):
+            return load_qwen_vl(self.options.checkpoint or "", self.options.device,
+                                self.options.dtype)  # fmt: skip
+
+
 class NativeSession(Session):
     """Feeds the pieces of the model's loop due by each decision point (module docstring).
 
     Subclasses give :meth:`pieces` (the model's chunking of ``[0, duration]``) and
-    :meth:`run_piece` (one piece through the model)."""
+    :meth:`run_piece` (one piece through the model), and keep the model's running state in
+    ``stream`` (closed with the session)."""
 
     def __init__(
         self, adapter: NativeStreamAdapter, interaction: Interaction, frames: StreamFrames
@@ -263,6 +276,7 @@ class NativeSession(Session):
         self.query_fed = False
         self.todo = self.pieces(frames.duration_s)
         self.last_t: float | None = None
+        self.stream: Any = None
 
     def pieces(self, duration_s: float) -> list[Piece]:  # pragma: no cover - per model
         raise NotImplementedError
@@ -298,6 +312,8 @@ class NativeSession(Session):
 
     def close(self) -> None:
         self.todo = []
+        if self.stream is not None:
+            self.stream.close()
 
 
 def combine(results: list[PieceResult]) -> AdapterOutput:

@@ -36,7 +36,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, ClassVar
 
 from interactscope.engines.base import AudioPart, ChatResult, as_messages
@@ -46,6 +45,7 @@ from interactscope.engines.openai_compat import (
     OpenAIOptions,
     encode_audio_wav,
     encode_image_jpeg,
+    in_flight,
     to_openai_messages,
     to_openai_tools,
 )
@@ -292,11 +292,7 @@ class OpenAIAdapter(FrameConsumer, Adapter):
             except Exception as exc:  # noqa: BLE001 - recorded on the record
                 return exc
 
-        n = min(self.options.max_concurrency, len(requests))
-        if n <= 1:
-            return [one(r) for r in requests]
-        with ThreadPoolExecutor(max_workers=n) as pool:
-            return list(pool.map(one, requests))
+        return in_flight(one, requests, self.options.max_concurrency)
 
     def open_session(self, interaction: Interaction, video: VideoRecord) -> Session:
         """Online Rolling: one growing conversation per interaction (see :class:`OpenAISession`)."""

@@ -159,9 +159,5 @@ class VideoLLMOnlineSession(NativeSession):
         self.query_fed = True
         return self.interaction.query.text or ""
 
-    def close(self) -> None:
-        super().close()
-        self.stream.close()
-
 
 VideoLLMOnlineAdapter.session_class = VideoLLMOnlineSession

@@ -8,6 +8,7 @@ videos folder; the writer (``interactscope.streaming.importers.write``) prefixes
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +105,19 @@ def parse_item(model: type[SourceItem], raw: Any, source_id: str) -> SourceItem 
         e = exc.errors()[0]
         where = ".".join(str(x) for x in e["loc"]) or "<item>"
         return Dropped(source_id=source_id, reason=f"field '{where}': {e['msg']}")
+
+
+def parse_each(
+    conv: Conversion, model: type[SourceItem], raw: list, source_id=lambda pos: f"position {pos}"
+) -> Iterator[tuple[int, Any]]:
+    """(position, item) of every entry of ``raw`` that parses as ``model`` (:func:`parse_item`,
+    source id ``source_id(position)``); an entry that does not is dropped on ``conv``, in order."""
+    for pos, obj in enumerate(raw):
+        item = parse_item(model, obj, source_id(pos))
+        if isinstance(item, Dropped):
+            conv.dropped.append(item)
+            continue
+        yield pos, item
 
 
 def hms_to_s(text: str) -> int:

@@ -187,6 +187,27 @@ def audit_ovo_forward(raw: list, durations: dict[str, float]) -> list[ExposureRo
     return _ovo_rows(raw, ovo.FORWARD_TASKS, durations, "ovo-forward")
 
 
+def _omnimmi_row(
+    task: str, pos: int, times: tuple[float, float, float], bound: str, pipeline: str
+) -> ExposureRow:
+    """The row of OmniMMI item ``pos`` of ``task`` (PA / SI); ``times`` = (decision, media end,
+    exposure) in s. The reference is never in the prompt."""
+    fmt = f"omnimmi-{task.lower()}"
+    decision_s, media_end_s, exposure_s = times
+    return ExposureRow(
+        format=fmt,
+        source_id=str(pos),
+        interaction_id=f"{fmt}-{pos}",
+        task=task,
+        decision_s=decision_s,
+        media_end_s=media_end_s,
+        exposure_s=exposure_s,
+        bound=bound,
+        reference_in_prompt="no",
+        pipeline=pipeline,
+    )
+
+
 def audit_omnimmi_pa(raw: list, durations: dict[str, float]) -> list[ExposureRow]:
     """One row per item: the online feed shows frame i before the decision at i s -> 0 s."""
     rows = []
@@ -194,20 +215,8 @@ def audit_omnimmi_pa(raw: list, durations: dict[str, float]) -> list[ExposureRow
         it = parse_item(omnimmi.PAItem, obj, str(pos))
         if not isinstance(it, omnimmi.PAItem):
             continue
-        rows.append(
-            ExposureRow(
-                format="omnimmi-pa",
-                source_id=str(pos),
-                interaction_id=f"omnimmi-pa-{pos}",
-                task="PA",
-                decision_s=0.0,
-                media_end_s=0.0,
-                exposure_s=0.0,
-                bound="exact",
-                reference_in_prompt="no",
-                pipeline="online: frames one by one after the query, soundtrack removed",
-            )
-        )
+        how = "online: frames one by one after the query, soundtrack removed"
+        rows.append(_omnimmi_row("PA", pos, (0.0, 0.0, 0.0), "exact", how))
     return rows
 
 
@@ -235,20 +244,7 @@ def audit_omnimmi_si(
         else:
             end, bound, how = last[vid], "lower", "offline: whole video (D >= last timestamp)"
             exp = _ms(end - it.timestamp)
-        rows.append(
-            ExposureRow(
-                format="omnimmi-si",
-                source_id=str(pos),
-                interaction_id=f"omnimmi-si-{pos}",
-                task="SI",
-                decision_s=it.timestamp,
-                media_end_s=end,
-                exposure_s=exp,
-                bound=bound,
-                reference_in_prompt="no",
-                pipeline=how,
-            )
-        )
+        rows.append(_omnimmi_row("SI", pos, (it.timestamp, end, exp), bound, how))
     return rows
 
 

@@ -20,7 +20,7 @@ from interactscope.streaming.importers.common import (
     Dropped,
     SourceItem,
     ignored_extras,
-    parse_item,
+    parse_each,
     stem,
 )
 from interactscope.streaming.schema import Interaction, Query, Target
@@ -89,14 +89,9 @@ def _parsed(
 ) -> Iterator[tuple[int, str, Any]]:
     """(position, source id, item) of every entry of ``raw`` that parses as ``model`` (each also
     appended to ``items``); an entry that does not parse is dropped on ``conv``."""
-    for pos, obj in enumerate(raw):
-        sid = str(pos)
-        it = parse_item(model, obj, sid)
-        if isinstance(it, Dropped):
-            conv.dropped.append(it)
-            continue
+    for pos, it in parse_each(conv, model, raw, str):
         items.append(it)
-        yield pos, sid, it
+        yield pos, str(pos), it
 
 
 def _note_ignored(conv: Conversion, items: list[SourceItem]) -> None:

@@ -22,6 +22,7 @@ from interactscope.streaming.importers.common import (
     Dropped,
     SourceItem,
     ignored_extras,
+    parse_each,
     parse_item,
     stem,
 )
@@ -123,17 +124,13 @@ def _video(conv: Conversion, item: OVOItem) -> str:
 
 def _parse(raw: list, tasks: tuple[str, ...], conv: Conversion, models: dict) -> list[OVOItem]:
     out: list[OVOItem] = []
-    for pos, obj in enumerate(raw):
-        head = parse_item(OVOItem, obj, f"position {pos}")
-        if isinstance(head, Dropped):
-            conv.dropped.append(head)
-            continue
+    for pos, head in parse_each(conv, OVOItem, raw):
         sid = str(head.id)
         if head.task not in tasks:
             other = "ovo-forward" if head.task in FORWARD_TASKS else "ovo-backward"
             conv.dropped.append(Dropped(source_id=sid, reason=f"task {head.task} (use {other})"))
             continue
-        item = parse_item(models[head.task], obj, sid)
+        item = parse_item(models[head.task], raw[pos], sid)
         if isinstance(item, Dropped):
             conv.dropped.append(item)
             continue
@@ -185,17 +182,44 @@ def convert_backward(raw: list, settings: BackwardSettings) -> Conversion:
     return conv
 
 
-def _crr(conv: Conversion, it: CRRItem) -> Interaction | str:
-    if it.clue_time < it.ask_time:
-        return "clue_time before ask_time"
+def _interaction(
+    conv: Conversion,
+    it: CRRItem | RECItem | SSRItem,
+    task: str,
+    query: tuple[float, str],
+    targets: list[Target],
+    texts: tuple[str, str],
+) -> Interaction | str:
+    """The interaction of a forward item asked at ``query`` = (time_s, text); ``texts`` =
+    (notes, why the item is dropped when ``targets`` is empty)."""
+    if not targets:
+        return texts[1]
     return Interaction(
         id=f"ovo-{it.id}",
         video_id=_video(conv, it),
-        task="T2",
-        query=Query(time_s=it.ask_time, text=it.question),
-        targets=[Target(id="t0", reference=it.answer, time_s=it.clue_time, evidence="visual")],
-        notes="OVO-Bench CRR: the answer is due when the clue appears",
+        task=task,
+        query=Query(time_s=query[0], text=query[1]),
+        targets=targets,
+        notes=texts[0],
     )
+
+
+def _after(timed: list[tuple[float, str]], q: float) -> list[Target]:
+    """One visual target ``t<i>`` per ``(time_s, reference)`` at or after ``q`` (``i`` counts
+    the earlier ones too)."""
+    return [
+        Target(id=f"t{i}", reference=ref, time_s=t, evidence="visual")
+        for i, (t, ref) in enumerate(timed)
+        if t >= q
+    ]
+
+
+def _crr(conv: Conversion, it: CRRItem) -> Interaction | str:
+    if it.clue_time < it.ask_time:
+        return "clue_time before ask_time"
+    target = Target(id="t0", reference=it.answer, time_s=it.clue_time, evidence="visual")
+    notes = "OVO-Bench CRR: the answer is due when the clue appears"
+    return _interaction(conv, it, "T2", (it.ask_time, it.question), [target], (notes, ""))
 
 
 def _query_time(it: SSRItem | RECItem, settings: ForwardSettings) -> float:
@@ -206,25 +230,12 @@ def _query_time(it: SSRItem | RECItem, settings: ForwardSettings) -> float:
 
 def _rec(conv: Conversion, it: RECItem, settings: ForwardSettings) -> Interaction | str:
     q = _query_time(it, settings)
-    ends = sorted(it.end_times)
     # count i+1 is due when the (i+1)-th repetition ends; ends before q cannot be targets
-    targets = [
-        Target(id=f"t{i}", reference=str(i + 1), time_s=e, evidence="visual")
-        for i, e in enumerate(ends)
-        if e >= q
-    ]
-    if not targets:
-        return f"every repetition ends before the query time {q}"
-    return Interaction(
-        id=f"ovo-{it.id}",
-        video_id=_video(conv, it),
-        task="T4",
-        query=Query(
-            time_s=q, text=f"Tell me each time they finish {it.activity}, with the running count."
-        ),
-        targets=targets,
-        notes="OVO-Bench REC: reference = repetitions completed so far",
-    )
+    ends = [(e, str(i + 1)) for i, e in enumerate(sorted(it.end_times))]
+    text = f"Tell me each time they finish {it.activity}, with the running count."
+    notes = "OVO-Bench REC: reference = repetitions completed so far"
+    none = f"every repetition ends before the query time {q}"
+    return _interaction(conv, it, "T4", (q, text), _after(ends, q), (notes, none))
 
 
 def _ssr(conv: Conversion, it: SSRItem, settings: ForwardSettings) -> Interaction | str:
@@ -232,21 +243,12 @@ def _ssr(conv: Conversion, it: SSRItem, settings: ForwardSettings) -> Interactio
         return f"{len(it.all_steps)} steps but {len(it.start_time)} start times"
     q = _query_time(it, settings)
     steps = sorted(zip(it.start_time, it.all_steps, strict=True), key=lambda x: x[0])
-    targets = [
-        Target(id=f"t{i}", reference=s, time_s=t, evidence="visual")
-        for i, (t, s) in enumerate(steps)
-        if t >= q
-    ]
-    if not targets:
-        return f"every step starts before the query time {q}"
-    return Interaction(
-        id=f"ovo-{it.id}",
-        video_id=_video(conv, it),
-        task="T8-C",
-        query=Query(time_s=q, text=f"Guide me step by step: I want to {split_camel(it.tutorial)}."),
-        targets=targets,
-        notes=f"OVO-Bench SSR tutorial {it.tutorial}",
+    text = f"Guide me step by step: I want to {split_camel(it.tutorial)}."
+    texts = (
+        f"OVO-Bench SSR tutorial {it.tutorial}",
+        f"every step starts before the query time {q}",
     )
+    return _interaction(conv, it, "T8-C", (q, text), _after(steps, q), texts)
 
 
 def convert_forward(raw: list, settings: ForwardSettings) -> Conversion:

@@ -18,7 +18,7 @@ from interactscope.streaming.importers.common import (
     Dropped,
     SourceItem,
     ignored_extras,
-    parse_item,
+    parse_each,
 )
 from interactscope.streaming.schema import Interaction, Query, Target
 
@@ -100,11 +100,7 @@ def convert(raw: list, settings: Settings) -> Conversion:
     segments without an assistant turn."""
     conv = Conversion()
     videos: list[VideoDialogs] = []
-    for pos, obj in enumerate(raw):
-        v = parse_item(VideoDialogs, obj, f"position {pos}")
-        if isinstance(v, Dropped):
-            conv.dropped.append(v)
-            continue
+    for _, v in parse_each(conv, VideoDialogs, raw):
         videos.append(v)
         dataset = v.parsed_video_anns.dataset
         for d in v.conversations:
