@@ -166,3 +166,35 @@ def test_row_status_reads_weights_from_the_hub_cache_and_gpu(monkeypatch, tmp_pa
     pytest.importorskip("transformers")  # the row's packages
     st = P.row_status(row)
     assert st.runnable and st.line() == "LiveCC-7B-Instruct (livecc-7b-instruct): can run here"
+
+
+@pytest.mark.slow
+def test_collect_panel_shows_each_rows_progress_bar(tmp_path) -> None:
+    """A panel row's collect draws the same tqdm bar as a single-model collect: with --limit 2
+    the demo's first two interactions (t1-taxi: q = 0 over 10 s, 11 points; t1-cyclist: q = 2,
+    9 points) give 20 decision points; --no-progress hides it."""
+    panel = _panel(tmp_path, [{"row": "oracle", "group": "baseline", "model": "oracle"}])
+    args = ["collect", "--panel", str(panel), "--bench", str(demo_benchmark_dir()), "--limit", "2"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert "collect: 100%" in res.stderr and "20/20" in res.stderr
+    quiet = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--no-progress"])
+    assert quiet.exit_code == 0, quiet.output
+    assert "20/20" not in quiet.stderr
+
+
+def test_collect_panel_ctrl_c_prints_the_resume_line(monkeypatch, tmp_path) -> None:
+    import interactscope.streaming.collect as collect_mod
+
+    def interrupted(**kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(collect_mod, "run_collect", interrupted)
+    panel = _panel(tmp_path, [{"row": "oracle", "group": "baseline", "model": "oracle"}])
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench",
+                              str(demo_benchmark_dir()), "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 130, res.output
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"interrupted: the records written to {out} are kept; re-run the same command to resume"
+    )

@@ -180,7 +180,7 @@ def collect(
     if panel is not None:
         from interactscope.cli.models import collect_panel
 
-        return collect_panel(panel, bench, out, limit)
+        return collect_panel(panel, bench, out, limit, progress=not no_progress)
     if model is None:
         fail("collect needs --model NAME (or --panel NAME); `interactscope models` lists them")
     if dry_run:

@@ -211,6 +211,7 @@ def run_panel(
     resamples: int = 10_000,
     only: Sequence[str] = (),
     echo: Callable[[str], None] = print,
+    progress: bool = True,
 ) -> PanelResult:
     """Collect, score and report every runnable row of ``panel`` on ``bench`` (module
     docstring). A row that fails to collect or score is reported and the panel goes on.
@@ -218,6 +219,8 @@ def run_panel(
     Args:
         limit: only the first N interactions per row (smoke runs).
         only: run only these rows (config names); others are not even checked.
+        progress: each row's collect shows its tqdm bar (decision points, ETA), as a
+            single-model ``collect`` does.
 
     Raises:
         interactscope.streaming.judges.JudgeError: the judge is unavailable.
@@ -241,7 +244,7 @@ def run_panel(
         echo(f"collect {row.row} ({name}) ...")
         try:
             summary = run_collect(model=name, bench=bench, out=run, limit=limit,
-                                  command=list(sys.argv), progress=False)  # fmt: skip
+                                  command=list(sys.argv), progress=progress)  # fmt: skip
             log.info("%s: %s", run, summary.line())
             judge_obj = judge_obj or make_judge(judge or panel.judge)
             score_run(run, judge=judge_obj)
