@@ -198,3 +198,34 @@ def test_collect_panel_ctrl_c_prints_the_resume_line(monkeypatch, tmp_path) -> N
     assert res.stderr.strip().splitlines()[-1] == (
         f"interrupted: the records written to {out} are kept; re-run the same command to resume"
     )
+
+
+def _models_line(name: str) -> str:
+    res = runner.invoke(app, ["models"])
+    assert res.exit_code == 0, res.output
+    return next(x for x in res.output.splitlines() if x.strip().startswith(name + " "))
+
+
+def test_models_says_a_local_server_config_needs_its_base_url(monkeypatch) -> None:
+    """vllm-serve's default base_url is http://127.0.0.1:8000/v1 (a server someone starts), so
+    with $VLLM_BASE_URL unset it cannot run here; Gemini's default is Google's public endpoint,
+    so $GEMINI_BASE_URL is only an override and never listed as missing."""
+    pytest.importorskip("openai")
+    monkeypatch.delenv("VLLM_BASE_URL", raising=False)
+    monkeypatch.delenv("GEMINI_BASE_URL", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "x")
+    assert "needs: $VLLM_BASE_URL not set" in _models_line("vllm-serve")
+    assert "[can run here]" in _models_line("gemini-3.1-pro")
+    monkeypatch.setenv("VLLM_BASE_URL", "http://127.0.0.1:8000/v1")
+    assert "[can run here]" in _models_line("vllm-serve")
+
+
+def test_server_url_env_only_for_loopback_or_server_rows() -> None:
+    from interactscope.streaming.panel import server_url_env
+
+    assert server_url_env({"base_url_env": "V", "base_url": "http://127.0.0.1:8000/v1"}) == "V"
+    assert server_url_env({"base_url_env": "V", "base_url": "http://localhost:1/v1"}) == "V"
+    assert server_url_env({"base_url_env": "G", "base_url": "https://api.example.org/v1"}) is None
+    assert server_url_env({"base_url_env": "O"}) is None  # the client's own public default
+    assert server_url_env({"base_url_env": "O"}, server=True) == "O"
+    assert server_url_env({"base_url": "http://127.0.0.1:8000/v1"}) is None
