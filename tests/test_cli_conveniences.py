@@ -156,7 +156,7 @@ def test_validate_reports_missing_videos_but_collect_refuses(tmp_path):
         ],
     )
     ok = invoke("validate", root)
-    assert ok.exit_code == 0 and "warning: 1 videos missing: gone (media/gone.mp4)" in ok.output
+    assert ok.exit_code == 0 and "warning: 1 video missing: gone (media/gone.mp4)" in ok.output
     run = tmp_path / "run"
     res = invoke("collect", "-m", "silent", "-b", root, "-o", run)
     assert res.exit_code == 1 and "media/gone.mp4: file not found" in res.output

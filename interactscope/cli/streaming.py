@@ -25,6 +25,7 @@ from interactscope.cli.common import (
     split_list,
 )
 from interactscope.core.resources import demo_benchmark_dir
+from interactscope.core.text import plural
 
 DEMO_BENCH = demo_benchmark_dir()  # package data: works from any directory after `pip install .`
 DEFAULT_DEMO_JUDGE = "embedding"
@@ -70,7 +71,7 @@ def validate(
     if b.missing_media:
         shown = ", ".join(f"{vid} ({p})" for vid, p in sorted(b.missing_media.items())[:20])
         more = ", ..." if len(b.missing_media) > 20 else ""
-        warnings.append(f"{len(b.missing_media)} videos missing: {shown}{more}")
+        warnings.append(f"{plural(len(b.missing_media), 'video')} missing: {shown}{more}")
     if as_json:
         doc = {"ok": True, "summary": b.summary(), "problems": [], "warnings": warnings}
         typer.echo(json.dumps(doc | {"missing_media": b.missing_media}, ensure_ascii=False))
@@ -468,7 +469,7 @@ def _print_score(result: Any, judge: str, out: Path) -> None:
     typer.echo(result.table)
     rep = result.judge_report
     typer.echo(
-        f"judge {judge}: {rep.pairs} pairs, {rep.unique} unique, {rep.cache_hits} cached, "
+        f"judge {judge}: {plural(rep.pairs, 'pair')}, {rep.unique} unique, {rep.cache_hits} cached, "
         f"{rep.calls} judged now, {rep.unparseable} unparseable"
     )
     if rep.rejudged:
@@ -503,7 +504,7 @@ def merge(
     for line in m.incomplete or []:
         typer.secho(f"warning: merged incomplete: {line}", fg=typer.colors.YELLOW, err=True)
     n = len(m.interaction_ids or [])
-    typer.echo(f"{out}: merged {len(runs)} runs ({n} interactions)")
+    typer.echo(f"{out}: merged {plural(len(runs), 'run')} ({plural(n, 'interaction')})")
 
 
 @app.command()

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from interactscope.core import files
 from interactscope.core.errors import InteractScopeError
+from interactscope.core.text import plural
 from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord, panel_of, storable
 
 log = logging.getLogger(__name__)
@@ -201,8 +202,9 @@ class Benchmark:
         n_targets = sum(len(it.targets) for it in self.interactions)
         minutes = sum((v.duration_s or 0.0) for v in self.videos.values()) / 60.0
         return (
-            f"{self.name} v{self.version}: {len(self.interactions)} interactions ({tasks}), "
-            f"{n_targets} targets, {len(self.videos)} videos, {minutes:.2f} min"
+            f"{self.name} v{self.version}: {plural(len(self.interactions), 'interaction')} "
+            f"({tasks}), {plural(n_targets, 'target')}, {plural(len(self.videos), 'video')}, "
+            f"{minutes:.2f} min"
         )
 
 
