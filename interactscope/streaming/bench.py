@@ -60,8 +60,16 @@ class BenchmarkFile(BaseModel):
     environments: list[EnvironmentDecl] | None = None
 
 
-ENV_SCENARIOS = ("household", "kitchen", "restaurant", "retail", "warehouse")
-"""The EgoBench scenarios an environment may name (``egobench.scenarios.SCENARIO_DEFS``)."""
+def env_scenarios() -> tuple[str, ...]:
+    """The EgoBench scenarios an environment may name, sorted: every registered one
+    (``egobench.scenarios.SCENARIO_DEFS``: household, kitchen, order, restaurant, retail,
+    warehouse, and plug-in scenarios), the table :class:`~interactscope.egobench.env.Environment`
+    builds from."""
+    # imported here: the EgoBench package takes seconds to import, and only a benchmark that
+    # declares environments needs it
+    from interactscope.egobench.scenarios import SCENARIO_DEFS
+
+    return tuple(sorted(SCENARIO_DEFS))
 
 
 class EnvironmentDecl(BaseModel):
@@ -492,15 +500,14 @@ def _check_environments(st: _State, bdata: BenchmarkFile) -> None:
         f = f"environments[{i}]"
         if decl.id in st.environments:
             st.problems.append(Problem(st.bfile, 0, None, f"{f}.id", f"duplicate {decl.id!r}"))
-        if decl.scenario not in ENV_SCENARIOS:
+        if decl.scenario not in (known := env_scenarios()):
             st.problems.append(
                 Problem(
                     st.bfile,
                     0,
                     None,
                     f"{f}.scenario",
-                    f"unknown scenario {decl.scenario!r}; expected one of "
-                    f"{', '.join(ENV_SCENARIOS)}",
+                    f"unknown scenario {decl.scenario!r}; expected one of {', '.join(known)}",
                 )
             )
         tools = _env_tools(st, f"{f}.tools", _read_json_file(st, f"{f}.tools", decl.tools))
