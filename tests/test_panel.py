@@ -98,7 +98,7 @@ def test_collect_panel_runs_baselines_and_skips_the_rest_one_line_each(monkeypat
     res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench",
                               str(demo_benchmark_dir()), "--out", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output
-    lines = res.output.splitlines()
+    lines = res.stdout.splitlines()  # stderr carries each row's progress bar
     assert "skip Gemini-3.1-Pro (gemini-3.1-pro): skipped, $GEMINI_API_KEY not set" in lines
     assert "skip AURA (-): skipped, no public checkpoint" in lines
     assert (out / "oracle" / "run.json").exists() and (out / "silent" / "run.json").exists()
