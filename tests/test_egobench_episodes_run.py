@@ -71,6 +71,45 @@ def test_rerun_skips_done_episodes_and_refuses_other_settings(tmp_path: Path) ->
         execute(prepare(_req(out, tasks="1-3", mode="static")))
 
 
+def _as_old_folder(out: Path, **old_settings: Any) -> None:
+    """Make ``out`` look written before the `reference` setting existed: no `reference` key in
+    run.json's settings (plus ``old_settings``), and its last episode not yet played."""
+    m = json.loads((out / "run.json").read_text())
+    del m["settings"]["reference"]
+    m["settings"].update(old_settings)
+    (out / "run.json").write_text(json.dumps(m))
+    lines = (out / EPISODES).read_text().splitlines(keepends=True)
+    (out / EPISODES).write_text("".join(lines[:-1]))
+
+
+def test_a_run_json_without_the_reference_key_resumes(tmp_path: Path) -> None:
+    """A missing `reference` reads as its old default `ours` (the rules every run executed with
+    before the key), so the folder resumes: the two episodes kept, the third played."""
+    out = tmp_path / "run"
+    execute(prepare(_req(out, tasks="1-3")))
+    _as_old_folder(out)
+    again = execute(prepare(_req(out, tasks="1-3")))
+    assert (again.written, again.skipped) == (1, 2)
+    assert _keys(out) == ["retail1:1", "retail1:2", "retail1:3"]
+    assert load_run(out)[0].settings["reference"] == "ours"
+
+
+def test_an_old_folders_explicit_tool_rules_compare_by_effect(tmp_path: Path) -> None:
+    """Before `reference`, run.json wrote `undeclared_params: drop` and
+    `coerce_numeric_strings: true` (the old defaults). `drop` is ours' rule, so it equals a new
+    run's None; coercion is not (ours: off), so a default resume is refused naming only it,
+    and resuming with --set coerce_numeric_strings=true works."""
+    out = tmp_path / "run"
+    execute(prepare(_req(out, tasks="1-3")))
+    _as_old_folder(out, undeclared_params="drop", coerce_numeric_strings=True)
+    with pytest.raises(EgoRunError) as ei:
+        execute(prepare(_req(out, tasks="1-3")))
+    diffs = str(ei.value).split("(existing != requested):")[1].split()
+    assert diffs == ["settings.coerce_numeric_strings:", "True", "!=", "False"]
+    again = execute(prepare(_req(out, tasks="1-3", sets={"coerce_numeric_strings": True})))
+    assert (again.written, again.skipped) == (1, 2)
+
+
 def test_torn_last_line_is_dropped_and_that_episode_played_again(tmp_path: Path) -> None:
     out = tmp_path / "run"
     execute(prepare(_req(out, tasks="1-3")))

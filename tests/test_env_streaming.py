@@ -90,6 +90,19 @@ def test_unknown_scenario_is_a_problem(tmp_path):
     assert p.file.endswith("benchmark.json") and "unknown scenario 'garage'" in p.message
 
 
+def test_order_scenario_is_accepted_and_listed(tmp_path):
+    """EgoBench has six scenarios (egobench.scenarios: order is the sixth); an environment
+    naming `order` is not refused, and an unknown one lists all six."""
+    b = load_benchmark(env_bench(tmp_path / "a", [TARGET], env={**ENV, "scenario": "order"}))
+    assert b.environments["home"].decl.scenario == "order"
+    with pytest.raises(BenchmarkError) as ei:
+        load_benchmark(env_bench(tmp_path / "b", [TARGET], env={**ENV, "scenario": "garage"}))
+    (p,) = [p for p in ei.value.problems if p.field == "environments[0].scenario"]
+    assert p.message.endswith(
+        "expected one of household, kitchen, order, restaurant, retail, warehouse"
+    )
+
+
 def test_hand_worked_run(tmp_path, scripted):
     """Two correct calls at 3 s (window [1, 5]), the write repeated at 6 s (a later group of
     the same region: nothing for the paper's scoring) -> joint time-tool hit, joint time-call

@@ -311,5 +311,5 @@ def test_import_with_a_real_video_measures_it(tmp_path):
     # one 10.0-s video present and probed: a clean benchmark, 10 s = 0.17 min
     assert rep.validation.ok and rep.validation.videos_missing == []
     assert rep.validation.summary == (
-        "omnimmi-si-import v1: 1 interactions (T8-B=1), 1 targets, 1 videos, 0.17 min"
+        "omnimmi-si-import v1: 1 interaction (T8-B=1), 1 target, 1 video, 0.17 min"
     )

@@ -282,7 +282,7 @@ def test_openai_judge_transport_error_raises(monkeypatch):
     pytest.importorskip("openai")
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # discard port: refused
     judge = make_judge("openai:gpt-4o", max_retries=0, timeout_s=2.0)
-    with pytest.raises(JudgeError, match="requests failed"):
+    with pytest.raises(JudgeError, match="1 of 1 request failed"):
         run_judge(judge, [item(1, "a", "b")], cache=None)
 
 

@@ -98,7 +98,7 @@ def test_collect_panel_runs_baselines_and_skips_the_rest_one_line_each(monkeypat
     res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench",
                               str(demo_benchmark_dir()), "--out", str(out)])  # fmt: skip
     assert res.exit_code == 0, res.output
-    lines = res.output.splitlines()
+    lines = res.stdout.splitlines()  # stderr carries each row's progress bar
     assert "skip Gemini-3.1-Pro (gemini-3.1-pro): skipped, $GEMINI_API_KEY not set" in lines
     assert "skip AURA (-): skipped, no public checkpoint" in lines
     assert (out / "oracle" / "run.json").exists() and (out / "silent" / "run.json").exists()
@@ -166,3 +166,66 @@ def test_row_status_reads_weights_from_the_hub_cache_and_gpu(monkeypatch, tmp_pa
     pytest.importorskip("transformers")  # the row's packages
     st = P.row_status(row)
     assert st.runnable and st.line() == "LiveCC-7B-Instruct (livecc-7b-instruct): can run here"
+
+
+@pytest.mark.slow
+def test_collect_panel_shows_each_rows_progress_bar(tmp_path) -> None:
+    """A panel row's collect draws the same tqdm bar as a single-model collect: with --limit 2
+    the demo's first two interactions (t1-taxi: q = 0 over 10 s, 11 points; t1-cyclist: q = 2,
+    9 points) give 20 decision points; --no-progress hides it."""
+    panel = _panel(tmp_path, [{"row": "oracle", "group": "baseline", "model": "oracle"}])
+    args = ["collect", "--panel", str(panel), "--bench", str(demo_benchmark_dir()), "--limit", "2"]
+    res = runner.invoke(app, [*args, "--out", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert "collect: 100%" in res.stderr and "20/20" in res.stderr
+    quiet = runner.invoke(app, [*args, "--out", str(tmp_path / "b"), "--no-progress"])
+    assert quiet.exit_code == 0, quiet.output
+    assert "20/20" not in quiet.stderr
+
+
+def test_collect_panel_ctrl_c_prints_the_resume_line(monkeypatch, tmp_path) -> None:
+    import interactscope.streaming.collect as collect_mod
+
+    def interrupted(**kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(collect_mod, "run_collect", interrupted)
+    panel = _panel(tmp_path, [{"row": "oracle", "group": "baseline", "model": "oracle"}])
+    out = tmp_path / "out"
+    res = runner.invoke(app, ["collect", "--panel", str(panel), "--bench",
+                              str(demo_benchmark_dir()), "--out", str(out)])  # fmt: skip
+    assert res.exit_code == 130, res.output
+    assert res.stderr.strip().splitlines()[-1] == (
+        f"interrupted: the records written to {out} are kept; re-run the same command to resume"
+    )
+
+
+def _models_line(name: str) -> str:
+    res = runner.invoke(app, ["models"])
+    assert res.exit_code == 0, res.output
+    return next(x for x in res.output.splitlines() if x.strip().startswith(name + " "))
+
+
+def test_models_says_a_local_server_config_needs_its_base_url(monkeypatch) -> None:
+    """vllm-serve's default base_url is http://127.0.0.1:8000/v1 (a server someone starts), so
+    with $VLLM_BASE_URL unset it cannot run here; Gemini's default is Google's public endpoint,
+    so $GEMINI_BASE_URL is only an override and never listed as missing."""
+    pytest.importorskip("openai")
+    monkeypatch.delenv("VLLM_BASE_URL", raising=False)
+    monkeypatch.delenv("GEMINI_BASE_URL", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "x")
+    assert "needs: $VLLM_BASE_URL not set" in _models_line("vllm-serve")
+    assert "[can run here]" in _models_line("gemini-3.1-pro")
+    monkeypatch.setenv("VLLM_BASE_URL", "http://127.0.0.1:8000/v1")
+    assert "[can run here]" in _models_line("vllm-serve")
+
+
+def test_server_url_env_only_for_loopback_or_server_rows() -> None:
+    from interactscope.streaming.panel import server_url_env
+
+    assert server_url_env({"base_url_env": "V", "base_url": "http://127.0.0.1:8000/v1"}) == "V"
+    assert server_url_env({"base_url_env": "V", "base_url": "http://localhost:1/v1"}) == "V"
+    assert server_url_env({"base_url_env": "G", "base_url": "https://api.example.org/v1"}) is None
+    assert server_url_env({"base_url_env": "O"}) is None  # the client's own public default
+    assert server_url_env({"base_url_env": "O"}, server=True) == "O"
+    assert server_url_env({"base_url": "http://127.0.0.1:8000/v1"}) is None

@@ -81,3 +81,20 @@ def test_dry_run_honours_only_and_task(tmp_path) -> None:
     bad = _run(*base, "--only", "nope")
     assert bad.exit_code == 1 and "nope" in bad.output and "Traceback" not in bad.output
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("at", ["1", "10.5"])
+def test_at_outside_request_time_and_clip_end_is_refused(at) -> None:
+    """t1-cyclist asks at q = 2 s over bikes.mp4 (10 s): t = 1 is before the request, t = 10.5
+    past the stream; both refused in one line naming [2, 10]."""
+    r = _run("prompt", "--model", "oracle", "--bench", DEMO, "--id", "t1-cyclist", "--at", at)
+    assert r.exit_code == 1, r.output
+    assert "pick t in [2, 10] s" in r.output and "Traceback" not in r.output
+    assert len(r.output.strip().splitlines()) == 1
+
+
+def test_at_on_the_range_ends_is_accepted() -> None:
+    for at in ("2", "10"):
+        r = _run("prompt", "--model", "oracle", "--bench", DEMO, "--id", "t1-cyclist", "--at", at)
+        assert r.exit_code == 0, r.output
+        assert f"t1-cyclist at t = {at} s" in r.output

@@ -72,6 +72,23 @@ def test_allocation_worked_example_per_response():
     assert rows[14.0][3] == "suppressed" and rows[2.0] == (2.0, None, "", "silent", 0, "")
 
 
+@pytest.mark.parametrize(("rule", "outcome"), [("window", "infra_error"), ("region", "late")])
+def test_a_late_group_of_an_infra_error_target_reads_infra_error(rule, outcome):
+    """q = 0, τ = 3 (δ = 2: window [1, 5]); points 1-5 all failed, the model answers at 6. The
+    target consumes the group {6} after its window: `late`, which infra_error_rule=window turns
+    into `infra_error` (every window point an error); responses.csv shows the same outcome for
+    the response at 6 (before: `late` next to an `infra_error` target)."""
+    inter = Interaction(id="i", video_id="v", task="T2", query={"time_s": 0.0, "text": "r"},
+                        targets=[{"id": "a", "time_s": 3.0, "reference": "x"}])  # fmt: skip
+    recs = [_rec(0.0)] + [_rec(float(t), error="HTTP 500") for t in range(1, 6)]
+    recs += [_rec(6.0, text="now"), _rec(7.0)]
+    s = score_interaction(inter, recs, lambda k, t: (True, "yes"), cluster="c", infra_rule=rule)
+    assert [r["outcome"] for r in s.targets] == [outcome]
+    rows = {r.t: _row(r) for r in s.responses}
+    assert rows[6.0] == (6.0, 6.0, "a", outcome, 0, "")
+    assert rows[3.0][3] == "error" and rows[7.0][3] == "silent"
+
+
 def test_matching_crossing_pairs_per_response():
     """docs/protocol.md, order-preserving matching example: W1 = [2, 6], W2 = [5, 9]; the
     response at 5 conveys target 2 only, the one at 6 target 1 only: one match, (1, at 6)."""

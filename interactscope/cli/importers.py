@@ -10,6 +10,7 @@ import typer
 from interactscope.cli.app import app
 from interactscope.cli.common import disk_errors, fail, parse_sets
 from interactscope.core.files import write_atomic
+from interactscope.core.text import plural
 
 PEER_SCORES_DIR = "peer-scores"
 
@@ -55,8 +56,9 @@ def import_cmd(
     except ImporterError as exc:
         fail(str(exc))
     typer.echo(
-        f"{rep.format}: {rep.items_read} items read, {rep.interactions} interactions, "
-        f"{rep.targets} targets, {len(rep.dropped)} dropped -> {out}"
+        f"{rep.format}: {plural(rep.items_read, 'item')} read, "
+        f"{plural(rep.interactions, 'interaction')}, {plural(rep.targets, 'target')}, "
+        f"{len(rep.dropped)} dropped -> {out}"
     )
     for reason, n in rep.dropped_by_reason.items():
         typer.echo(f"  dropped {n}: {reason}")
@@ -65,7 +67,7 @@ def import_cmd(
     if v.videos_missing:
         shown = ", ".join(v.videos_missing[:5]) + (" ..." if len(v.videos_missing) > 5 else "")
         typer.secho(
-            f"warning: {len(v.videos_missing)} video files missing ({shown}); "
+            f"warning: {plural(len(v.videos_missing), 'video file')} missing ({shown}); "
             f"put them under {out / rep.videos_dir} (list in import-report.json)",
             fg=typer.colors.YELLOW,
             err=True,
@@ -103,7 +105,7 @@ def audit_exposure_cmd(
         write_csv(rows, out)
     typer.echo(summary.model_dump_json(indent=2) if as_json else format_table(summary))
     if out is not None and not as_json:
-        typer.echo(f"{len(rows)} rows -> {out}")
+        typer.echo(f"{plural(len(rows), 'row')} -> {out}")
 
 
 @app.command("score-peer")
@@ -163,5 +165,5 @@ def score_peer_cmd(
     per_task = ", ".join(
         f"{k} {'n/a' if v is None else f'{100 * v:.1f} %'}" for k, v in score.per_task.items()
     )
-    typer.echo(f"{variant}: {score.hits}/{score.targets} targets = {rate} ({per_task})")
+    typer.echo(f"{variant}: {score.hits}/{plural(score.targets, 'target')} = {rate} ({per_task})")
     typer.echo(json.dumps({"written": str(dest / f"{variant}.json")}))

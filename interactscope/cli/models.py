@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from interactscope.cli.app import app
-from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, fail
+from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, fail, interrupts
 
 
 def _rows(panel_name: str) -> list[dict]:
@@ -73,17 +73,22 @@ def models(
             typer.echo(f"  {r['name']:<{w}}  {r['backend']:<{b}}  {senses}{row}  [{here}]")
 
 
-def collect_panel(name: str, bench: Path, out: Path, limit: int | None) -> None:
+def collect_panel(
+    name: str, bench: Path, out: Path, limit: int | None, progress: bool = True
+) -> None:
     """``collect --panel NAME``: every runnable row of the panel into OUT/<model>/, scored,
     then the paper's tables over the panel (OUT/report/) and a leaderboard; one line per
-    skipped row. Exit 3 when a row failed to collect."""
+    skipped row; each row's progress bar; Ctrl-C / SIGTERM print the resume line (a re-run
+    resumes every row's folder). Exit 3 when a row failed to collect."""
     from interactscope.streaming.analysis.errors import CompareError
     from interactscope.streaming.judges import JudgeError
     from interactscope.streaming.panel import PanelError, load_panel, run_panel
 
     try:
-        with disk_errors(out):
-            res = run_panel(load_panel(name), bench, out, limit=limit, echo=typer.echo)
+        with interrupts(out), disk_errors(out):
+            res = run_panel(
+                load_panel(name), bench, out, limit=limit, echo=typer.echo, progress=progress
+            )
     except (PanelError, CompareError, JudgeError) as exc:
         fail(str(exc))
     if res.leaderboard:

@@ -44,6 +44,8 @@ def build_previews(
         chosen = b.interactions if iid is None else [_find(b, iid)]
         for it in chosen:
             video = b.video_of(it)
+            if t is not None:
+                _check_at(it, t, video.duration_s)
             obs = None
             if settings.scene != "none" and video.id not in b.media_errors:
                 obs = Observer(
@@ -61,6 +63,17 @@ def build_previews(
             except Exception as exc:  # media/ASR errors: one line naming the file
                 fail(f"{b.media_path(video)}: {type(exc).__name__}: {exc}")
     return out
+
+
+def _check_at(it: Any, t: float, duration_s: float | None) -> None:
+    """Refuse (one line) a decision time outside the interaction's decision grid [q, D]:
+    before the request time q nothing is asked yet, past the clip end D there is no stream."""
+    end = f"{duration_s:g}" if duration_s is not None else "the clip end"
+    if t < it.q - 1e-9 or (duration_s is not None and t > duration_s + 1e-9):
+        fail(
+            f"--at {t:g}: outside the decision points of interaction {it.id!r}; "
+            f"pick t in [{it.q:g}, {end}] s (request time q to the clip end)"
+        )
 
 
 def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: bool, view: dict):

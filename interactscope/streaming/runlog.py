@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from interactscope.core.text import plural
 from interactscope.runs.common import MANIFEST, RunLogError, now_iso, write_manifest
 from interactscope.runs.folder import (
     RecordWriter,
@@ -352,10 +353,10 @@ def describe_missing(
         ts = missing[iid]
         n = len(expected.get(iid, ts))
         if len(ts) == n:
-            out.append(f"{iid}: no records ({n} decision points)")
+            out.append(f"{iid}: no records ({plural(n, 'decision point')})")
         else:
             shown = ", ".join(f"{t:g}" for t in ts[:8]) + (", ..." if len(ts) > 8 else "")
-            out.append(f"{iid}: {len(ts)} of {n} decision points missing (t = {shown})")
+            out.append(f"{iid}: {len(ts)} of {plural(n, 'decision point')} missing (t = {shown})")
     return out
 
 

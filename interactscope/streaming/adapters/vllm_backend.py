@@ -258,8 +258,14 @@ class VLLMAdapter(FrameConsumer, Adapter):
     # -- request construction ------------------------------------------------------------------
 
     def _messages(self, request: DecisionRequest) -> list[dict[str, Any]]:
-        from interactscope.streaming.protocol.prompts import build_messages
+        """The request's chat messages. ``frames_as: video`` with the prefix layout (v2+): the
+        prompt builder's own video part, its label after the media as the layout wants it; with
+        the classic layout (v1) image parts that :meth:`_as_video` joins as before (recorded v1
+        runs keep their prompts)."""
+        from interactscope.streaming.protocol.prompts import build_messages, layout_of
 
+        if self.frames_as == "video" and layout_of(self.settings.prompt_version) == "prefix":
+            return build_messages(request, frames_as="video")
         return build_messages(request)
 
     def _audio_window(self) -> int | None:
@@ -267,8 +273,9 @@ class VLLMAdapter(FrameConsumer, Adapter):
         return self.chat_engine.audio_window(self.settings.audio.sample_rate)
 
     def _as_video(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``frames_as: video``: the stream frames become one video part where the first frame
-        was, the frame labels between them replaced by one line listing the frame times."""
+        """``frames_as: video`` over image parts (the classic layout, or a caller's own
+        messages): the stream frames become one video part where the first frame was, the frame
+        labels between them replaced by one line listing the frame times, before the video."""
         stream = [
             i for i, p in enumerate(content) if p.get("type") == "image" and not p.get("attachment")
         ]

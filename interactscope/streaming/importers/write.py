@@ -13,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 from interactscope.core.files import exists, name_problem, write_atomic
+from interactscope.core.text import plural
 from interactscope.streaming.bench import (
     BENCHMARK_FILE,
     INTERACTIONS_FILE,
@@ -76,8 +77,8 @@ def validate_import(out: Path, conv: Conversion, probe_media: bool) -> Validatio
         n_t = sum(len(it.targets) for it in conv.interactions)
         tasks = " ".join(f"{k}={v}" for k, v in count_tasks(conv.interactions).items())
         summary = (
-            f"{len(conv.interactions)} interactions ({tasks}), {n_t} targets, "
-            f"{len(conv.videos)} videos ({len(missing)} missing; durations not measured)"
+            f"{plural(len(conv.interactions), 'interaction')} ({tasks}), {plural(n_t, 'target')}, "
+            f"{plural(len(conv.videos), 'video')} ({len(missing)} missing; durations not measured)"
         )
         return ValidationSummary(
             ok=not other, summary=summary, videos_missing=missing, problems=other

@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 from interactscope.core.registry import PluginError, UnknownPluginError, lookup, names, register
+from interactscope.core.text import plural
 from interactscope.streaming.judges.base import (
     JUDGE_PROMPT_VERSION,
     Judge,
@@ -69,7 +70,7 @@ class ToolsetOnly(Judge):
         if triples:
             raise JudgeError(
                 "--judge toolset only checks T1 tool names; "
-                f"{len(triples)} text pairs need a text judge (openai:, local:, embedding, "
+                f"{plural(len(triples), 'text pair')} need a text judge (openai:, local:, embedding, "
                 "lexical or file:)"
             )
         return []

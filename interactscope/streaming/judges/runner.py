@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from interactscope.core.text import plural
 from interactscope.streaming.judges.base import Judge, JudgeError, JudgeItem, Verdict
 from interactscope.streaming.judges.cache import VerdictCache
 
@@ -151,6 +152,6 @@ def _raise_errors(verdicts: list[Verdict], judge: Judge) -> None:
     errors = [v.error for v in verdicts if v.error]
     if errors:
         raise JudgeError(
-            f"judge {judge.name}: {len(errors)} of {len(verdicts)} requests failed "
+            f"judge {judge.name}: {len(errors)} of {plural(len(verdicts), 'request')} failed "
             f"(first: {errors[0]}); the verdicts obtained are cached, re-run to resume"
         )

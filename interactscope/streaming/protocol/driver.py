@@ -25,6 +25,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from interactscope.core.secrets import redact
+from interactscope.core.text import plural
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.protocol.tools import InteractionTools, ToolExecutor, results_so_far
@@ -76,10 +77,13 @@ class CollectSummary:
     def line(self) -> str:
         """The end-of-collect line: counts, wall time and where the time went."""
         return (
-            f"{self.interactions} interactions, {self.decision_points} decision points: "
+            f"{plural(self.interactions, 'interaction')}, "
+            f"{plural(self.decision_points, 'decision point')}: "
             f"{self.written} written, {self.already_present} already present, "
-            f"{self.non_silent} non-silent, {self.suppressed} suppressed, {self.errors} errors "
-            f"({len(self.failed_interactions)} interactions with errors), {self.wall_s:.1f} s"
+            f"{self.non_silent} non-silent, {self.suppressed} suppressed, "
+            f"{plural(self.errors, 'error')} "
+            f"({plural(len(self.failed_interactions), 'interaction')} with errors), "
+            f"{self.wall_s:.1f} s"
             + (f" ({self.timings.line()})" if self.timings is not None else "")
         )
 

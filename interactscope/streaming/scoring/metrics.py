@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from interactscope.core.text import plural
 from interactscope.streaming.scoring.frames import (
     CLUSTER_COLUMNS,
     INTERACTION_COLUMNS,
@@ -497,7 +498,7 @@ def format_tables(metrics: dict[str, Any], *, model: str = "run", judge: str = "
         "Failure breakdown (counts)",
         fail.to_string(index=False) if len(fail) else "(no targets)",
         "",
-        f"Output volume: {vol.get('responses', 0)} non-silent responses over "
+        f"Output volume: {plural(vol.get('responses', 0), 'non-silent response')} over "
         f"{vol.get('probed_min', 0.0):.2f} probed min = "
         + ("—" if vol.get("per_min") is None else f"{vol['per_min']:.2f}/min"),
     ]
