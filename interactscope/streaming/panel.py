@@ -17,7 +17,6 @@ panels bundled with the package.
 
 from __future__ import annotations
 
-import logging
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -51,7 +50,6 @@ __all__ = [
     "server_url_env",
 ]
 
-log = logging.getLogger(__name__)
 
 GROUPS = ("api", "prompted", "streaming", "baseline")
 GROUP_TITLES = {
@@ -263,7 +261,7 @@ def run_panel(
         try:
             summary = run_collect(model=name, bench=bench, out=run, limit=limit,
                                   command=list(sys.argv), progress=progress)  # fmt: skip
-            log.info("%s: %s", run, summary.line())
+            echo(f"{run}: {summary.line()}")
             judge_obj = judge_obj or make_judge(judge or panel.judge)
             score_run(run, judge=judge_obj)
         except CollectError as exc:
