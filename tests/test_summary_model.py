@@ -105,3 +105,26 @@ def test_a_plugin_metric_cannot_write_over_a_paper_number(monkeypatch):
     monkeypatch.setitem(registry.table("metrics"), "x", {"display": "x"})
     with pytest.raises(registry.PluginError, match=r"metric 'x': not a Metric \(field 'tasks'"):
         metrics_table()
+
+
+def test_egobench_summary_reference_view_is_typed_and_keeps_its_key_order(retail6, tmp_path):
+    from interactscope.egobench import EgoBenchError, score_log, write_score
+    from interactscope.egobench.scorer import ReferenceView, gt_log, read_score
+
+    logs = [e for e in gt_log(retail6) if e.task_id != 10]  # 48 of 49 tasks logged
+    gt10 = len(retail6.task(10).ground_truth)
+    out = write_score(score_log(logs, retail6), tmp_path / "retail6")
+    doc = json.loads((out / "summary.json").read_text())
+    # the reference evaluator's view: the 48 logged tasks, every one replayed exactly
+    assert list(doc["reference_view"].items()) == [
+        ("n_tasks", 48), ("tool_succ", 1.0), ("result_succ", 1.0), ("joint_succ", 1.0),
+        ("micro_acc", 1.0), ("matched", 165 - gt10), ("total_gt", 165 - gt10),
+        ("label", "reference evaluator: tasks without a log left out"),
+    ]  # fmt: skip
+    summary, _ = read_score(out)
+    assert isinstance(summary.reference_view, ReferenceView)
+    assert summary.reference_view.total_gt == 165 - gt10 and summary.n_tasks == 49
+    doc["reference_view"]["n_tasks"] = "many"
+    (out / "summary.json").write_text(json.dumps(doc))
+    with pytest.raises(EgoBenchError, match=r"summary.json: not a score summary"):
+        read_score(out)

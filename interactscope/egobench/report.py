@@ -109,7 +109,7 @@ def _read(sources: list[ScoreSource], pool: bool) -> tuple[pd.DataFrame, pd.Data
         parts.append(frame)
         ref = summary.reference_view
         files.append({"agent": agent, "scenario": summary.scenario, "variant": summary.variant,
-                      "mode": mode, "n_valid": ref["n_tasks"], "micro": ref["micro_acc"]})  # fmt: skip
+                      "mode": mode, "n_valid": ref.n_tasks, "micro": ref.micro_acc})  # fmt: skip
     return pd.concat(parts, ignore_index=True), pd.DataFrame(files)
 
 
