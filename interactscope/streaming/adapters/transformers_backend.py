@@ -181,22 +181,22 @@ class TransformersAdapter(LocalEngineAdapter):
         return output_of(res)
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
-        from interactscope.streaming.protocol.prompts import build_messages
+        from interactscope.streaming.protocol.prompts import build_prompt
 
-        return self.generate(build_messages(request, frames_as=self.frames_as), request)
+        return self.generate(build_prompt(request, frames_as=self.frames_as), request)
 
     def respond_batch(self, requests: list[DecisionRequest]) -> list[AdapterOutput | Exception]:
         """Independent requests answered by one batched ``generate`` (the engine's
         ``chat_batch``: left padding, greedy answers equal to :meth:`respond`'s); a request whose
         prompt cannot be built or processed gets its :class:`AdapterError` in its slot.
         ``adapter.batch_size`` (the driver's chunk) bounds the batch; 1 answers one at a time."""
-        from interactscope.streaming.protocol.prompts import build_messages
+        from interactscope.streaming.protocol.prompts import build_prompt
 
         out: list[AdapterOutput | Exception | None] = [None] * len(requests)
         convs, slots = [], []
         for i, r in enumerate(requests):
             try:
-                convs.append(build_messages(r, frames_as=self.frames_as))
+                convs.append(build_prompt(r, frames_as=self.frames_as))
                 slots.append(i)
             except Exception as exc:  # noqa: BLE001 - recorded on the record, run goes on
                 out[i] = exc
