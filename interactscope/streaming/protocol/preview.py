@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.engines.base import Message, prompt_dicts
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import build_messages, online_turn, render_text
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
@@ -105,11 +106,12 @@ def _part(p: Any) -> PartPreview:
     return PartPreview(kind=str(kind))
 
 
-def preview_parts(messages: Sequence[dict[str, Any]]) -> list[MessagePreview]:
-    """Chat messages (string or part-list content, as :func:`build_messages` gives them) as
-    previews; what the engine-spy tests compare."""
+def preview_parts(messages: Sequence[Message | dict[str, Any]]) -> list[MessagePreview]:
+    """Chat messages, typed (:func:`build_prompt`) or in their dict form (string or part-list
+    content, as :func:`build_messages` gives them) as previews; what the engine-spy tests
+    compare."""
     out = []
-    for m in messages:
+    for m in prompt_dicts(messages):
         content = m["content"]
         parts = [content] if isinstance(content, str) else list(content)
         out.append(MessagePreview(role=m["role"], parts=[_part(p) for p in parts]))
