@@ -292,6 +292,10 @@ PLUGIN_SUMMARY = "plugins"
 names its own keys, which must lie under ``plugins.`` too (a plug-in never overwrites a paper
 number)."""
 
+_EGOBENCH = "egobench."
+"""Names of kind ``metrics`` that are EgoBench's (``interactscope.egobench.metrics.EGO_PREFIX``;
+not imported: the streaming scorer needs nothing of EgoBench)."""
+
 for _m in METRICS:
     registry.register("metrics", _m.name, _m)
 
@@ -329,14 +333,17 @@ def _plugin(name: str, target: Any) -> Metric:
 def metrics_table() -> tuple[Metric, ...]:
     """Every metric: :data:`METRICS` in its order, then the plug-ins (kind ``metrics``, by
     :func:`~interactscope.core.registry.register` or the entry point group
-    ``interactscope.metrics``) sorted by name. A plug-in cannot replace a built-in metric: its
-    name is taken by the built-in one. Without plug-ins this is :data:`METRICS` itself, so every
-    output keeps its bytes.
+    ``interactscope.metrics``; names starting ``egobench.`` are EgoBench's,
+    :func:`interactscope.egobench.metrics.ego_metrics`) sorted by name. A plug-in cannot
+    replace a built-in metric: its name is taken by the built-in one. Without plug-ins this is
+    :data:`METRICS` itself, so every output keeps its bytes.
 
     Raises:
         PluginError: a plug-in target that cannot be imported or is not a metric.
     """
-    extra = [n for n in registry.names("metrics") if n not in _BY_NAME]
+    extra = [
+        n for n in registry.names("metrics") if n not in _BY_NAME and not n.startswith(_EGOBENCH)
+    ]
     if not extra:
         return METRICS
     return METRICS + tuple(_plugin(n, registry.lookup("metrics", n, what="metric")) for n in extra)
