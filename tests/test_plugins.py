@@ -96,6 +96,8 @@ def test_a_plugin_backend_and_judge_work_by_name(tmp_path):
 
 
 def test_unknown_names_list_registered_and_entry_point_ones(tmp_path, monkeypatch):
+    import interactscope.streaming.adapters.registry  # noqa: F401 - registers the built-ins
+
     site = _install(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
     registry.refresh()
@@ -112,6 +114,8 @@ def test_unknown_names_list_registered_and_entry_point_ones(tmp_path, monkeypatc
 
 
 def test_register_lazy_target_explicit_wins_and_bad_target_is_one_line(monkeypatch):
+    import interactscope.streaming.judges  # noqa: F401 - its built-ins register before the swap
+
     monkeypatch.setattr(registry, "_TABLES", {})
     registry.register("judges", "x", "interactscope.streaming.judges.lexical:LexicalJudge")
     assert registry.lookup("judges", "x").__name__ == "LexicalJudge"  # imported on lookup
