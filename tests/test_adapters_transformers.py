@@ -199,9 +199,9 @@ def test_online_rolling_appends_only_what_is_new_and_keeps_own_answers(omni, med
         if outs:  # the model's previous answer is in the conversation it is re-shown
             assert (outs[-1].text.strip() or "<SILENT>") in call["text"][0]
         outs.append(out)
-    roles = [m["role"] for m in session.messages]
+    roles = [m.role for m in session.messages]
     assert roles == ["system", "user", "assistant"] + ["user", "assistant"] * (len(grid) - 1)
-    answers = [m["content"][0]["text"] for m in session.messages if m["role"] == "assistant"]
+    answers = [m.content[0].text for m in session.messages if m.role == "assistant"]
     assert answers == [o.text.strip() or "<SILENT>" for o in outs]
     with pytest.raises(AdapterError, match="forward in time"):
         session.step(_request(3.0, ob.observe(3.0, it), it=it))

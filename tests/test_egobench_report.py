@@ -184,3 +184,34 @@ def test_report_refuses_one_score_given_twice(two_agents):
     res = _report(a, a / "scores" / "retail1", "--out", base / "dup")
     assert res.exit_code == 1 and "already given by" in res.output
     assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_a_plugin_egobench_metric_is_a_report_column(scored, monkeypatch):
+    """The EgoBench metric table is the registry kind ``metrics`` (names ``egobench.*``): a
+    plug-in column after the paper's four, the paper's numbers unchanged (issue 23)."""
+    from interactscope.core import registry
+    from interactscope.egobench.metrics import ego_metrics
+
+    tmp, outs, runner = scored
+    monkeypatch.setitem(
+        registry.table("metrics"), "egobench.CallsPerTask", {"numerator": "matched"}
+    )
+    assert [m.name for m in ego_metrics()] == [
+        "JointSucc", "MicroAcc", "ToolSucc", "ResultSucc", "CallsPerTask"
+    ]  # fmt: skip
+    res = runner.invoke(app, ["ego", "report", *map(str, outs[:2]), "--out", str(tmp / "plug"),
+                              "--resamples", "200"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    table = pd.read_csv(tmp / "plug" / "report.csv")
+    r1 = table[(table["mode"] == "easy") & (table.variant == "retail1")].iloc[0]
+    r6 = table[(table["mode"] == "easy") & (table.variant == "retail6")].iloc[0]
+    # the GT replay of retail1 matches 79 calls over its 32 tasks; the empty log none of 49
+    assert r1.CallsPerTask == pytest.approx(79 / 32) and r6.CallsPerTask == 0.0
+    assert (r1.JointSucc, r1.MicroAcc, r6.JointSucc) == (1.0, 1.0, 0.0)
+    assert (
+        "| ResultSucc | CallsPerTask | MicroAcc ref. per-file |"
+        in (tmp / "plug" / "report.md").read_text()
+    )
+    monkeypatch.setitem(registry.table("metrics"), "egobench.Bad", {"numerator": "calls"})
+    with pytest.raises(registry.PluginError, match="calls is not a tasks.csv column"):
+        ego_metrics()

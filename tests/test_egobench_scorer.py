@@ -259,7 +259,7 @@ def test_log_missing_one_task_and_shuffled(retail6, tmp_path):
     assert (s.n_tasks, s.n_logged, s.mode) == (49, 48, "hard")
     assert s.joint_succ == pytest.approx(48 / 49)
     assert s.micro_acc == pytest.approx((165 - gt10) / 165)
-    assert (s.reference_view["n_tasks"], s.reference_view["joint_succ"]) == (48, 1.0)
+    assert (s.reference_view.n_tasks, s.reference_view.joint_succ) == (48, 1.0)
     skip = score_log(path, retail6, settings=ScoreSettings(missing_log="skip")).summary
     assert (skip.n_tasks, skip.joint_succ, skip.micro_acc) == (48, 1.0, 1.0)
 

@@ -1,6 +1,7 @@
 """Plug-ins by name through the one registry (interactscope/core/registry.py): a third-party
-package, installed only as a dist-info with ``entry_points.txt`` on ``sys.path``, adds a backend
-and a judge that ``collect --model`` and ``score --judge`` then use without any edit of ours."""
+package, installed only as a dist-info with ``entry_points.txt`` on ``sys.path``, adds a backend,
+a judge and a metric that ``collect --model``, ``score --judge`` and ``score --json`` then use
+without any edit of ours."""
 
 from __future__ import annotations
 
@@ -39,6 +40,11 @@ class AlwaysYes(Judge):
 
 def make_judge(arg, **options):
     return AlwaysYes(arg)
+
+def hits_per_target():
+    """A plug-in metric: the fields of a Metric (its summary.json keys default to plugins.)."""
+    return {"display": "hits/target", "numerator": "hits", "denominator": "targets",
+            "tasks": ["T2"], "section": "plug-in", "paper": False}
 '''
 
 
@@ -52,7 +58,8 @@ def _install(site: Path) -> Path:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: isc-plugin-demo\nVersion: 0.1\n")
     (info / "entry_points.txt").write_text(
         "[interactscope.backends]\nparrot = isc_plugin_demo:Parrot\n\n"
-        "[interactscope.judges]\nalways-yes = isc_plugin_demo:make_judge\n"
+        "[interactscope.judges]\nalways-yes = isc_plugin_demo:make_judge\n\n"
+        "[interactscope.metrics]\nhits-per-target = isc_plugin_demo:hits_per_target\n"
     )
     return site
 
@@ -76,14 +83,21 @@ def test_a_plugin_backend_and_judge_work_by_name(tmp_path):
     rows = [json.loads(x) for x in (run / "responses.jsonl").read_text().splitlines()]
     assert rows and {r["text"] for r in rows} == {"plugin says hi"}
     assert json.loads((run / "run.json").read_text())["backend"] == "parrot"
-    res = subprocess.run([*cli, "score", str(run), "--judge", f"always-yes:{log}"],
+    res = subprocess.run([*cli, "score", str(run), "--judge", f"always-yes:{log}", "--json"],
                          capture_output=True, text=True, env=env)  # fmt: skip
     assert res.returncode == 0, res.stderr
     judged = [json.loads(x) for x in log.read_text().splitlines()]
     assert judged == [["the kettle boils", "plugin says hi"]]  # one target, one first response
+    # the plug-in metric: 1 hit (always-yes on the one first response) / 1 target of T2
+    metrics = json.loads(res.stdout)["summary"]["metrics"]
+    assert metrics["plugins"] == {"hits-per-target": {"value": 1.0, "numerator": 1,
+                                                      "denominator": 1}}  # fmt: skip
+    assert metrics["tasks"]["T2"]["score"] == 1.0
 
 
 def test_unknown_names_list_registered_and_entry_point_ones(tmp_path, monkeypatch):
+    import interactscope.streaming.adapters.registry  # noqa: F401 - registers the built-ins
+
     site = _install(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
     registry.refresh()
@@ -100,6 +114,8 @@ def test_unknown_names_list_registered_and_entry_point_ones(tmp_path, monkeypatc
 
 
 def test_register_lazy_target_explicit_wins_and_bad_target_is_one_line(monkeypatch):
+    import interactscope.streaming.judges  # noqa: F401 - its built-ins register before the swap
+
     monkeypatch.setattr(registry, "_TABLES", {})
     registry.register("judges", "x", "interactscope.streaming.judges.lexical:LexicalJudge")
     assert registry.lookup("judges", "x").__name__ == "LexicalJudge"  # imported on lookup

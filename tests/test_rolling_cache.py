@@ -179,16 +179,18 @@ def test_tight_audio_padding_matches_the_window_padding():
 
 
 def test_frames_leave_k_at_a_time():
+    from interactscope.engines.base import Message, VideoPart
+
     def conv(n):
-        video = {"type": "video", "video": [np.zeros((2, 2, 3), np.uint8)] * n,
-                 "pts_s": [float(i) for i in range(n)]}  # fmt: skip
-        return [{"role": "user", "content": [video]}]
+        video = VideoPart(frames=[np.zeros((2, 2, 3), np.uint8)] * n,
+                          pts_s=[float(i) for i in range(n)])  # fmt: skip
+        return [Message(role="user", content=[video])]
 
     m = conv(5)
     assert _drop_oldest_frames(m, 5, 3) == 0  # at the cap: nothing leaves
     m = conv(6)
-    assert _drop_oldest_frames(m, 5, 3) == 3 and len(m[0]["content"][0]["video"]) == 3
-    assert m[0]["content"][0]["pts_s"] == [3.0, 4.0, 5.0]
+    assert _drop_oldest_frames(m, 5, 3) == 3 and len(m[0].content[0].frames) == 3
+    assert m[0].content[0].pts_s == [3.0, 4.0, 5.0]
     m = conv(6)
     assert _drop_oldest_frames(m, 5, 1) == 1  # K = 1: exactly the cap
     m = conv(7)

@@ -10,7 +10,7 @@ from typing import Any
 
 import typer
 
-from interactscope.cli.app import app
+from interactscope.cli.app import App, app
 from interactscope.cli.common import fail
 
 B_HELP = "Bootstrap resamples B."
@@ -36,7 +36,6 @@ def compare(
     differ in percentage points, output volume in responses/min. Runs over different benchmarks
     or interaction sets are refused."""
     from interactscope.stats import BootstrapOptions
-    from interactscope.streaming.analysis import AnalysisError
     from interactscope.streaming.analysis.compare import compare_runs
     from interactscope.streaming.analysis.output import write_table
 
@@ -44,7 +43,7 @@ def compare(
         c = compare_runs(
             run_a, run_b, options=BootstrapOptions.of(n_resamples=resamples, seed=seed)
         )
-    except (AnalysisError, ValueError) as exc:
+    except ValueError as exc:  # plain ValueErrors: bad options
         fail(str(exc))
     meta = {"runs": c.runs, "options": c.options, "notes": c.notes}
     if as_json:
@@ -81,13 +80,12 @@ def report(
     ablation, history.n/cooldown_s runs the T8-A policy controls, grid.step_s runs the schedule
     control, each paired with the main run of the same model. See OUT/report.md."""
     from interactscope.stats import BootstrapOptions
-    from interactscope.streaming.analysis import AnalysisError
     from interactscope.streaming.analysis.report import build_report
 
     try:
         opts = BootstrapOptions.of(n_resamples=resamples, seed=seed)
         rep = build_report(runs, out, options=opts, judge=judge, beyond=not no_beyond)
-    except (AnalysisError, ValueError) as exc:
+    except ValueError as exc:  # plain ValueErrors: bad options
         fail(str(exc))
     for name, paths in rep.files.items():
         typer.echo(f"{name}: " + ", ".join(p.name for p in paths))
@@ -96,7 +94,7 @@ def report(
     typer.echo(f"wrote {out / 'report.md'}")
 
 
-control_app = typer.Typer(
+control_app = App(
     no_args_is_help=True,
     help="Evidence controls (docs/protocol.md, controls): scene ablation, request prior, blind "
     "fire, history/cooldown, decision schedule. Each writes NAME.csv/.md/.json into --out.",
@@ -144,12 +142,11 @@ def _control_command(spec: Any) -> Any:
 
     def command(**kwargs: Any) -> None:
         from interactscope.stats import BootstrapOptions
-        from interactscope.streaming.analysis import AnalysisError
 
         out, resamples = kwargs.pop("out"), kwargs.pop("resamples")
         try:
             result = spec.runner()(kwargs, BootstrapOptions.of(n_resamples=resamples))
-        except (AnalysisError, ValueError) as exc:
+        except ValueError as exc:  # plain ValueErrors: bad options
             fail(str(exc))
         _emit(result, out)
 

@@ -1,13 +1,58 @@
-"""The typer application object; command modules register on it."""
+"""The typer application object; command modules register on it.
+
+Every command is registered through :class:`App`, whose ``command`` decorator wraps the
+function in :func:`one_line_errors`: an :class:`InteractScopeError` escaping any command is
+printed as one red line and the command exits 1. Commands therefore catch nothing of the
+package's own errors, only what they word differently (issue 23)."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 
 import typer
 from typer.core import TyperGroup, TyperOption
 
+from interactscope.cli.common import fail
+from interactscope.core.errors import InteractScopeError
 from interactscope.core.resources import package_version
+
+EXIT_ERROR = 1
+"""Exit code of a command stopped by an :class:`InteractScopeError` (bad input, a run folder
+that cannot be resumed, an engine that fails)."""
+
+
+def one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
+    """``command`` with the one handler of the package's errors: an
+    :class:`InteractScopeError` becomes its message on stderr (one line by the errors'
+    contract; a benchmark's problem list keeps its lines; API keys masked) and exit
+    :data:`EXIT_ERROR`, never a traceback. ``functools.wraps`` keeps the
+    signature, so typer reads the same options."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return command(*args, **kwargs)
+        except InteractScopeError as exc:
+            fail(str(exc).strip() or type(exc).__name__, EXIT_ERROR)
+
+    return run
+
+
+class App(typer.Typer):
+    """A ``typer.Typer`` whose commands run inside :func:`one_line_errors` (command groups
+    such as ``ego`` and ``control`` are ``App`` too). The decorated function is returned
+    unchanged, so tests and other modules can still call it directly."""
+
+    def command(self, *args: Any, **kwargs: Any) -> Callable[[Callable[..., Any]], Any]:
+        register = super().command(*args, **kwargs)
+
+        def decorator(f: Callable[..., Any]) -> Callable[..., Any]:
+            register(one_line_errors(f))
+            return f
+
+        return decorator
 
 
 def _hide_flag_types(cmd: Any, ctx: Any) -> None:
@@ -42,7 +87,7 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-app = typer.Typer(
+app = App(
     cls=_Group,
     add_completion=False,
     no_args_is_help=True,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import typer
 
-from interactscope.cli.app import app
+from interactscope.cli.app import App, app
 from interactscope.cli.common import fail
 
-ego_app = typer.Typer(
+ego_app = App(
     no_args_is_help=True,
     help="EgoBench: interactive tool-use tasks scored on a database state "
     "(validate data, score logs, report tables). Without --data the package's copy is used.",
@@ -49,14 +49,11 @@ def validate(
     files of a scenario this version does not play are reported, not checked.
 
     Exit 0 when there is no new problem and no unknown variant, else 1."""
-    from interactscope.egobench import EgoBenchError, list_variants
+    from interactscope.egobench import list_variants
     from interactscope.egobench.checks import load_known, validate_folder
 
     d = _data(data)
-    try:
-        shipped = list_variants(d)
-    except EgoBenchError as exc:
-        fail(str(exc))
+    shipped = list_variants(d)
     for name in variant:
         if name not in shipped:
             fail(
@@ -64,11 +61,8 @@ def validate(
                 f"the variants in {d}: {', '.join(shipped)}"
             )
     names = variant or shipped
-    try:
-        rep = validate_folder(d, names)
-        defects = load_known(d)
-    except EgoBenchError as exc:
-        fail(str(exc))
+    rep = validate_folder(d, names)
+    defects = load_known(d)
     for p in rep.new:
         typer.echo(p.line())
     for p in rep.unknown:
@@ -117,13 +111,9 @@ def import_official_cmd(
     """Convert an official EgoBench repository (tasks, tool schemas, seed databases read from
     tools/*/*_init.py as literals, never executed) into a data folder for --data, and say what
     was converted (OUT/import_report.json)."""
-    from interactscope.egobench import EgoBenchError
     from interactscope.egobench.import_official import import_official, summary_lines
 
-    try:
-        rep = import_official(path, out, video_dir=video_dir)
-    except EgoBenchError as exc:
-        fail(str(exc))
+    rep = import_official(path, out, video_dir=video_dir)
     for line in summary_lines(rep):
         typer.echo(line)
     vd = f" --video-dir {rep.video_dir}" if rep.video_dir else ""
@@ -159,15 +149,13 @@ def _run_score_settings(run: Path, set_: list[str], reference: str | None):
     from pydantic import ValidationError
 
     from interactscope.cli.common import parse_sets
-    from interactscope.egobench.run_folder import EgoRunError, load_run
+    from interactscope.egobench.run_folder import load_run
     from interactscope.egobench.run_score import run_profile
     from interactscope.egobench.settings import ScoreSettings
 
     try:
         base = run_profile(load_run(run)[0].settings)
         return ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
-    except EgoRunError as exc:
-        fail(str(exc).splitlines()[0])
     except ValidationError as exc:
         e = exc.errors()[0]
         fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
@@ -216,7 +204,6 @@ def score(
         fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
 
     from interactscope.egobench import (
-        EgoBenchError,
         load_variant,
         score_log,
         write_score,
@@ -224,11 +211,8 @@ def score(
     from interactscope.egobench.scorer import PRINTED_COLUMNS
 
     settings = _score_settings(set_, reference or "ours")
-    try:
-        v = load_variant(_data(data), variant)
-        result = score_log(log, v, settings=settings, mode=mode)
-    except EgoBenchError as exc:
-        fail(str(exc))
+    v = load_variant(_data(data), variant)
+    result = score_log(log, v, settings=settings, mode=mode)
     write_score(result, out)
     typer.echo(result.frame()[PRINTED_COLUMNS].to_string(index=False))
     s = result.summary
@@ -256,14 +240,9 @@ def report(
     cluster-bootstrap intervals (cluster = task; across variants cluster = variant), error
     classes, pooled and per-file MicroAcc, and every other agent's paired difference against the
     first run's agent on the tasks both played."""
-    from interactscope.egobench import EgoBenchError
     from interactscope.egobench.report import markdown, write_report
-    from interactscope.egobench.run_folder import EgoRunError
 
-    try:
-        table, paths, notes = write_report(outs, out, n_resamples=resamples, seed=seed, pool=pool)
-    except (EgoBenchError, EgoRunError) as exc:
-        fail(str(exc).splitlines()[0])
+    table, paths, notes = write_report(outs, out, n_resamples=resamples, seed=seed, pool=pool)
     typer.echo(markdown(table))
     for n in notes:
         typer.secho(f"note: {n}", fg=typer.colors.YELLOW, err=True)

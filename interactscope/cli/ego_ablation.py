@@ -24,14 +24,12 @@ def ablation(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Score each run (into RUN/scores) and write the ablation table; print it as Markdown."""
-    from interactscope.egobench import EgoBenchError
     from interactscope.egobench.egointeract.ablation import (
         ablation_table,
         load_policy,
         markdown,
         write_ablation,
     )
-    from interactscope.egobench.run_folder import EgoRunError
 
     if cluster not in ("task", "variant"):
         fail(f"--cluster {cluster!r}: expected task or variant")
@@ -40,7 +38,7 @@ def ablation(
         table, notes = ablation_table(
             policies, reference=reference, cluster=cluster, n_resamples=resamples, seed=seed
         )
-    except (EgoBenchError, EgoRunError, ValueError) as exc:
+    except ValueError as exc:  # plain ValueErrors: bad --reference, no common task
         fail(str(exc).splitlines()[0])
     paths = write_ablation(table, notes, out)
     typer.echo(markdown(table), nl=False)

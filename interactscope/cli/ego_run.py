@@ -33,10 +33,7 @@ def _run(
     from pydantic import ValidationError
 
     from interactscope.egobench import package_data_dir
-    from interactscope.egobench.run_folder import EgoRunError
     from interactscope.egobench.runner import RunRequest, execute, prepare
-    from interactscope.media import MediaError
-    from interactscope.runs.common import RunLogError
 
     try:
         req = RunRequest(
@@ -63,7 +60,7 @@ def _run(
     try:
         with interrupts(out), disk_errors(out):
             return execute(run, progress=None if quiet else _progress)
-    except (EgoRunError, RunLogError, MediaError, FileNotFoundError) as exc:
+    except FileNotFoundError as exc:
         fail(str(exc).splitlines()[0])
 
 
@@ -189,14 +186,9 @@ def score_run_cmd(
 def score_run_with(run: Path, out: Path | None, data: Path | None, settings: Any = None) -> None:
     """``ego score RUN``: score and print; ``settings`` (a ``ScoreSettings``) overrides the run's
     own profile."""
-    from interactscope.egobench import EgoBenchError
-    from interactscope.egobench.run_folder import EgoRunError
     from interactscope.egobench.run_score import headline, score_run
 
-    try:
-        score = score_run(run, out, data=data, settings=settings)
-    except (EgoBenchError, EgoRunError) as exc:
-        fail(str(exc).splitlines()[0])
+    score = score_run(run, out, data=data, settings=settings)
     for name, r in score.results.items():
         s = r.summary
         typer.echo(
@@ -227,12 +219,9 @@ def merge(
 ) -> None:
     """Join the shards of one EgoBench run into one folder (refuses gaps, overlaps and shards
     with other settings)."""
-    from interactscope.egobench.run_folder import EgoRunError, merge_runs
+    from interactscope.egobench.run_folder import merge_runs
 
-    try:
-        m = merge_runs(runs, out)
-    except EgoRunError as exc:
-        fail(str(exc))
+    m = merge_runs(runs, out)
     typer.echo(f"{out}: {m.summary['episodes']} episodes from {len(runs)} shards")
 
 
@@ -249,17 +238,14 @@ def demo(
     """Play a few shipped tasks of every variant (oracle agent, scripted user by default),
     score them and print the result in two lines."""
     setup_logging(False)
-    from interactscope.egobench import EgoBenchError, list_variants, package_data_dir
+    from interactscope.egobench import list_variants, package_data_dir
     from interactscope.egobench.run_score import headline, score_run
 
     variants = list_variants(package_data_dir())
     if mode != "easy" or agent != "oracle" or user != "scripted":
         out = out.with_name(f"{out.name}-{agent}-{user}-{mode}".replace(":", "_").replace("/", "_"))
     result = _run(agent, user, None, variants, mode, out, None, tasks, None, {}, quiet=True)
-    try:
-        score = score_run(out)
-    except EgoBenchError as exc:
-        fail(str(exc))
+    score = score_run(out)
     typer.echo(
         f"ego demo: agent {agent}, user {user}, {mode} mode, {len(variants)} variants, "
         f"tasks {tasks}: {result.written} played, {result.skipped} resumed -> {out}"

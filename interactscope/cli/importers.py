@@ -40,21 +40,18 @@ def import_cmd(
     OUT/import-report.json (converted, dropped and why, fields ignored) and validate it.
 
     Missing videos are listed, not fatal. Exit code 1 when the result has other problems."""
-    from interactscope.streaming.importers import ImporterError, import_benchmark
+    from interactscope.streaming.importers import import_benchmark
 
-    try:
-        with disk_errors(out):
-            rep = import_benchmark(
-                format_name,
-                src,
-                out,
-                videos=videos,
-                settings=parse_sets(sets),
-                probe_media=not no_probe,
-                force=force,
-            )
-    except ImporterError as exc:
-        fail(str(exc))
+    with disk_errors(out):
+        rep = import_benchmark(
+            format_name,
+            src,
+            out,
+            videos=videos,
+            settings=parse_sets(sets),
+            probe_media=not no_probe,
+            force=force,
+        )
     typer.echo(
         f"{rep.format}: {plural(rep.items_read, 'item')} read, "
         f"{plural(rep.interactions, 'interaction')}, {plural(rep.targets, 'target')}, "
@@ -93,13 +90,10 @@ def audit_exposure_cmd(
 ) -> None:
     """How many seconds of media after the query/probe time the peer's own pipeline shows the
     model, and whether the reference is in its prompt: mean, max, share of items affected."""
-    from interactscope.streaming.importers import ImporterError, audit_exposure
+    from interactscope.streaming.importers import audit_exposure
     from interactscope.streaming.importers.exposure import format_table, write_csv
 
-    try:
-        rows, summary = audit_exposure(format_name, src, videos=videos, pipeline=pipeline)
-    except ImporterError as exc:
-        fail(str(exc))
+    rows, summary = audit_exposure(format_name, src, videos=videos, pipeline=pipeline)
     if out is not None:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_csv(rows, out)
@@ -123,7 +117,6 @@ def score_peer_cmd(
     from interactscope.streaming.bench import BenchmarkError, load_benchmark
     from interactscope.streaming.importers.peer_scoring import (
         VARIANTS,
-        PeerScoringError,
         score_peer,
     )
     from interactscope.streaming.schema import ResponseRecord, RunManifest
@@ -149,15 +142,12 @@ def score_peer_cmd(
     except BenchmarkError as exc:
         fail(f"benchmark of {run}: {exc.problems[0]} (and {len(exc.problems) - 1} more)")
     ids = set(manifest.interaction_ids or [it.id for it in b.interactions])
-    try:
-        score = score_peer(
-            variant,
-            [it for it in b.interactions if it.id in ids],
-            list(records.values()),
-            tolerance,
-        )
-    except PeerScoringError as exc:
-        fail(str(exc))
+    score = score_peer(
+        variant,
+        [it for it in b.interactions if it.id in ids],
+        list(records.values()),
+        tolerance,
+    )
     dest = run / PEER_SCORES_DIR
     dest.mkdir(exist_ok=True)
     write_atomic((dest / f"{variant}.json"), score.model_dump_json(indent=2) + "\n")

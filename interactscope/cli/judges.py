@@ -32,16 +32,13 @@ def compare_judges_cmd(
     pairs, and the pairs they judged differently (text, both outcomes, a link into RUN/view.html
     when it exists). Writes nothing but the verdict cache (and --out)."""
     setup_logging(verbose)
-    from interactscope.runs.common import RunLogError
     from interactscope.streaming.analysis.judge_agreement import compare_judges, format_agreement
-    from interactscope.streaming.bench import BenchmarkError
-    from interactscope.streaming.judges import JudgeError
 
     try:
         rep = compare_judges(
             run, judges[0], judges[1], cache_path=cache, tolerance_s=tolerance, merge_s=merge_s
         )
-    except (JudgeError, RunLogError, BenchmarkError, ValueError) as exc:
+    except ValueError as exc:  # plain ValueErrors; a benchmark's first problem
         fail(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     typer.echo(format_agreement(rep, max_listed=listed))
     if out is not None:

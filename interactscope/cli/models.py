@@ -9,7 +9,7 @@ from pathlib import Path
 import typer
 
 from interactscope.cli.app import app
-from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, fail, interrupts
+from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, interrupts
 
 
 def _rows(panel_name: str) -> list[dict]:
@@ -50,12 +50,9 @@ def models(
     Use a name with `interactscope collect --model NAME`, or run the rows that can run with
     `interactscope collect --panel paper`; copy a bundled file into ./configs/models/ to change
     it (the local copy then shadows the bundled one)."""
-    from interactscope.streaming.panel import GROUP_TITLES, PanelError
+    from interactscope.streaming.panel import GROUP_TITLES
 
-    try:
-        rows = _rows(panel)
-    except PanelError as exc:
-        fail(str(exc))
+    rows = _rows(panel)
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
         return
@@ -80,17 +77,12 @@ def collect_panel(
     then the paper's tables over the panel (OUT/report/) and a leaderboard; one line per
     skipped row; each row's progress bar; Ctrl-C / SIGTERM print the resume line (a re-run
     resumes every row's folder). Exit 3 when a row failed to collect."""
-    from interactscope.streaming.analysis.errors import CompareError
-    from interactscope.streaming.judges import JudgeError
-    from interactscope.streaming.panel import PanelError, load_panel, run_panel
+    from interactscope.streaming.panel import load_panel, run_panel
 
-    try:
-        with interrupts(out), disk_errors(out):
-            res = run_panel(
-                load_panel(name), bench, out, limit=limit, echo=typer.echo, progress=progress
-            )
-    except (PanelError, CompareError, JudgeError) as exc:
-        fail(str(exc))
+    with interrupts(out), disk_errors(out):
+        res = run_panel(
+            load_panel(name), bench, out, limit=limit, echo=typer.echo, progress=progress
+        )
     if res.leaderboard:
         typer.echo(f"\nPanel {name} (% of targets [95% CI]):\n\n{res.leaderboard}")
         typer.echo(f"\ntables: {res.report}")

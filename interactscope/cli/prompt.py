@@ -24,10 +24,9 @@ def build_previews(
     ``frames_as``, its own part rewrite, frames at its consumer side; Online Rolling
     (``protocol: online``) as turn 1 and the turn at t (default: the second decision point).
     Raises ``typer.Exit`` with one line on any bad input."""
-    from interactscope.streaming.adapters.base import AdapterError
     from interactscope.streaming.adapters.registry import load_model_config
     from interactscope.streaming.bench import BenchmarkError, load_benchmark
-    from interactscope.streaming.collect import CollectError, resolve_settings
+    from interactscope.streaming.collect import resolve_settings
     from interactscope.streaming.protocol.observation import Observer
     from interactscope.streaming.protocol.requests import interaction_grid
 
@@ -35,8 +34,8 @@ def build_previews(
         name, config = load_model_config(model)
         settings = resolve_settings(config, overrides)
         b = load_benchmark(bench, media_errors="record")
-    except (AdapterError, CollectError, BenchmarkError) as exc:
-        fail(str(exc).splitlines()[0] if isinstance(exc, BenchmarkError) else str(exc))
+    except BenchmarkError as exc:  # the first problem; `validate` lists them all
+        fail(str(exc).splitlines()[0])
     text_only = config.get("sees_pixels") is False or config.get("backend") == "cascade"
     view = engine_view(name, config, settings)
     out = []

@@ -186,30 +186,26 @@ def collect(
         fail("collect needs --model NAME (or --panel NAME); `interactscope models` lists them")
     if dry_run:
         return _dry_run(model, bench, set_, only, task)
-    from interactscope.streaming.collect import CollectError
 
     opts = ray_options.ray_options(ray, ray_address, workers, gpus_per_worker)
     run = ray_options.collector(opts)
     overrides = parse_sets(set_)
     subset = _subset(only, task, ray=opts is not None)
-    try:
-        with interrupts(out), disk_errors(out):
-            summary = run(
-                model=model,
-                bench=bench,
-                out=out,
-                protocol=protocol,
-                overrides=overrides,
-                shard=shard,
-                limit=limit,
-                batch_size=batch_size,
-                retry_errors=retry_errors,
-                progress=not no_progress,
-                command=sys.argv,
-                **subset,
-            )
-    except CollectError as exc:
-        fail(str(exc))
+    with interrupts(out), disk_errors(out):
+        summary = run(
+            model=model,
+            bench=bench,
+            out=out,
+            protocol=protocol,
+            overrides=overrides,
+            shard=shard,
+            limit=limit,
+            batch_size=batch_size,
+            retry_errors=retry_errors,
+            progress=not no_progress,
+            command=sys.argv,
+            **subset,
+        )
     typer.echo(f"{out}: {summary.line()}")
     _exit_on_record_errors(out)
 
@@ -224,12 +220,9 @@ def _dry_run(
     points: list[tuple[str | None, None]] = [(None, None)]
     ids, tasks = split_list(only, "--only") or [], split_list(task, "--task") or []
     if ids or tasks:
-        from interactscope.streaming.bench import BenchmarkError, load_benchmark
+        from interactscope.streaming.bench import load_benchmark
 
-        try:
-            b = load_benchmark(bench, media_errors="record")
-        except BenchmarkError as exc:
-            fail(str(exc).splitlines()[0])
+        b = load_benchmark(bench, media_errors="record")
         chosen = [
             it.id
             for it in b.interactions
@@ -287,8 +280,8 @@ def run_guard(run: Path, purpose: str) -> Iterator[Any]:
     with disk_errors(run), contextlib.ExitStack() as stack:
         try:
             stack.enter_context(run_lock(run, purpose, create=False))
-        except RunLockedError as exc:
-            fail(str(exc))
+        except RunLockedError:  # another process holds it: the App handler prints it
+            raise
         except RunLogError as exc:  # a read-only run folder: score it unlocked
             typer.secho(f"warning: {exc}; going on without a lock", fg="yellow", err=True)
         try:
@@ -391,8 +384,6 @@ def score(
     (byte-identical on re-score) and prints the paper's tables. Targets whose decision points
     all carry infrastructure errors are left out of every score and named in a warning."""
     setup_logging(verbose)
-    from interactscope.runs.common import RunLogError
-    from interactscope.streaming.judges import JudgeError
     from interactscope.streaming.scoring.run import score_run
 
     try:
@@ -408,7 +399,7 @@ def score(
                 out_dir=out,
                 completeness=completeness,
             )
-    except (JudgeError, RunLogError, ValueError) as exc:
+    except ValueError as exc:  # plain ValueErrors: e.g. an unknown --infra-errors rule
         fail(str(exc))
     env_lines, env_doc = _environment_scores(
         run, out or run / "scores", tolerance, merge_s, infra_rule
@@ -493,14 +484,10 @@ def merge(
     Refuses shards with different settings, models, benchmarks or N, overlapping interactions,
     and (unless --allow-incomplete) missing shards, unfinished shards or missing decision
     points, listing what is missing."""
-    from interactscope.runs.common import RunLogError
     from interactscope.streaming.collect import run_merge
 
-    try:
-        with disk_errors(out):
-            m = run_merge([str(r) for r in runs], out, allow_incomplete=allow_incomplete)
-    except RunLogError as exc:
-        fail(str(exc))
+    with disk_errors(out):
+        m = run_merge([str(r) for r in runs], out, allow_incomplete=allow_incomplete)
     for line in m.incomplete or []:
         typer.secho(f"warning: merged incomplete: {line}", fg=typer.colors.YELLOW, err=True)
     n = len(m.interaction_ids or [])
@@ -531,16 +518,13 @@ def demo(
 
     With --model NAME: collect and score that model alone (e.g. --model oracle, scores 1.0)."""
     setup_logging(False)
-    from interactscope.streaming.collect import CollectError, run_collect
+    from interactscope.streaming.collect import run_collect
 
     if model is None:
         _demo_panel(out or Path("runs") / "demo", judge, cpu_limit, resamples)
         return
     out = out or Path("runs") / f"demo-{model}"
-    try:
-        summary = run_collect(model=model, bench=DEMO_BENCH, out=out, command=sys.argv)
-    except CollectError as exc:
-        fail(str(exc))
+    summary = run_collect(model=model, bench=DEMO_BENCH, out=out, command=sys.argv)
     typer.echo(f"{out}: {summary.line()}")
     if any((c.name or c.callback.__name__) == "score" for c in app.registered_commands):
         args = ["score", str(out), "--judge", judge]
@@ -550,16 +534,10 @@ def demo(
 
 
 def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
-    from interactscope.streaming.analysis.errors import CompareError
-    from interactscope.streaming.collect import CollectError
     from interactscope.streaming.demo import DemoSettings, run_panel
-    from interactscope.streaming.judges import JudgeError
 
     settings = DemoSettings(judge=judge, cpu_limit=cpu_limit, resamples=resamples)
-    try:
-        res = run_panel(DEMO_BENCH, out, settings, command=sys.argv, echo=typer.echo)
-    except (CollectError, CompareError, JudgeError) as exc:
-        fail(str(exc))
+    res = run_panel(DEMO_BENCH, out, settings, command=sys.argv, echo=typer.echo)
     typer.echo(f"\nLeaderboard (demo benchmark, judge {judge}; % of targets [95% CI]):\n")
     typer.echo(res.leaderboard)
     typer.echo(
@@ -606,13 +584,13 @@ def observe(
 ) -> None:
     """Print what a model would receive at time t: frame times, frame size, audio samples,
     transcript. For checking causality by hand (docs/protocol.md, causal observation)."""
-    from interactscope.media import AsrSettings, MediaError
+    from interactscope.media import AsrSettings
     from interactscope.media import observe as observe_media
 
     asr = AsrSettings(
         backend=asr_backend, model=str(asr_model) if asr_model else None, strict=asr_strict
     )
-    from interactscope.streaming.bench import BenchmarkError, packaged_media
+    from interactscope.streaming.bench import packaged_media
 
     side, rule = _model_frame_budget(model) if model else (None, "source size")
     try:
@@ -630,7 +608,7 @@ def observe(
             store_max_side=side,
         )
         obs["frames_consumer"] = rule
-    except (MediaError, BenchmarkError, ValueError) as exc:
+    except ValueError as exc:  # plain ValueErrors: bad --frames / --audio values
         fail(str(exc))
     except OSError as exc:
         fail(f"{save}: cannot write ({exc.strerror or exc}); check the folder")
@@ -653,13 +631,10 @@ def _model_frame_budget(model: str) -> tuple[Any, str]:
     ``typer.Exit`` with one line on a bad config."""
     from interactscope.streaming.adapters.base import AdapterError
     from interactscope.streaming.adapters.registry import build_adapter, load_model_config
-    from interactscope.streaming.collect import CollectError, resolve_settings
+    from interactscope.streaming.collect import resolve_settings
 
-    try:
-        name, config = load_model_config(model)
-        settings = resolve_settings(config, {})
-    except (AdapterError, CollectError) as exc:
-        fail(str(exc))
+    name, config = load_model_config(model)
+    settings = resolve_settings(config, {})
     try:
         adapter = build_adapter(name, config, settings)
     except (AdapterError, ImportError) as exc:

@@ -42,7 +42,7 @@ def view(
     setup_logging(verbose)
     from pydantic import ValidationError
 
-    from interactscope.view import ViewError, ViewSettings, write_view
+    from interactscope.view import ViewSettings, write_view
 
     try:
         settings = ViewSettings(
@@ -56,9 +56,6 @@ def view(
         err = exc.errors()[0]
         option = _OPTION.get(str(err["loc"][0]), str(err["loc"][0]))
         fail(f"view: {option}: {err['msg']}")
-    try:
-        path = write_view(runs, out, settings)
-    except ViewError as exc:
-        fail(str(exc))
+    path = write_view(runs, out, settings)
     size = path.stat().st_size / 1e6
     typer.echo(f"wrote {path} ({size:.1f} MB); open it in a browser")

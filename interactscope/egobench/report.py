@@ -19,10 +19,13 @@ from pydantic import BaseModel
 from interactscope.core.files import write_atomic
 from interactscope.egobench.data import EgoBenchError
 from interactscope.egobench.errors import CLASSES
+from interactscope.egobench.metrics import EGO_METRICS, ego_metrics
 from interactscope.egobench.scorer import read_score
 from interactscope.stats import StatsWarning, bootstrap_metrics
 
-METRICS = ("JointSucc", "MicroAcc", "ToolSucc", "ResultSucc")
+METRICS = tuple(m.name for m in EGO_METRICS)
+"""The paper's columns (:data:`~interactscope.egobench.metrics.EGO_METRICS`); plug-in metrics
+(:func:`~interactscope.egobench.metrics.ego_metrics`) follow them."""
 UNKNOWN_AGENT = "unknown"
 """The agent of a score folder written by ``ego score --log`` (no run folder above it)."""
 
@@ -109,18 +112,17 @@ def _read(sources: list[ScoreSource], pool: bool) -> tuple[pd.DataFrame, pd.Data
         parts.append(frame)
         ref = summary.reference_view
         files.append({"agent": agent, "scenario": summary.scenario, "variant": summary.variant,
-                      "mode": mode, "n_valid": ref["n_tasks"], "micro": ref["micro_acc"]})  # fmt: skip
+                      "mode": mode, "n_valid": ref.n_tasks, "micro": ref.micro_acc})  # fmt: skip
     return pd.concat(parts, ignore_index=True), pd.DataFrame(files)
 
 
 def _ratios(frame: pd.DataFrame, cluster: str) -> dict[str, tuple]:
+    """Bootstrap inputs of every metric: name -> (numerators, denominators or None, clusters)."""
     c = frame[cluster].astype(str).to_numpy()
     col = lambda name: frame[name].astype(float).to_numpy()  # noqa: E731
     return {
-        "JointSucc": (col("joint_succ"), None, c),
-        "MicroAcc": (col("matched"), col("total_gt"), c),
-        "ToolSucc": (col("tool_succ"), None, c),
-        "ResultSucc": (col("result_succ"), None, c),
+        m.name: (col(m.numerator), None if m.denominator is None else col(m.denominator), c)
+        for m in ego_metrics()
     }
 
 
@@ -135,7 +137,7 @@ def _row(g: pd.DataFrame, f: pd.DataFrame, cluster: str, boot: dict, notes: list
     notes += [f"{a} {scen}/{variant}/{mode}: {w.message}" for w in caught]
     row = {"agent": a, "scenario": scen, "variant": variant, "mode": mode, "cluster": cluster,
            "n_tasks": len(g), "n_variants": g.variant.nunique()}  # fmt: skip
-    for m in METRICS:
+    for m in (x.name for x in ego_metrics()):
         row[m], row[f"{m}_low"], row[f"{m}_high"] = res[m].estimate, res[m].low, res[m].high
     row["MicroAcc_pooled"] = row["MicroAcc"]
     n = f.n_valid.sum()
@@ -156,7 +158,7 @@ def _mode_means(rows: list[dict]) -> list[dict]:
         if len(g) > 1:
             means.append({"agent": a, "scenario": scen, "variant": "all", "mode": "mean of modes",
                           "n_tasks": int(g.n_tasks.sum()), "n_variants": int(g.n_variants.max()),
-                          **{m: g[m].mean() for m in METRICS}})  # fmt: skip
+                          **{m.name: g[m.name].mean() for m in ego_metrics()}})  # fmt: skip
     return means
 
 
@@ -237,7 +239,8 @@ def _cell(r: pd.Series, m: str) -> str:
 
 def markdown(table: pd.DataFrame) -> str:
     """Percent table with intervals: one line per agent x variant (or scenario) x mode."""
-    head = ["agent", "scenario", "variant", "mode", "tasks", "cluster", *METRICS,
+    names = [m.name for m in ego_metrics()]
+    head = ["agent", "scenario", "variant", "mode", "tasks", "cluster", *names,
             "MicroAcc ref. per-file"]  # fmt: skip
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for _, r in table.iterrows():
@@ -247,7 +250,7 @@ def markdown(table: pd.DataFrame) -> str:
             f"| {r.agent} | {r.scenario} | {r.variant} | {r['mode']} | {r.n_tasks} | "
             + ("" if pd.isna(cluster) else str(cluster))
             + " | "
-            + " | ".join(_cell(r, m) for m in METRICS)
+            + " | ".join(_cell(r, m) for m in names)
             + " | "
             + ("" if ref is None or pd.isna(ref) else f"{100 * ref:.1f}")
             + " |"

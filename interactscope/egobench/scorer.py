@@ -58,8 +58,22 @@ class TaskScore(BaseModel):
     logged: bool = True
 
 
+class ReferenceView(BaseModel):
+    """The ratios the reference evaluator reports: over the tasks with a log entry only
+    (fractions 0-1; ``micro_acc`` = matched / total_gt). Field order is the file's key order."""
+
+    n_tasks: int
+    tool_succ: float
+    result_succ: float
+    joint_succ: float
+    micro_acc: float
+    matched: int
+    total_gt: int
+    label: str = "reference evaluator: tasks without a log left out"
+
+
 class ScoreSummary(BaseModel):
-    """Ratios over the tasks of one log (fractions 0-1) and the settings that produced them.
+    """``scores/<variant>/summary.json``: ratios over the tasks of one log (fractions 0-1) and the settings that produced them.
 
     ``micro_acc`` = Σ matched / Σ total_gt (pooled). ``reference_view`` repeats the ratios the
     way the reference evaluator computes them (tasks without a log entry left out)."""
@@ -77,7 +91,7 @@ class ScoreSummary(BaseModel):
     total_gt: int
     error_classes: dict[str, int]
     settings: dict[str, Any]
-    reference_view: dict[str, Any]
+    reference_view: ReferenceView
 
 
 class ScoreResult(BaseModel):
@@ -249,7 +263,7 @@ def score_log(
         total_gt=main["total_gt"],
         error_classes={c: classes.get(c, 0) for c in CLASSES},
         settings=settings_dump,
-        reference_view={**ref, "label": "reference evaluator: tasks without a log left out"},
+        reference_view=ReferenceView(**ref),
     )
     return ScoreResult(summary=summary, tasks=tasks)
 

@@ -35,6 +35,7 @@ __all__ = [
     "chat_each",
     "generation_of",
     "hf_generate_kwargs",
+    "prompt_dicts",
 ]
 
 
@@ -67,6 +68,10 @@ class TextPart(_Part):
     type: Literal["text"] = "text"
     text: str
 
+    def prompt_dict(self) -> dict[str, Any]:
+        """The prompt builder's dict form: ``{"type": "text", "text": str}``."""
+        return {"type": "text", "text": self.text}
+
 
 class ImagePart(_Part):
     """One image: a stream frame (``pts_s`` = its presentation time, s) or an attachment."""
@@ -80,6 +85,15 @@ class ImagePart(_Part):
     @classmethod
     def _image(cls, v: Any) -> np.ndarray:
         return _rgb(v)
+
+    def prompt_dict(self) -> dict[str, Any]:
+        """``{"type": "image", "image": (H, W, 3) uint8, "pts_s": s}`` (+ ``"attachment": True``)."""
+        out: dict[str, Any] = {"type": "image", "image": self.image}
+        if self.pts_s is not None:
+            out["pts_s"] = self.pts_s
+        if self.attachment:
+            out["attachment"] = True
+        return out
 
 
 class VideoPart(_Part):
@@ -97,18 +111,43 @@ class VideoPart(_Part):
     def _frames(cls, v: list[Any]) -> list[np.ndarray]:
         return [_rgb(f) for f in v]
 
+    def prompt_dict(self) -> dict[str, Any]:
+        """``{"type": "video", "video": [(H, W, 3) uint8, ...], "pts_s": [s, ...]}``."""
+        out: dict[str, Any] = {
+            "type": "video",
+            "video": list(self.frames),
+            "pts_s": list(self.pts_s),
+        }
+        if self.path is not None:
+            out["path"] = self.path
+        return out
+
 
 class AudioPart(_Part):
-    """A mono waveform ``(n,)`` float32 at ``sample_rate`` Hz."""
+    """A mono waveform ``(n,)`` float32 at ``sample_rate`` Hz; ``stream``: the stream's own audio
+    (the prompt dict's ``"role": "stream"``), not an attachment's."""
 
     type: Literal["audio"] = "audio"
     audio: np.ndarray
     sample_rate: int = Field(16000, gt=0)
+    stream: bool = False
 
     @field_validator("audio", mode="before")
     @classmethod
     def _mono(cls, v: Any) -> np.ndarray:
-        return np.asarray(v, dtype=np.float32).reshape(-1)
+        arr = np.asarray(v, dtype=np.float32)
+        return arr if arr.ndim == 1 else arr.reshape(-1)  # the caller's array when it is one
+
+    def prompt_dict(self) -> dict[str, Any]:
+        """``{"type": "audio", "audio": (n,) float32, "sampling_rate": Hz}`` (+ ``"role": "stream"``)."""
+        out: dict[str, Any] = {
+            "type": "audio",
+            "audio": self.audio,
+            "sampling_rate": self.sample_rate,
+        }
+        if self.stream:
+            out["role"] = "stream"
+        return out
 
 
 Part = TextPart | ImagePart | VideoPart | AudioPart
@@ -136,6 +175,22 @@ class Message(BaseModel):
     def text(self) -> str:
         """The text parts joined (media parts left out)."""
         return "".join(p.text for p in self.parts() if isinstance(p, TextPart))
+
+    def prompt_dict(self) -> dict[str, Any]:
+        """The prompt builder's dict form (``{"role", "content": str | [part dicts]}``, the tool
+        keys only when set): what :func:`as_messages` reads back into this message."""
+        content = self.content
+        out: dict[str, Any] = {
+            "role": self.role,
+            "content": content if isinstance(content, str) else [p.prompt_dict() for p in content],
+        }
+        if self.tool_calls:
+            out["tool_calls"] = list(self.tool_calls)
+        if self.tool_call_ids:
+            out["tool_call_ids"] = list(self.tool_call_ids)
+        if self.tool_call_id is not None:
+            out["tool_call_id"] = self.tool_call_id
+        return out
 
 
 class ChatResult(BaseModel):
@@ -255,10 +310,10 @@ def _part(p: Any) -> Part:
     if kind == "video":
         frames = p.get("video", p.get("frames"))
         frames = [f["image"] if isinstance(f, dict) else f for f in frames]
-        return VideoPart(frames=frames, pts_s=list(p.get("pts_s") or []))
+        return VideoPart(frames=frames, pts_s=list(p.get("pts_s") or []), path=p.get("path"))
     if kind == "audio":
         sr = p.get("sample_rate", p.get("sampling_rate")) or 16000
-        return AudioPart(audio=p["audio"], sample_rate=int(sr))
+        return AudioPart(audio=p["audio"], sample_rate=int(sr), stream=p.get("role") == "stream")
     raise EngineError(f"prompt part of type {kind!r} is not supported (text, image, video, audio)")
 
 
@@ -294,3 +349,10 @@ def as_messages(messages: Sequence[Any]) -> list[Message]:
         except (KeyError, ValueError) as exc:
             raise EngineError(f"message {i}: missing or bad field {exc}") from None
     return out
+
+
+def prompt_dicts(messages: Sequence[Any]) -> list[dict[str, Any]]:
+    """Messages in the prompt builder's dict form (:meth:`Message.prompt_dict`; dicts pass
+    through): the inverse of :func:`as_messages`, so ``as_messages(prompt_dicts(m))`` is ``m``.
+    The form adapters that edit prompts in place and the JSON previews use."""
+    return [m.prompt_dict() if isinstance(m, Message) else m for m in messages]

@@ -3,7 +3,7 @@
 The model client is :class:`interactscope.engines.openai_compat.OpenAIEngine` (wire format,
 retries, keys from the environment, concurrency); this module keeps what is specific to
 streaming: the prompt of each decision point
-(:func:`interactscope.streaming.protocol.prompts.build_messages`), the T1 catalogue as native ``tools``
+(:func:`interactscope.streaming.protocol.prompts.build_prompt`, typed messages), the T1 catalogue as native ``tools``
 (``native_tools``), the **audio check** and Online Rolling sessions.
 
 Options (model config keys, or ``--set adapter.KEY=VALUE``): see
@@ -36,9 +36,17 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from interactscope.engines.base import AudioPart, ChatResult, as_messages
+from interactscope.engines.base import (
+    AudioPart,
+    ChatResult,
+    ImagePart,
+    Message,
+    TextPart,
+    as_messages,
+)
 from interactscope.engines.openai_compat import (
     DEFAULT_FRAME_PIXELS,
     OpenAIEngine,
@@ -83,13 +91,8 @@ AUDIO_CHECK_MIN_S = 1.0
 ``t = q = 0``, cannot show a difference in prompt tokens)."""
 
 
-def _has_audio(messages: list[dict[str, Any]]) -> bool:
-    return any(
-        isinstance(p, dict) and p.get("type") == "audio"
-        for m in messages
-        if isinstance(m.get("content"), list)
-        for p in m["content"]
-    )
+def _has_audio(messages: Sequence[Message]) -> bool:
+    return any(isinstance(p, AudioPart) for m in messages for p in m.parts())
 
 
 def audio_seconds(messages: list[Any]) -> float:
@@ -202,10 +205,10 @@ class OpenAIAdapter(FrameConsumer, Adapter):
             return f"image_detail=low ({LOW_DETAIL_SIDE} px), {rule}"
         return rule
 
-    def _build(self, request: DecisionRequest) -> list[dict[str, Any]]:
-        from interactscope.streaming.protocol.prompts import build_messages
+    def _build(self, request: DecisionRequest) -> list[Message]:
+        from interactscope.streaming.protocol.prompts import build_prompt
 
-        return build_messages(request)
+        return build_prompt(request)
 
     def _tools(self, request: DecisionRequest) -> list[Any] | None:
         return list(request.tools) if (self.options.native_tools and request.tools) else None
@@ -234,7 +237,7 @@ class OpenAIAdapter(FrameConsumer, Adapter):
         )
         return "dropped"
 
-    def verify_audio(self, built: list[dict[str, Any]], request: DecisionRequest) -> None:
+    def verify_audio(self, built: list[Message], request: DecisionRequest) -> None:
         """The audio check (module docstring) on ``built``, once per adapter: skipped while the
         requests carry less than :data:`AUDIO_CHECK_MIN_S` seconds of audio.
 
@@ -271,6 +274,7 @@ class OpenAIAdapter(FrameConsumer, Adapter):
                 interaction, ``t`` and the URL; the API key is never part of the message.
             FatalAdapterError: the audio check proved the server drops the audio.
         """
+        messages = as_messages(messages)  # typed (a dict-form prompt is read once here)
         if self.options.check_audio and _has_audio(messages):
             self.verify_audio(messages, request)
         with adapter_errors(where_of(request)):
@@ -303,24 +307,24 @@ class OpenAIAdapter(FrameConsumer, Adapter):
         self.engine.close()
 
 
-def _cap_images(messages: list[dict[str, Any]], cap: int | None) -> None:
+def _cap_images(messages: list[Message], cap: int | None) -> None:
     """Replace all but the newest ``cap`` image parts by a short note (in place)."""
     if not cap:
         return
     slots = [
-        (i, j)
-        for i, m in enumerate(messages)
-        if isinstance(m.get("content"), list)
-        for j, p in enumerate(m["content"])
-        if isinstance(p, dict) and p.get("type") == "image"
+        (m, j)
+        for m in messages
+        if not isinstance(m.content, str)
+        for j, p in enumerate(m.content)
+        if isinstance(p, ImagePart)
     ]
-    for i, j in slots[: max(0, len(slots) - cap)]:
-        messages[i]["content"][j] = {"type": "text", "text": "(older frame removed)"}
+    for m, j in slots[: max(0, len(slots) - cap)]:
+        m.content[j] = TextPart(text="(older frame removed)")
 
 
 class OpenAISession(Session):
     """Online Rolling over a chat endpoint: the conversation grows by one user turn per decision
-    point (:func:`interactscope.streaming.protocol.prompts.online_turn`: the replay 0..q at the first step,
+    point (:func:`interactscope.streaming.protocol.prompts.online_prompt`: the replay 0..q at the first step,
     then only the new frames, the new audio samples and the current time) and the model's own
     answer as an assistant turn (native tool calls written as JSON text). The whole conversation
     is sent at every step; a failed step raises :class:`AdapterError`, its user turn stays in the
@@ -329,7 +333,7 @@ class OpenAISession(Session):
     def __init__(self, adapter: OpenAIAdapter, interaction: Interaction):
         self.adapter = adapter
         self.interaction = interaction
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self.previous: Any = None
         self.steps = 0
 
@@ -339,11 +343,11 @@ class OpenAISession(Session):
         Raises:
             AdapterError: as :meth:`OpenAIAdapter.ask`.
         """
-        from interactscope.streaming.protocol.prompts import online_turn
+        from interactscope.streaming.protocol.prompts import online_prompt
 
         a = self.adapter
         with adapter_errors(where_of(request)):
-            turn = online_turn(request, self.previous)
+            turn = online_prompt(request, self.previous)
         self.previous = request.observation
         self.messages.extend(turn)
         _cap_images(self.messages, a.options.online_max_images)
@@ -352,7 +356,7 @@ class OpenAISession(Session):
         if out.tool_calls:
             calls = [{"name": c.name, "arguments": c.arguments} for c in out.tool_calls]
             reply = (reply + "\n" if reply else "") + json.dumps(calls, ensure_ascii=False)
-        self.messages.append({"role": "assistant", "content": reply or a.settings.silence_token})
+        self.messages.append(Message(role="assistant", content=reply or a.settings.silence_token))
         self.steps += 1
         return out
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 import logging
 from typing import Any, ClassVar
 
+from interactscope.engines.base import ImagePart, Message, Part, TextPart, VideoPart
 from interactscope.engines.qwen_mm import MODEL_TYPES, QwenEngine, Rendered
 from interactscope.engines.qwen_options import QwenOptions
 from interactscope.streaming.adapters.base import (
@@ -169,7 +170,7 @@ class TransformersAdapter(LocalEngineAdapter):
             return self.engine.render(messages)
 
     def generate(
-        self, messages: list[dict[str, Any]], request: DecisionRequest | None = None
+        self, messages: list[Message], request: DecisionRequest | None = None
     ) -> AdapterOutput:
         """One greedy generation over ``messages``; text, token counts, latency, frame counts.
 
@@ -181,22 +182,22 @@ class TransformersAdapter(LocalEngineAdapter):
         return output_of(res)
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
-        from interactscope.streaming.protocol.prompts import build_messages
+        from interactscope.streaming.protocol.prompts import build_prompt
 
-        return self.generate(build_messages(request, frames_as=self.frames_as), request)
+        return self.generate(build_prompt(request, frames_as=self.frames_as), request)
 
     def respond_batch(self, requests: list[DecisionRequest]) -> list[AdapterOutput | Exception]:
         """Independent requests answered by one batched ``generate`` (the engine's
         ``chat_batch``: left padding, greedy answers equal to :meth:`respond`'s); a request whose
         prompt cannot be built or processed gets its :class:`AdapterError` in its slot.
         ``adapter.batch_size`` (the driver's chunk) bounds the batch; 1 answers one at a time."""
-        from interactscope.streaming.protocol.prompts import build_messages
+        from interactscope.streaming.protocol.prompts import build_prompt
 
         out: list[AdapterOutput | Exception | None] = [None] * len(requests)
         convs, slots = [], []
         for i, r in enumerate(requests):
             try:
-                convs.append(build_messages(r, frames_as=self.frames_as))
+                convs.append(build_prompt(r, frames_as=self.frames_as))
                 slots.append(i)
             except Exception as exc:  # noqa: BLE001 - recorded on the record, run goes on
                 out[i] = exc
@@ -240,7 +241,7 @@ class TransformersSession(Session):
     def __init__(self, adapter: TransformersAdapter, interaction: Interaction):
         self.adapter = adapter
         self.interaction = interaction
-        self.messages: list[dict[str, Any]] = []
+        self.messages: list[Message] = []
         self.previous: Any | None = None
         self.last_t: float | None = None
         self.steps = 0
@@ -271,7 +272,7 @@ class TransformersSession(Session):
         )
 
     def step(self, request: DecisionRequest) -> AdapterOutput:
-        from interactscope.streaming.protocol.prompts import online_turn
+        from interactscope.streaming.protocol.prompts import online_prompt
 
         if request.interaction.id != self.interaction.id:
             raise AdapterError(
@@ -282,7 +283,7 @@ class TransformersSession(Session):
                 f"interaction {self.interaction.id}: Online Rolling steps must go forward in "
                 f"time (t={request.t:g} after {self.last_t:g})"
             )
-        turn = online_turn(
+        turn = online_prompt(
             request,
             self.previous,
             frames_as=self.adapter.frames_as,
@@ -298,7 +299,7 @@ class TransformersSession(Session):
             self.turns_dropped += drop_frameless_turns(self.messages)
         out = self._answer(request)
         answer = out.text.strip() or request.settings.silence_token
-        self.messages.append({"role": "assistant", "content": [{"type": "text", "text": answer}]})
+        self.messages.append(Message(role="assistant", content=[TextPart(text=answer)]))
         self.previous = request.observation
         self.last_t = request.t
         self.results_shown = len(request.tool_results or [])
@@ -325,30 +326,28 @@ def reprefill_every(options: QwenOptions, cap: int) -> int:
     return max(1, min(int(k), int(cap)))
 
 
-def _holds_stream_media(msg: dict[str, Any]) -> bool:
-    content = msg.get("content")
-    if not isinstance(content, list):
-        return False
-    return any(
-        (p.get("type") == "image" and not p.get("attachment")) or p.get("type") == "video"
-        for p in content
-    )
+def _is_stream_media(p: Part) -> bool:
+    return (isinstance(p, ImagePart) and not p.attachment) or isinstance(p, VideoPart)
 
 
-def drop_frameless_turns(messages: list[dict[str, Any]]) -> int:
+def _holds_stream_media(msg: Message) -> bool:
+    return any(_is_stream_media(p) for p in msg.parts())
+
+
+def drop_frameless_turns(messages: list[Message]) -> int:
     """``session_history: window``: remove, oldest first, the (user, assistant) turn pairs after
     the first user turn (the instruction, the query and the replay stay) that hold no stream
     frame any more, up to the oldest later turn that still holds one; the newest turn always
     stays. Their audio, text and the model's answers leave with them, so what a re-prefill
     processes is bounded by the frame cap, not by t. Returns the turns removed."""
-    first = next((i for i, m in enumerate(messages) if m.get("role") == "user"), None)
+    first = next((i for i, m in enumerate(messages) if m.role == "user"), None)
     if first is None:
         return 0
     i, n = first + 2, 0
     while (
         i + 2 < len(messages)
-        and messages[i].get("role") == "user"
-        and messages[i + 1].get("role") == "assistant"
+        and messages[i].role == "user"
+        and messages[i + 1].role == "assistant"
         and not _holds_stream_media(messages[i])
     ):
         del messages[i : i + 2]
@@ -356,26 +355,27 @@ def drop_frameless_turns(messages: list[dict[str, Any]]) -> int:
     return n
 
 
+def _index(content: list[Part], part: Part) -> int:
+    """Position of ``part`` itself in ``content`` (by identity: parts hold arrays)."""
+    return next(i for i, p in enumerate(content) if p is part)
+
+
 def _drop_oldest_frames(
-    messages: list[dict[str, Any]], cap: int, chunk: int = 1, *, whole: bool = False
+    messages: list[Message], cap: int, chunk: int = 1, *, whole: bool = False
 ) -> int:
     """Remove the oldest stream frames (image parts that are not attachments, frames of video
     parts) from ``messages`` in place when more than ``cap`` are held, until at most
     ``cap - chunk + 1`` remain (``1 <= chunk <= cap``); with ``whole`` a video part leaves
     whole (never cut); returns how many went."""
-    slots: list[tuple[list[dict[str, Any]], dict[str, Any]]] = []
+    slots: list[tuple[list[Part], Part]] = []
     total = 0
     for msg in messages:
-        content = msg.get("content")
-        if not isinstance(content, list):
+        if isinstance(msg.content, str):
             continue
-        for part in content:
-            if part.get("type") == "image" and not part.get("attachment"):
-                slots.append((content, part))
-                total += 1
-            elif part.get("type") == "video":
-                slots.append((content, part))
-                total += len(part["video"])
+        for part in msg.content:
+            if _is_stream_media(part):
+                slots.append((msg.content, part))
+                total += len(part.frames) if isinstance(part, VideoPart) else 1
     excess = total - cap
     if excess > 0:
         excess += max(1, min(chunk, cap)) - 1
@@ -383,18 +383,20 @@ def _drop_oldest_frames(
     for content, part in slots:
         if excess <= 0 or (whole and part is slots[-1][1]):  # the newest part stays
             break
-        if part["type"] == "image":
-            content.remove(part)
+        if isinstance(part, ImagePart):
+            del content[_index(content, part)]
             excess -= 1
             dropped += 1
             continue
-        n = len(part["video"])
+        n = len(part.frames)
         k = n if whole else min(n, excess)
+        at = _index(content, part)
         if k == n:
-            content.remove(part)
+            del content[at]
         else:
-            part["video"] = part["video"][k:]
-            part["pts_s"] = list(part.get("pts_s") or [])[k:]
+            content[at] = part.model_copy(
+                update={"frames": part.frames[k:], "pts_s": list(part.pts_s)[k:]}
+            )
         excess -= k
         dropped += k
     return dropped

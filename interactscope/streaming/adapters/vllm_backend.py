@@ -83,7 +83,15 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from interactscope.engines.base import as_messages
+from interactscope.engines.base import (
+    AudioPart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    VideoPart,
+    as_messages,
+)
 from interactscope.engines.qwen_options import QwenOptions
 from interactscope.engines.vllm_engine import Rendered, VLLMEngine
 from interactscope.streaming.adapters.base import (
@@ -257,58 +265,51 @@ class VLLMAdapter(FrameConsumer, Adapter):
 
     # -- request construction ------------------------------------------------------------------
 
-    def _messages(self, request: DecisionRequest) -> list[dict[str, Any]]:
+    def _messages(self, request: DecisionRequest) -> list[Message]:
         """The request's chat messages. ``frames_as: video`` with the prefix layout (v2+): the
         prompt builder's own video part, its label after the media as the layout wants it; with
         the classic layout (v1) image parts that :meth:`_as_video` joins as before (recorded v1
         runs keep their prompts)."""
-        from interactscope.streaming.protocol.prompts import build_messages, layout_of
+        from interactscope.streaming.protocol.prompts import build_prompt, layout_of
 
         if self.frames_as == "video" and layout_of(self.settings.prompt_version) == "prefix":
-            return build_messages(request, frames_as="video")
-        return build_messages(request)
+            return build_prompt(request, frames_as="video")
+        return build_prompt(request)
 
     def _audio_window(self) -> int | None:
         """Most samples one audio item may carry (see ``VLLMEngine.audio_window``)."""
         return self.chat_engine.audio_window(self.settings.audio.sample_rate)
 
-    def _as_video(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _as_video(self, content: list[Part]) -> list[Part]:
         """``frames_as: video`` over image parts (the classic layout, or a caller's own
         messages): the stream frames become one video part where the first frame was, the frame
         labels between them replaced by one line listing the frame times, before the video."""
-        stream = [
-            i for i, p in enumerate(content) if p.get("type") == "image" and not p.get("attachment")
-        ]
+        stream = [i for i, p in enumerate(content) if isinstance(p, ImagePart) and not p.attachment]
         if self.frames_as != "video" or not stream:
             return content
         first, last = stream[0], stream[-1]
         frames = [content[i] for i in stream]
-        times = ", ".join(f"{float(f.get('pts_s', 0.0)):g} s" for f in frames)
-        video = {
-            "type": "video",
-            "video": [f["image"] for f in frames],
-            "pts_s": [float(f.get("pts_s", 0.0)) for f in frames],
-        }
-        label = {"type": "text", "text": f"(video of {len(frames)} frames at {times})"}
+        pts = [float(f.pts_s or 0.0) for f in frames]
+        times = ", ".join(f"{t:g} s" for t in pts)
+        video = VideoPart(frames=[f.image for f in frames], pts_s=pts)
+        label = TextPart(text=f"(video of {len(frames)} frames at {times})")
         return content[:first] + [label, video] + content[last + 1 :]
 
-    def _fit_part(self, p: dict[str, Any], built: _Built, window: int | None) -> dict[str, Any]:
+    def _fit_part(self, p: Part, built: _Built, window: int | None) -> Part:
         """Downscale images to the run-wide ``max_side``; keep an audio part's newest window."""
-        kind = p.get("type")
-        if kind == "image":
-            if not p.get("attachment"):
+        if isinstance(p, ImagePart):
+            if not p.attachment:
                 built.n_frames += 1
-            return {**p, "image": _downscale(np.asarray(p["image"]), self.max_side)}
-        if kind == "video":
-            built.n_frames += len(p["video"])
-            return {**p, "video": [_downscale(np.asarray(f), self.max_side) for f in p["video"]]}
-        if kind == "audio":
-            wave = np.asarray(p["audio"], dtype=np.float32).reshape(-1)
-            sr = int(p.get("sampling_rate") or self.settings.audio.sample_rate)
+            return p.model_copy(update={"image": _downscale(p.image, self.max_side)})
+        if isinstance(p, VideoPart):
+            built.n_frames += len(p.frames)
+            return p.model_copy(update={"frames": [_downscale(f, self.max_side) for f in p.frames]})
+        if isinstance(p, AudioPart):
+            wave, sr = p.audio, p.sample_rate
             if window and wave.shape[0] > window:
                 built.audio_dropped_s += (wave.shape[0] - window) / sr
                 wave = wave[-window:]
-            return {"type": "audio", "audio": wave, "sampling_rate": sr}
+            return AudioPart(audio=wave, sample_rate=sr)
         return p
 
     def build(self, request: DecisionRequest) -> _Built:
@@ -327,15 +328,12 @@ class VLLMAdapter(FrameConsumer, Adapter):
             self.chat_engine.renderer()
             window = self._audio_window()
             messages = []
-            for msg in self._messages(request):
-                content = msg.get("content", "")
-                if not isinstance(content, str):
-                    content = [
-                        p if isinstance(p, dict) else {"type": "text", "text": p} for p in content
-                    ]
-                    content = [self._fit_part(p, built, window) for p in self._as_video(content)]
-                messages.append({"role": msg.get("role", "user"), "content": content})
-            r = self.chat_engine.render(as_messages(messages))
+            for msg in as_messages(self._messages(request)):  # typed (dict prompts read once)
+                if not isinstance(msg.content, str):
+                    parts = [self._fit_part(p, built, window) for p in self._as_video(msg.parts())]
+                    msg = msg.model_copy(update={"content": parts})
+                messages.append(msg)
+            r = self.chat_engine.render(messages)
         built.prompt, built.images, built.videos = r.prompt, r.images, r.videos
         built.video_pts, built.audios = r.video_pts, r.audios
         return built

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from interactscope.engines.base import Message, Part, as_messages, prompt_dicts
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import build_messages, online_turn, render_text
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
@@ -33,8 +34,8 @@ __all__ = [
     "preview_prompt",
 ]
 
-Convert = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
-"""An adapter's rewrite of one message's content parts before its engine gets them."""
+Convert = Callable[[list[Part]], list[Part]]
+"""An adapter's rewrite of one message's typed content parts before its engine gets them."""
 
 
 class PartPreview(BaseModel):
@@ -105,11 +106,12 @@ def _part(p: Any) -> PartPreview:
     return PartPreview(kind=str(kind))
 
 
-def preview_parts(messages: Sequence[dict[str, Any]]) -> list[MessagePreview]:
-    """Chat messages (string or part-list content, as :func:`build_messages` gives them) as
-    previews; what the engine-spy tests compare."""
+def preview_parts(messages: Sequence[Message | dict[str, Any]]) -> list[MessagePreview]:
+    """Chat messages, typed (:func:`build_prompt`) or in their dict form (string or part-list
+    content, as :func:`build_messages` gives them) as previews; what the engine-spy tests
+    compare."""
     out = []
-    for m in messages:
+    for m in prompt_dicts(messages):
         content = m["content"]
         parts = [content] if isinstance(content, str) else list(content)
         out.append(MessagePreview(role=m["role"], parts=[_part(p) for p in parts]))
@@ -117,12 +119,14 @@ def preview_parts(messages: Sequence[dict[str, Any]]) -> list[MessagePreview]:
 
 
 def _converted(msgs: list[dict[str, Any]], convert: Convert | None) -> list[dict[str, Any]]:
+    """``convert`` (an adapter's rewrite of typed parts) applied to each part-list message."""
     if convert is None:
         return msgs
     return [
-        {**m, "content": convert(list(m["content"]))} if not isinstance(m["content"], str) else m
+        m if isinstance(m["content"], str)
+        else {**m, "content": [p.prompt_dict() for p in convert(as_messages([m])[0].parts())]}
         for m in msgs
-    ]
+    ]  # fmt: skip
 
 
 def preview_prompt(

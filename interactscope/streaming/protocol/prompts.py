@@ -1,8 +1,12 @@
 """Versioned prompt templates (docs/protocol.md, collection): chat messages for one decision request.
 
 :func:`build_messages` turns a :class:`~interactscope.streaming.protocol.types.DecisionRequest` into chat
-messages ``[{"role": "system", "content": [parts]}, {"role": "user", "content": [parts]}]``.
-Parts are backend-neutral dicts that carry our own causal arrays (never file paths):
+messages ``[{"role": "system", "content": [parts]}, {"role": "user", "content": [parts]}]``;
+:func:`build_prompt` (and :func:`online_prompt` for Online Rolling) give the same messages typed,
+as :class:`~interactscope.engines.base.Message` values with ``TextPart`` / ``ImagePart`` /
+``VideoPart`` / ``AudioPart`` content, which is how they are built; the dicts are their
+serialized form (:func:`~interactscope.engines.base.prompt_dicts`, read back by
+``as_messages``). Parts are backend-neutral and carry our own causal arrays (never file paths):
 
 - ``{"type": "text", "text": str}``
 - ``{"type": "image", "image": np.ndarray (H, W, 3) uint8 RGB, "pts_s": float}`` — a stream
@@ -41,6 +45,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from interactscope.engines.base import (
+    AudioPart,
+    ImagePart,
+    Message,
+    Part,
+    TextPart,
+    VideoPart,
+    prompt_dicts,
+)
+
 if TYPE_CHECKING:  # pragma: no cover
     from interactscope.streaming.protocol.observation import Observation
     from interactscope.streaming.protocol.types import DecisionRequest
@@ -55,10 +69,12 @@ __all__ = [
     "TEMPLATES",
     "PromptTemplate",
     "build_messages",
+    "build_prompt",
     "fmt_time",
     "get_template",
     "layout_of",
     "messages_to_text",
+    "online_prompt",
     "online_turn",
     "render_speak",
     "render_text",
@@ -209,8 +225,8 @@ def fmt_time(t: float) -> str:
     return f"{s} s"
 
 
-def _text(s: str) -> dict[str, Any]:
-    return {"type": "text", "text": s}
+def _text(s: str) -> TextPart:
+    return TextPart(text=s)
 
 
 def system_text(
@@ -248,8 +264,8 @@ def _request_parts(
     obs: Observation | None,
     tp: PromptTemplate,
     text_only: bool,
-    tail: list[dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+    tail: list[Part] | None = None,
+) -> list[Part]:
     """The request and its attachments; with ``tail`` (prefix layout) what changes with t (an
     attachment's transcript so far) is appended there instead."""
     q = request.interaction.query
@@ -271,8 +287,7 @@ def _request_parts(
                 parts.append(_text(tp.frames_omitted.format(n=1)))
             else:
                 parts.append(_text(tp.attachment_image))
-                parts.append({"type": "image", "image": att.image, "pts_s": q.time_s,
-                              "attachment": True})  # fmt: skip
+                parts.append(ImagePart(image=att.image, pts_s=q.time_s, attachment=True))
         elif att.kind == "audio":
             if att.transcript is not None:
                 text = tp.attachment_audio_asr.format(text=att.transcript or "(none)")
@@ -287,11 +302,11 @@ def _frame_parts(
     tp: PromptTemplate,
     text_only: bool,
     frames_as: str = "image",
-    tail: list[dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+    tail: list[Part] | None = None,
+) -> list[Part]:
     """Frame parts in time order; with ``tail`` (prefix layout) the labels that change with the
     frame count (omitted-frames note, video label) go there, after the media."""
-    late: list[dict[str, Any]] = [] if tail is None else tail
+    late: list[Part] = [] if tail is None else tail
     if text_only:
         if frames:
             late.append(_text(tp.frames_omitted.format(n=len(frames))))
@@ -301,16 +316,12 @@ def _frame_parts(
             return []
         times = ", ".join(fmt_time(f.pts_s) for f in frames)
         late.append(_text(tp.video.format(n=len(frames), times=times)))
-        video = {
-            "type": "video",
-            "video": [f.image for f in frames],
-            "pts_s": [float(f.pts_s) for f in frames],
-        }
+        video = VideoPart(frames=[f.image for f in frames], pts_s=[float(f.pts_s) for f in frames])
         return late + [video] if tail is None else [video]
-    parts: list[dict[str, Any]] = []
+    parts: list[Part] = []
     for f in frames:
         parts.append(_text(tp.frame.format(pts=fmt_time(f.pts_s))))
-        parts.append({"type": "image", "image": f.image, "pts_s": float(f.pts_s)})
+        parts.append(ImagePart(image=f.image, pts_s=float(f.pts_s)))
     return parts
 
 
@@ -320,8 +331,8 @@ def _stream_parts(
     text_only: bool,
     header: str,
     frames_as: str = "image",
-    tail: list[dict[str, Any]] | None = None,
-) -> list[dict[str, Any]]:
+    tail: list[Part] | None = None,
+) -> list[Part]:
     """The stream header and frames, then (classic layout) the audio and transcript; with
     ``tail`` (prefix layout) everything that changes with t is appended to ``tail`` instead."""
     ts = fmt_time(obs.t)
@@ -338,8 +349,7 @@ def _stream_parts(
     if obs.audio is not None and not text_only:
         if obs.has_audio or obs.attachments:
             late.append(_text(tp.audio.format(t=ts)))
-            late.append({"type": "audio", "audio": obs.audio,
-                         "sampling_rate": int(obs.sample_rate), "role": "stream"})  # fmt: skip
+            late.append(AudioPart(audio=obs.audio, sample_rate=int(obs.sample_rate), stream=True))
         else:
             late.append(_text(tp.audio_missing))
     if obs.transcript is not None:
@@ -350,7 +360,7 @@ def _stream_parts(
     return parts
 
 
-def _history_parts(history: Sequence[ResponseRecord], tp: PromptTemplate) -> list[dict[str, Any]]:
+def _history_parts(history: Sequence[ResponseRecord], tp: PromptTemplate) -> list[Part]:
     if not history:
         return []
     lines = [tp.history_header]
@@ -359,12 +369,12 @@ def _history_parts(history: Sequence[ResponseRecord], tp: PromptTemplate) -> lis
     return [_text("\n".join(lines))]
 
 
-def _merge_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _merge_text(parts: list[Part]) -> list[Part]:
     """Join neighbouring text parts with newlines (fewer, cleaner parts)."""
-    out: list[dict[str, Any]] = []
+    out: list[Part] = []
     for p in parts:
-        if p["type"] == "text" and out and out[-1]["type"] == "text":
-            out[-1] = _text(out[-1]["text"] + "\n" + p["text"])
+        if isinstance(p, TextPart) and out and isinstance(out[-1], TextPart):
+            out[-1] = _text(out[-1].text + "\n" + p.text)
         else:
             out.append(p)
     return out
@@ -377,11 +387,9 @@ def _body_parts(
     text_only: bool,
     header: str,
     frames_as: str,
-) -> list[dict[str, Any]]:
+) -> list[Part]:
     """Request and stream parts in the version's layout (see :data:`LAYOUTS`)."""
-    tail: list[dict[str, Any]] | None = (
-        [] if layout_of(request.settings.prompt_version) == "prefix" else None
-    )
+    tail: list[Part] | None = [] if layout_of(request.settings.prompt_version) == "prefix" else None
     parts = _request_parts(request, obs, tp, text_only, tail)
     scene = "none" if (request.settings.scene == "none" or obs is None) else "full"
     if obs is not None and scene == "full":
@@ -392,7 +400,18 @@ def _body_parts(
 def build_messages(
     request: DecisionRequest, *, text_only: bool = False, frames_as: str = "image"
 ) -> list[dict[str, Any]]:
-    """Chat messages (system + user) for one Offline Probing decision request.
+    """:func:`build_prompt` in the dict form (:func:`~interactscope.engines.base.prompt_dicts`):
+    ``[{"role": "system", "content": [text part]}, {"role": "user", "content": [parts]}]``, the
+    part shapes of the module docstring. For adapters that edit prompts as dicts and for JSON
+    previews; engines take either form."""
+    return prompt_dicts(build_prompt(request, text_only=text_only, frames_as=frames_as))
+
+
+def build_prompt(
+    request: DecisionRequest, *, text_only: bool = False, frames_as: str = "image"
+) -> list[Message]:
+    """Chat messages (system + user) for one Offline Probing decision request, typed: the
+    :class:`~interactscope.engines.base.Message` values engines take.
 
     Args:
         request: the decision request; ``request.observation`` is an
@@ -404,8 +423,9 @@ def build_messages(
             after a label listing the frame times).
 
     Returns:
-        ``[{"role": "system", "content": [text part]}, {"role": "user", "content": [parts]}]``;
-        neighbouring text parts are merged. Part shapes are in the module docstring.
+        ``[Message(role="system", content=[TextPart]), Message(role="user", content=[parts])]``
+        (``TextPart``, ``ImagePart``, ``VideoPart``, ``AudioPart``); neighbouring text parts are
+        merged. :func:`build_messages` is the same in the dict form of the module docstring.
 
     Raises:
         KeyError: ``settings.prompt_version`` is unknown.
@@ -425,8 +445,8 @@ def build_messages(
         parts.append(_text(fmt_results(request.tool_results)))
     parts.append(_text(tp.now.format(t=fmt_time(request.t), token=s.silence_token)))
     return [
-        {"role": "system", "content": [_text(sys_msg)]},
-        {"role": "user", "content": _merge_text(parts)},
+        Message(role="system", content=[_text(sys_msg)]),
+        Message(role="user", content=_merge_text(parts)),
     ]
 
 
@@ -434,8 +454,8 @@ def render_text(request: DecisionRequest) -> list[dict[str, str]]:
     """Text-only chat messages with string content (``{"role", "content": str}``) for
     text-only models: frames omitted (their count stated), transcript included."""
     return [
-        {"role": m["role"], "content": "\n".join(p["text"] for p in m["content"])}
-        for m in build_messages(request, text_only=True)
+        {"role": m.role, "content": "\n".join(p.text for p in m.parts() if isinstance(p, TextPart))}
+        for m in build_prompt(request, text_only=True)
     ]
 
 
@@ -463,11 +483,11 @@ def render_speak(request: DecisionRequest, version: str | None = None) -> list[d
     return render_text(request) + [{"role": "user", "content": SPEAK_PROMPTS[v]}]
 
 
-def messages_to_text(messages: Sequence[dict[str, Any]]) -> str:
-    """A readable dump of messages (images as ``<image HxW @pts>``, audio as ``<audio n @sr>``);
-    for logs, tests and debugging."""
+def messages_to_text(messages: Sequence[Message | dict[str, Any]]) -> str:
+    """A readable dump of messages, typed or dicts (images as ``<image HxW @pts>``, audio as
+    ``<audio n @sr>``); for logs, tests and debugging."""
     out = []
-    for m in messages:
+    for m in prompt_dicts(messages):
         content = m["content"]
         if isinstance(content, str):
             out.append(f"[{m['role']}]\n{content}")
@@ -497,7 +517,30 @@ def online_turn(
     first: bool | None = None,
     results_shown: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Messages to append for one Online Rolling step.
+    """:func:`online_prompt` in the dict form (:func:`~interactscope.engines.base.prompt_dicts`),
+    for adapters that keep the conversation as dicts."""
+    return prompt_dicts(
+        online_prompt(
+            request,
+            previous,
+            text_only=text_only,
+            frames_as=frames_as,
+            first=first,
+            results_shown=results_shown,
+        )
+    )
+
+
+def online_prompt(
+    request: DecisionRequest,
+    previous: Observation | None,
+    *,
+    text_only: bool = False,
+    frames_as: str = "image",
+    first: bool | None = None,
+    results_shown: int | None = None,
+) -> list[Message]:
+    """Messages to append for one Online Rolling step (typed, as :func:`build_prompt`).
 
     At the first step (``previous is None``) the result is the system message and a user turn
     with the request and the whole observation 0..t (the replay). At later steps it is one user
@@ -520,7 +563,8 @@ def online_turn(
             count); ``None``: those with ``t >= previous.t`` are the new ones.
 
     Returns:
-        A list of messages (system + user at the first step, user only afterwards).
+        A list of :class:`~interactscope.engines.base.Message` (system + user at the first
+        step, user only afterwards).
     """
     s = request.settings
     tp = get_template(s.prompt_version)
@@ -530,12 +574,11 @@ def online_turn(
     if first is None:
         first = previous is None
     if first:
-        msgs = build_messages(request, text_only=text_only, frames_as=frames_as)
+        msgs = build_prompt(request, text_only=text_only, frames_as=frames_as)
         body = _body_parts(request, obs, tp, text_only, tp.stream_replay_header, frames_as)
         body += _results_parts(_new_results(request.tool_results, None, results_shown), None)
-        msgs[1]["content"] = _merge_text(body + [now])
-        return msgs
-    parts: list[dict[str, Any]] = []
+        return [msgs[0], Message(role="user", content=_merge_text(body + [now]))]
+    parts: list[Part] = []
     if scene == "full" and obs is not None and previous is not None:
         prev_t = fmt_time(previous.t)
         parts.append(_text(tp.stream_new_header.format(prev=prev_t, t=fmt_time(obs.t))))
@@ -547,8 +590,7 @@ def online_turn(
             new = obs.audio[start:]
             if len(new):
                 parts.append(_text(tp.audio_new.format(prev=prev_t, t=fmt_time(obs.t))))
-                parts.append({"type": "audio", "audio": new,
-                              "sampling_rate": int(obs.sample_rate), "role": "stream"})  # fmt: skip
+                parts.append(AudioPart(audio=new, sample_rate=int(obs.sample_rate), stream=True))
         if obs.transcript is not None:
             new_words = [w for w in obs.words if w.end_s > previous.t + 1e-9]
             text = "".join(w.text for w in new_words).strip()
@@ -564,7 +606,7 @@ def online_turn(
                     parts.append(_text(tp.attachment_audio_asr.format(text=att.transcript)))
     parts += _results_parts(_new_results(request.tool_results, previous, results_shown), previous)
     parts.append(now)
-    return [{"role": "user", "content": _merge_text(parts)}]
+    return [Message(role="user", content=_merge_text(parts))]
 
 
 ONLINE_RESULTS_HEADER = "Tool calls you made since {prev} and their results:"
@@ -588,9 +630,7 @@ def _new_results(
     return [e for e in executed if float(e["t"]) >= float(previous.t) - 1e-9]
 
 
-def _results_parts(
-    executed: list[dict[str, Any]], previous: Observation | None
-) -> list[dict[str, Any]]:
+def _results_parts(executed: list[dict[str, Any]], previous: Observation | None) -> list[Part]:
     """One text part listing ``executed`` under :data:`ONLINE_RESULTS_HEADER` (none if empty)."""
     from interactscope.streaming.protocol.tools import fmt_results
 

@@ -18,6 +18,9 @@ non-silent responses / Σ probed minutes; output precision (beyond the paper) = 
 responses. A ratio with a zero denominator is ``None`` (``null`` in JSON).
 
 To find where a metric is computed, look up its name in :data:`METRICS` (e.g. ``"T1 joint"``).
+The table is the registry kind ``metrics``: a plug-in adds a ratio by
+``register("metrics", NAME, Metric(...))`` or the entry point group ``interactscope.metrics``
+(:func:`metrics_table`; docs/architecture.md, "Add a plug-in").
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ConfigDict
 
+from interactscope.core import registry
+from interactscope.core.errors import first_problem
 from interactscope.core.text import plural
 from interactscope.streaming.scoring.frames import (
     CLUSTER_COLUMNS,
@@ -58,6 +63,7 @@ __all__ = [
     "interactions_frame",
     "metric",
     "metric_ratios",
+    "metrics_table",
     "present_metrics",
     "table_columns",
     "targets_frame",
@@ -276,27 +282,93 @@ def _build_table() -> tuple[Metric, ...]:
 
 
 METRICS: tuple[Metric, ...] = _build_table()
-"""Every metric, in the order of compare and report rows."""
+"""Every built-in metric, in the order of compare and report rows (registered as kind
+``metrics``; :func:`metrics_table` appends the plug-ins)."""
 
 _BY_NAME: dict[str, Metric] = {m.name: m for m in METRICS}
 
+PLUGIN_SUMMARY = "plugins"
+"""Where a plug-in metric's numbers go in ``summary.json``'s ``metrics`` block:
+``plugins.<name>.value`` (the ratio), ``.numerator`` and ``.denominator`` (the sums), unless it
+names its own keys, which must lie under ``plugins.`` too (a plug-in never overwrites a paper
+number)."""
+
+_EGOBENCH = "egobench."
+"""Names of kind ``metrics`` that are EgoBench's (``interactscope.egobench.metrics.EGO_PREFIX``;
+not imported: the streaming scorer needs nothing of EgoBench)."""
+
+for _m in METRICS:
+    registry.register("metrics", _m.name, _m)
+
+
+def _plugin(name: str, target: Any) -> Metric:
+    """A registered plug-in target as a :class:`Metric` named ``name``: a ``Metric``, a mapping
+    of its fields, or a callable returning either. Raises ``PluginError`` (one line) on
+    anything else or on ``summary`` keys outside :data:`PLUGIN_SUMMARY`."""
+    obj = target() if callable(target) and not isinstance(target, Metric) else target
+    try:
+        m = obj if isinstance(obj, Metric) else Metric(**{"name": name, **dict(obj)})
+    except (TypeError, ValueError) as exc:
+        raise registry.PluginError(
+            f"metric {name!r}: not a Metric ({first_problem(exc)}); see docs/architecture.md, "
+            "'A metric'"
+        ) from None
+    if not m.summary:
+        key = f"{PLUGIN_SUMMARY}.{m.name}"
+        m = m.model_copy(
+            update={
+                "summary": (f"{key}.value",),
+                "summary_numerator": (f"{key}.numerator",),
+                "summary_denominator": (f"{key}.denominator",),
+            }
+        )
+    paths = (*m.summary, *m.summary_numerator, *m.summary_denominator)
+    if m.components or any(not p.startswith(PLUGIN_SUMMARY + ".") for p in paths):
+        raise registry.PluginError(
+            f"metric {name!r}: a plug-in metric is a ratio written under "
+            f"'{PLUGIN_SUMMARY}.' in summary.json (no components); got {', '.join(paths)}"
+        )
+    return m
+
+
+def metrics_table() -> tuple[Metric, ...]:
+    """Every metric: :data:`METRICS` in its order, then the plug-ins (kind ``metrics``, by
+    :func:`~interactscope.core.registry.register` or the entry point group
+    ``interactscope.metrics``; names starting ``egobench.`` are EgoBench's,
+    :func:`interactscope.egobench.metrics.ego_metrics`) sorted by name. A plug-in cannot
+    replace a built-in metric: its name is taken by the built-in one. Without plug-ins this is
+    :data:`METRICS` itself, so every output keeps its bytes.
+
+    Raises:
+        PluginError: a plug-in target that cannot be imported or is not a metric.
+    """
+    extra = [
+        n for n in registry.names("metrics") if n not in _BY_NAME and not n.startswith(_EGOBENCH)
+    ]
+    if not extra:
+        return METRICS
+    return METRICS + tuple(_plugin(n, registry.lookup("metrics", n, what="metric")) for n in extra)
+
 
 def metric(name: str) -> Metric:
-    """The :class:`Metric` called ``name``.
+    """The :class:`Metric` called ``name`` (built-in or plug-in).
 
     Raises:
         ValueError: unknown name (the message lists the reported ones).
     """
-    try:
+    if name in _BY_NAME:
         return _BY_NAME[name]
-    except KeyError:
-        known = ", ".join(m.name for m in METRICS if m.reported)
-        raise ValueError(f"unknown metric {name!r}; known: {known}") from None
+    table = metrics_table()
+    for m in table:
+        if m.name == name:
+            return m
+    known = ", ".join(m.name for m in table if m.reported)
+    raise ValueError(f"unknown metric {name!r}; known: {known}")
 
 
 def table_columns(table: PaperTable) -> list[Metric]:
     """The metrics that are columns of one paper table, in order."""
-    return [m for m in METRICS if m.table == table]
+    return [m for m in metrics_table() if m.table == table]
 
 
 # ------------------------------------------------------------------ evaluation on cluster sums
@@ -317,7 +389,7 @@ def present_metrics(clusters: pd.DataFrame, *, beyond: bool = True) -> list[Metr
     """The reported metrics defined for this cluster table (one of their tasks scored)."""
     present = set(clusters["task"])
     out = []
-    for m in METRICS:
+    for m in metrics_table():
         if not m.reported or (not beyond and not m.paper) or not present & set(m.tasks):
             continue
         if m.positive_denominator_only and _rows(clusters, m).empty:
@@ -431,7 +503,7 @@ def compute_metrics(clusters: pd.DataFrame) -> dict[str, Any]:
         "tasks": {t: _task_breakdown(by_task, t) for t in by_task.index},
         "T8": {},
     }
-    for m in METRICS:
+    for m in metrics_table():
         _summarise_metric(out, by_task, m)
     total = by_task.sum()
     out["overall"]["targets"] = int(total.get("targets", 0))

@@ -25,6 +25,7 @@ __all__ = [
     "RunInfo",
     "ScoreHealth",
     "ScoreSummary",
+    "SummaryMetrics",
     "ScoringOptions",
     "ScoringSettings",
     "SummaryError",
@@ -170,6 +171,122 @@ class ScoreHealth(_Open):
     unknown_records: int = 0
 
 
+Ratio = float | None
+"""A metric value: Σ numerator / Σ denominator, ``None`` (``null``) for a zero denominator."""
+Count = int | None
+
+
+class Failures(_Open):
+    """Outcomes of one task's targets (``infra_error`` written only when there is one)."""
+
+    hit: Count = None
+    wrong: Count = None
+    late: Count = None
+    premature: Count = None
+    missed: Count = None
+    unjudged: Count = None
+    infra_error: Count = None
+
+
+class TaskMetrics(_Open):
+    """``metrics.tasks.<task>``: counts, ``score`` = hits / scored, the failure breakdown and
+    the output volume (``responses_per_min`` = responses / probed_min)."""
+
+    targets: Count = None
+    interactions: Count = None
+    hits: Count = None
+    scored: Count = None
+    score: Ratio = None
+    failures: Failures | None = None
+    responses: Count = None
+    probed_min: float | None = None
+    responses_per_min: Ratio = None
+
+
+class T1Metrics(_Open):
+    """``metrics.T1``: on-time = on_time_count / targets, joint = joint_count / targets,
+    conditional = joint_count / on_time_count."""
+
+    on_time: Ratio = None
+    joint: Ratio = None
+    conditional: Ratio = None
+    on_time_count: Count = None
+    joint_count: Count = None
+    targets: Count = None
+
+
+class RecallMetrics(_Open):
+    """``metrics.T8.<task>``: timely recall = hits / scored."""
+
+    recall: Ratio = None
+    hits: Count = None
+    scored: Count = None
+
+
+class CompleteMetrics(_Open):
+    """``metrics.T8.complete_T8C``: rate = count / n (episodes with every step hit)."""
+
+    rate: Ratio = None
+    count: Count = None
+    n: Count = None
+
+
+class T8Metrics(_Open):
+    """``metrics.T8``: one :class:`RecallMetrics` per assistance task (``T8-A``, ...) and
+    ``complete_T8C``."""
+
+    __pydantic_extra__: dict[str, RecallMetrics]
+    complete_T8C: CompleteMetrics | None = None
+
+
+class VolumeMetrics(_Open):
+    """``metrics.output_volume`` (and its ``explicit`` / ``assistance`` panels): per_min =
+    responses / probed_min."""
+
+    per_min: Ratio = None
+    responses: Count = None
+    probed_min: float | None = None
+    explicit: VolumeMetrics | None = None
+    assistance: VolumeMetrics | None = None
+
+
+class OverallMetrics(_Open):
+    """``metrics.overall``: score = hits / scored over every task."""
+
+    score: Ratio = None
+    hits: Count = None
+    scored: Count = None
+    targets: Count = None
+    unjudged: Count = None
+    infra_error: Count = None
+
+
+class PluginMetricValue(_Open):
+    """``metrics.plugins.<name>``: a plug-in metric (registry kind ``metrics``): value =
+    numerator / denominator."""
+
+    value: Ratio = None
+    numerator: int | float | None = None  # a count (int) or seconds / minutes (float)
+    denominator: int | float | None = None
+
+
+class SummaryMetrics(_Open):
+    """``summary.json``'s ``metrics`` block, the output of
+    :func:`interactscope.streaming.scoring.metrics.compute_metrics` (docs/protocol.md, metrics).
+    Every key is optional: a key is written only when its tasks were scored, and a file keeps
+    exactly the keys it was read with (older files included)."""
+
+    tasks: dict[str, TaskMetrics] = Field(default_factory=dict)
+    T1: T1Metrics | None = None
+    six_task_mean: Ratio = None
+    six_task_mean_tasks: list[str] | None = None
+    T8: T8Metrics | None = None
+    overall: OverallMetrics | None = None
+    output_volume: VolumeMetrics | None = None
+    infrastructure_errors: Count = None
+    plugins: dict[str, PluginMetricValue] | None = None
+
+
 class ScoreSummary(_Open):
     """``RUN/scores/summary.json``.
 
@@ -178,7 +295,8 @@ class ScoreSummary(_Open):
         run: the run scored (model, backend, protocol, shard, benchmark, interactions).
         settings: tolerance, merge span, allocation/matching rules, record policy, judge.
         approximation: the judge's approximation label (``None`` for an exact judge).
-        metrics: the metric block of :func:`interactscope.streaming.scoring.metrics.compute_metrics`.
+        metrics: the metric block (:class:`SummaryMetrics`, from
+            :func:`interactscope.streaming.scoring.metrics.compute_metrics`).
         health: record and judge health.
         intervals: optional metric name → :class:`Interval` (cluster bootstrap), when computed.
     """
@@ -187,7 +305,7 @@ class ScoreSummary(_Open):
     run: RunInfo = Field(default_factory=RunInfo)
     settings: ScoringSettings = Field(default_factory=ScoringSettings)
     approximation: str | None = None
-    metrics: dict[str, Any] = Field(default_factory=dict)
+    metrics: SummaryMetrics = Field(default_factory=SummaryMetrics)
     health: ScoreHealth = Field(default_factory=ScoreHealth)
     intervals: dict[str, Interval] | None = None
 
