@@ -78,6 +78,11 @@ class UserSettings(_Group):
     )
     seed: int = Field(0, description="picks the chit-chat sentences")
     max_new_tokens: int | None = Field(None, ge=1)
+    scripted_opening: Literal["request", "instruction"] = Field(
+        "request",
+        description="--user scripted's message: request (date + user id + a generic request; "
+        "the hidden Instruction is never shown) or instruction (the Instruction verbatim)",
+    )
 
 
 class EpisodeSettings(_Group):

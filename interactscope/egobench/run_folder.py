@@ -181,7 +181,23 @@ def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
         for f in IDENTITY
         if getattr(old, f) != getattr(new, f)
     ]
-    return diffs + [f"settings.{d}" for d in diff_settings(old.settings, new.settings)]
+    return diffs + [
+        f"settings.{d}" for d in diff_settings(_legacy(old, new.settings), new.settings)
+    ]
+
+
+def _legacy(m: EgoRunManifest, new: dict[str, Any]) -> dict[str, Any]:
+    """``m.settings`` with what a run written before ``user.scripted_opening`` existed played:
+    ``instruction`` for the default scripted user; for any other user the setting does
+    nothing, so it takes the new run's value."""
+    user = dict(m.settings.get("user") or {})
+    if "scripted_opening" in user or "user" not in m.settings:
+        return m.settings
+    default_scripted = m.user.get("kind") == "scripted" and not m.user.get("script")
+    user["scripted_opening"] = (
+        "instruction" if default_scripted else (new.get("user") or {}).get("scripted_opening")
+    )
+    return {**m.settings, "user": user}
 
 
 class EpisodeWriter(RecordWriter[EpisodeRecord]):

@@ -131,13 +131,14 @@ USERS = "users"
 ``--user NAME[:ARG]``; any other ``--user`` is a model."""
 
 
-def _scripted_users(rest: str, spec: str, _settings: EpisodeSettings):
-    """``scripted`` (the instruction as one message, then STOP) or ``scripted:FILE``."""
+def _scripted_users(rest: str, spec: str, settings: EpisodeSettings):
+    """``scripted`` (one message, ``user.scripted_opening``, then STOP) or ``scripted:FILE``."""
     scripts = load_scripts(Path(rest)) if rest else {}
 
     def scripted(v: Variant, t: Task, s: EpisodeSettings | None = None) -> SimulatedUser:
         msgs = scripts.get(episode_key(v.name, t.task_id), scripts.get(str(t.task_id)))
-        return ScriptedUser(msgs if msgs is not None else default_script(t))
+        opening = (s or settings).user.scripted_opening
+        return ScriptedUser(msgs if msgs is not None else default_script(t, opening))
 
     return scripted, {"name": spec, "kind": "scripted", "script": rest or None}
 
@@ -148,7 +149,7 @@ plugins.register(USERS, "scripted", _scripted_users)
 def user_factory(
     spec: str, settings: EpisodeSettings, agent: Any = None, agent_info: dict | None = None
 ) -> tuple[UserFactory, dict[str, Any]]:
-    """``scripted`` (the instruction as one message, then STOP), ``scripted:FILE``, or a model
+    """``scripted`` (one message, then STOP), ``scripted:FILE``, or a model
     (the agent's engine is reused when ``agent_info`` names the same config file).
 
     Raises:
