@@ -130,7 +130,8 @@ def test_egointeract_with_the_cascade_model_runs_from_the_wheel(installed, tmp_p
     assert res.returncode == 0, res.stdout + res.stderr
     (line,) = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
     rec = json.loads(line)
-    assert rec["errors"] == [] and rec["stop_reason"] in {"user_stop", "max_tool_calls"}
+    # one user turn: the agent answers it (max_user_turns) unless its one tool call ends it first
+    assert rec["errors"] == [] and rec["stop_reason"] in {"max_user_turns", "max_tool_calls"}
     # retail1 task 1's Instruction names "User ID: alice_wong_456" and no date: the scripted
     # user's message (user.scripted_opening=request) says the id, never the Instruction
     first = rec["dialogue"][0]

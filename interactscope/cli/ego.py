@@ -9,6 +9,7 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import fail
+from interactscope.core.words import plural
 
 ego_app = typer.Typer(
     no_args_is_help=True,
@@ -84,7 +85,8 @@ def validate(
             where = ", ".join(sorted(files[i]))
             typer.echo(f"known defect ({n} line(s)): {where}: {defects[i].readme}")
     summary = "; ".join(
-        f"{s}: {rep.tasks[s]} tasks, {rep.calls[s]} GT calls" for s in sorted(rep.tasks)
+        f"{s}: {plural(rep.tasks[s], 'task')}, {plural(rep.calls[s], 'GT call')}"
+        for s in sorted(rep.tasks)
     )
     tail = (
         f"{len(rep.known)} known defect line(s) of the published data"
@@ -99,7 +101,7 @@ def validate(
         )
         raise typer.Exit(1)
     typer.echo(
-        f"ok: {len(rep.checked)} variant(s), {sum(rep.tasks.values())} tasks ({summary}); "
+        f"ok: {plural(len(rep.checked), 'variant')}, {plural(sum(rep.tasks.values()), 'task')} ({summary}); "
         f"no new problem; {tail}"
     )
 
@@ -212,6 +214,9 @@ def score(
         "EgoLink 2026 challenge's evaluator and tools). Default: ours for --log; for RUN, the "
         "profile the run was played with.",
     ),
+    strict: bool = typer.Option(
+        False, "--strict", help="RUN: exit 4 when planned episodes are missing (as `score`)."
+    ),
 ) -> None:
     """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and
     overall (OUT/summary.json, with every setting); prints the per-task table.
@@ -221,7 +226,7 @@ def score(
     if run is not None:
         from interactscope.cli.ego_run import score_run_with
 
-        score_run_with(run, out, data, _run_score_settings(run, set_, reference))
+        score_run_with(run, out, data, _run_score_settings(run, set_, reference), strict)
         return
     if log is None or variant is None or out is None:
         fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
@@ -243,7 +248,7 @@ def score(
     typer.echo(result.frame()[_TASK_COLUMNS].to_string(index=False))
     s = result.summary
     typer.echo(
-        f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "
+        f"{s.variant} ({s.mode or 'mode unknown'}): {plural(s.n_tasks, 'task')}, {s.n_logged} logged | "
         f"JointSucc {s.joint_succ:.3f}  MicroAcc {s.micro_acc:.3f} ({s.matched}/{s.total_gt})  "
         f"ToolSucc {s.tool_succ:.3f}  ResultSucc {s.result_succ:.3f}"
     )

@@ -1,5 +1,5 @@
 """Named settings of an EgoBench episode run; every one is recorded in ``run.json``
-(docs/egobench-episodes.md, "Settings")."""
+(docs/egobench.md, "Settings")."""
 
 from __future__ import annotations
 
@@ -121,6 +121,9 @@ class EpisodeSettings(_Group):
         return v
 
 
+SETTINGS_DOCS = 'docs/egobench.md, section "Settings (`--set KEY=VALUE`, recorded in `run.json`)"'
+"""Where every episode setting is documented (named in the unknown-``--set`` message)."""
+
 OFFICIAL_DEFAULTS: dict[str, Any] = {
     "user.evaluator": False,  # run/multi_agent.py: --multi_agent_user is store_true (off)
     "user.summarizer": False,  # --summary_user is store_true (off)
@@ -158,6 +161,6 @@ def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> Episod
             raise ValueError(f"--mode {mode!r}: expected easy, hard or static") from None
         if e["type"] == "extra_forbidden":
             raise ValueError(
-                f"unknown episode setting {key!r}; see docs/egobench-episodes.md"
+                f"unknown episode setting {key!r}; the settings are listed in {SETTINGS_DOCS}"
             ) from None
         raise ValueError(f"episode setting {key!r}: {e['msg']}") from None

@@ -1,6 +1,6 @@
 """The simulated user of an EgoBench episode: a scripted user (fixed messages, then ``STOP``)
 and the model user (Actor / Evaluator / Summarizer) in the modes easy, hard and static
-(docs/egobench-episodes.md, "Simulated user"). The user sees the task's instruction and
+(docs/egobench.md, "Simulated user"). The user sees the task's instruction and
 image description, never its ground-truth calls."""
 
 from __future__ import annotations
@@ -142,7 +142,7 @@ def _fill(template: str, **values: Any) -> str:
 
 
 class ModelUser:
-    """Actor / Evaluator / Summarizer over one engine (docs/egobench-episodes.md).
+    """Actor / Evaluator / Summarizer over one engine (docs/egobench.md).
 
     Args:
         engine: anything with ``chat(messages, tools=None, **generation) -> ChatResult``.
