@@ -242,7 +242,7 @@ def _warn_incomplete(run: Path, scored: int, strict: bool) -> None:
     from interactscope.cli.common import EXIT_INCOMPLETE
     from interactscope.egobench.run_folder import read_manifest
 
-    planned = len(read_manifest(run / "run.json").keys())
+    planned = len(read_manifest(run).keys())
     if scored >= planned:
         return
     what = "no episodes scored: none of its " if scored == 0 else f"{planned - scored} of its "

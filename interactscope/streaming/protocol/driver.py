@@ -76,7 +76,8 @@ class CollectSummary:
     def line(self) -> str:
         """The end-of-collect line: counts, wall time and where the time went."""
         return (
-            f"{self.interactions} interactions, {self.decision_points} decision points: "
+            f"this invocation: {self.interactions} interactions, "
+            f"{self.decision_points} decision points: "
             f"{self.written} written, {self.already_present} already present, "
             f"{self.non_silent} non-silent, {self.suppressed} suppressed, {self.errors} errors "
             f"({len(self.failed_interactions)} interactions with errors), {self.wall_s:.1f} s"
