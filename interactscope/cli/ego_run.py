@@ -97,6 +97,15 @@ def _progress(rec: object) -> None:
     )
 
 
+_QUIET = typer.Option(
+    False,
+    "--quiet",
+    "-q",
+    "--no-progress",
+    help="No progress bar and no line per episode (the bar shows only on a terminal).",
+)
+
+
 @ego_app.command("run")
 def run(
     agent: str = typer.Option(
@@ -151,13 +160,7 @@ def run(
         1, "--max-concurrency", help="Episodes in flight at once (for API engines)."
     ),
     verbose: bool = typer.Option(False, "--verbose"),
-    quiet: bool = typer.Option(
-        False,
-        "--quiet",
-        "-q",
-        "--no-progress",
-        help="No progress bar and no line per episode (the bar shows only on a terminal).",
-    ),
+    quiet: bool = _QUIET,
 ) -> None:
     """Play one episode per task: the agent talks to the simulated user and calls tools on a
     fresh environment until the user says STOP, 10 user turns or 200 tool calls. Every episode
