@@ -83,19 +83,19 @@ def validate(
             files.setdefault(i, set()).add(p.file)
         for i, n in sorted(counts.items()):
             where = ", ".join(sorted(files[i]))
-            typer.echo(f"known defect ({n} line(s)): {where}: {defects[i].readme}")
+            typer.echo(f"known defect ({plural(n, 'line')}): {where}: {defects[i].readme}")
     summary = "; ".join(
         f"{s}: {plural(rep.tasks[s], 'task')}, {plural(rep.calls[s], 'GT call')}"
         for s in sorted(rep.tasks)
     )
     tail = (
-        f"{len(rep.known)} known defect line(s) of the published data"
+        f"{plural(len(rep.known), 'known defect line')} of the published data"
         + ("" if known else " (--known lists them)")
-        + (f", {len(rep.unknown)} unknown variant(s) not checked" if rep.unknown else "")
+        + (f", {plural(len(rep.unknown), 'unknown variant')} not checked" if rep.unknown else "")
     )
     if rep.new or rep.unknown:
         typer.secho(
-            f"{len(rep.new)} new problem(s) in {len(rep.checked)} variant(s) ({summary}); {tail}",
+            f"{plural(len(rep.new), 'new problem')} in {plural(len(rep.checked), 'variant')} ({summary}); {tail}",
             fg=typer.colors.RED,
             err=True,
         )

@@ -336,6 +336,8 @@ def summary_lines(rep: ImportReport) -> list[str]:
             f"{v.name}: {plural(v.tasks, 'task')}, {plural(v.gt_calls, 'GT call')} from {v.source}, "
             f"db {v.db or '-'}, {vids}{state}{notes}"
         )
-    lines.append(f"{len(rep.databases)} seed database(s), {len(rep.tools)} tool schema(s)")
+    lines.append(
+        f"{plural(len(rep.databases), 'seed database')}, {plural(len(rep.tools), 'tool schema')}"
+    )
     lines += [f"skipped: {s}" for s in rep.skipped]
     return lines
