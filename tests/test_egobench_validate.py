@@ -44,7 +44,7 @@ def test_only_known_defects_exit_0_and_a_new_one_exits_1(tmp_path: Path) -> None
         ln.startswith("known: tasks/retail1.json: task 5:") and "empty user_id" in ln
         for ln in lines
     )
-    assert any("known defect (1 line(s)): db/retail1.json:" in ln for ln in lines)
+    assert any("known defect (1 line): db/retail1.json:" in ln for ln in lines)
 
 
 def test_a_task_file_of_an_unknown_scenario_does_not_stop_the_others(tmp_path: Path) -> None:
