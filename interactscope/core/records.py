@@ -36,7 +36,10 @@ class StageTimings(BaseModel):
     """Where the time of a ``collect`` went (``run.json``: ``summary.timings`` over every
     invocation, ``invocations[k].summary.timings`` for one; docs/protocol.md#run-folder-contract).
 
-    Seconds of wall time (``time.perf_counter``), summed over the decision points:
+    Seconds of wall time (``time.perf_counter``): ``load_s`` and ``collect_s`` are the
+    invocation's wall clock; the stages (decode, process, model, write) are summed over the
+    decision points, so with batches or concurrent requests they can add up to more than
+    ``collect_s`` (both are recorded; :meth:`line` labels them "wall" and "summed over requests"):
 
     - ``load_s``: building the adapter and ``adapter.prepare`` (model load, server preflight),
       apart from everything else;
