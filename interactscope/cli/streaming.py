@@ -225,7 +225,7 @@ def _whole_run_line(out: Path) -> None:
     if len(m.invocations) < 2 or not m.summary:
         return
     t = m.summary
-    untimed = sum(not (i.summary or {}).get("wall_s") for i in m.invocations)
+    untimed = sum((i.summary or {}).get("wall_s") is None for i in m.invocations)
     note = f", {untimed} untimed (killed)" if untimed else ""
     timings = t.get("timings")
     typer.echo(
