@@ -140,7 +140,7 @@ def test_egolink_clone_prefers_test_gt_and_reports_what_cannot_be_played(tmp_pat
     assert o1["name"] == "order1" and not o1["playable"]  # no order tools or seed here
     assert o1["tasks_without_gt"] == 1
     assert ("order" in SCENARIOS) or any("not one this version plays" in n for n in o1["notes"])
-    assert "kitchen4: 1 tasks, 1 GT calls from scenarios/test_GT/kitchen4.json" in res.output
+    assert "kitchen4: 1 task, 1 GT call from scenarios/test_GT/kitchen4.json" in res.output
     bad = CliRunner().invoke(
         app, ["ego", "import-official", str(tmp_path), "--out", str(tmp_path / "e")]
     )

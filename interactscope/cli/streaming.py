@@ -207,7 +207,31 @@ def collect(
             **subset,
         )
     typer.echo(f"{out}: {summary.line()}")
+    _whole_run_line(out)
     _exit_on_record_errors(out)
+
+
+def _whole_run_line(out: Path) -> None:
+    """After a resumed collect: the whole run over every invocation (``run.json``'s
+    ``summary``), beside the line of this invocation."""
+    from interactscope.core.records import StageTimings
+    from interactscope.core.text import plural
+    from interactscope.streaming.runlog import RunFolder
+
+    m = RunFolder(out).manifest
+    if len(m.invocations) < 2 or not m.summary:
+        return
+    t = m.summary
+    untimed = sum((i.summary or {}).get("wall_s") is None for i in m.invocations)
+    note = f", {untimed} untimed (killed)" if untimed else ""
+    timings = t.get("timings")
+    typer.echo(
+        f"{out}: whole run ({plural(len(m.invocations), 'invocation')}{note}): "
+        f"{plural(t.get('decision_points', 0), 'decision point')}, "
+        f"{t.get('non_silent', 0)} non-silent, {plural(t.get('errors', 0), 'error')}, "
+        f"{float(t.get('wall_s') or 0):.1f} s wall"
+        + (f" ({StageTimings.model_validate(timings).line()})" if timings else "")
+    )
 
 
 def _dry_run(

@@ -36,7 +36,10 @@ class StageTimings(BaseModel):
     """Where the time of a ``collect`` went (``run.json``: ``summary.timings`` over every
     invocation, ``invocations[k].summary.timings`` for one; docs/protocol.md#run-folder-contract).
 
-    Seconds of wall time (``time.perf_counter``), summed over the decision points:
+    Seconds of wall time (``time.perf_counter``): ``load_s`` and ``collect_s`` are the
+    invocation's wall clock; the stages (decode, process, model, write) are summed over the
+    decision points, so with batches or concurrent requests they can add up to more than
+    ``collect_s`` (both are recorded; :meth:`line` labels them "wall" and "summed over requests"):
 
     - ``load_s``: building the adapter and ``adapter.prepare`` (model load, server preflight),
       apart from everything else;
@@ -107,8 +110,18 @@ class StageTimings(BaseModel):
                 setattr(out, k, getattr(out, k) + getattr(p, k))
         return out.derived()
 
+    def _overlap(self) -> str:
+        """``"; summed 1.8x the wall (concurrent requests)"`` when the summed stages exceed the
+        loop's wall time by more than 1 % (batches, ``max_concurrency``), else ``""``."""
+        inner = self.decode_s + self.process_s + self.model_s + self.write_s
+        if self.collect_s <= 0 or inner <= 1.01 * self.collect_s:
+            return ""
+        return f"; summed {inner / self.collect_s:.1f}x the wall (concurrent requests)"
+
     def line(self) -> str:
-        """The one-line form the CLI prints after ``collect``."""
+        """The one-line form the CLI prints after ``collect``: the loop's wall seconds and the
+        stage seconds summed over requests, labelled (summed can exceed wall when requests run
+        concurrently; ``_overlap`` says by how much)."""
         share = (  # a share of a sub-second run is noise
             ""
             if self.outside_model_share is None or self.collect_s < 1.0
@@ -116,9 +129,11 @@ class StageTimings(BaseModel):
         )
         hit = self.prefix_cache_hit_rate
         return (
-            f"load {self.load_s:.1f} s; decode {self.decode_s:.1f} / process "
-            f"{self.process_s:.1f} / model {self.model_s:.1f} / write {self.write_s:.1f} / other "
-            f"{self.other_s:.1f} s (outside the model{share})"
+            f"load {self.load_s:.1f} s; loop {self.collect_s:.1f} s wall, stages summed over "
+            f"requests: decode {self.decode_s:.1f} / process {self.process_s:.1f} / model "
+            f"{self.model_s:.1f} / write {self.write_s:.1f} / other {self.other_s:.1f} s "
+            f"(outside the model{share})"
+            + self._overlap()
             + (
                 f"; {self.completion_tokens_per_s:.1f} tok/s out"
                 if self.completion_tokens_per_s

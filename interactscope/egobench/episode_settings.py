@@ -1,5 +1,5 @@
 """Named settings of an EgoBench episode run; every one is recorded in ``run.json``
-(docs/egobench-episodes.md, "Settings")."""
+(docs/egobench.md, "Settings")."""
 
 from __future__ import annotations
 
@@ -78,6 +78,11 @@ class UserSettings(_Group):
     )
     seed: int = Field(0, description="picks the chit-chat sentences")
     max_new_tokens: int | None = Field(None, ge=1)
+    scripted_opening: Literal["request", "instruction"] = Field(
+        "request",
+        description="--user scripted's message: request (date + user id + a generic request; "
+        "the hidden Instruction is never shown) or instruction (the Instruction verbatim)",
+    )
 
 
 class EpisodeSettings(_Group):
@@ -132,6 +137,9 @@ def with_legacy_defaults(settings: dict[str, Any]) -> dict[str, Any]:
     return {**LEGACY_DEFAULTS, **settings}
 
 
+SETTINGS_DOCS = 'docs/egobench.md, section "Settings (`--set KEY=VALUE`, recorded in `run.json`)"'
+"""Where every episode setting is documented (named in the unknown-``--set`` message)."""
+
 OFFICIAL_DEFAULTS: dict[str, Any] = {
     "user.evaluator": False,  # run/multi_agent.py: --multi_agent_user is store_true (off)
     "user.summarizer": False,  # --summary_user is store_true (off)
@@ -169,6 +177,6 @@ def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> Episod
             raise ValueError(f"--mode {mode!r}: expected easy, hard or static") from None
         if e["type"] == "extra_forbidden":
             raise ValueError(
-                f"unknown episode setting {key!r}; see docs/egobench-episodes.md"
+                f"unknown episode setting {key!r}; the settings are listed in {SETTINGS_DOCS}"
             ) from None
         raise ValueError(f"episode setting {key!r}: {e['msg']}") from None

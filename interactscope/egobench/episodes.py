@@ -1,10 +1,11 @@
 """One EgoBench episode: user message → agent turn(s) with tool calls executed on a fresh
 environment and results returned → next user message, until the user's whole reply is
-``STOP``, the user-turn limit or the tool-call limit (docs/egobench-episodes.md, "Episode
+``STOP``, the user-turn limit or the tool-call limit (docs/egobench.md, "Episode
 loop")."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -26,13 +27,31 @@ from interactscope.egobench.user_sim import STOP, SimulatedUser, UserTurn
 class _Episode:
     """Bookkeeping of one running episode (the record being filled and the call count)."""
 
-    def __init__(self, rec: EpisodeRecord, env: Environment, s: EpisodeSettings):
+    def __init__(
+        self,
+        rec: EpisodeRecord,
+        env: Environment,
+        s: EpisodeSettings,
+        on_step: Callable[[str], None] | None = None,
+    ):
         self.rec, self.env, self.s = rec, env, s
         self.user_turns = 0
+        self.steps = 0
         self.executed = 0
+        self.on_step = on_step
+
+    def status(self) -> None:
+        """Tell ``on_step`` where the episode is (the progress bar's postfix)."""
+        if self.on_step is not None:
+            calls = f"{self.executed} call" + ("" if self.executed == 1 else "s")
+            self.on_step(
+                f"{self.rec.variant}:{self.rec.task_id} turn {self.user_turns} "
+                f"step {self.steps}, {calls}"
+            )
 
     def add_user(self, turn: UserTurn) -> None:
         self.user_turns += 1
+        self.status()
         self.rec.dialogue.append(DialogueTurn(role="user", text=turn.text))
         if turn.verdict is not None:
             self.rec.user_verdicts.append(turn.verdict.model_copy(update={"turn": self.user_turns}))
@@ -59,6 +78,7 @@ class _Episode:
         ``problem`` says why the reply was malformed (hard mode interrupts it)."""
         while True:
             step = agent.step()
+            self.steps += 1
             self.rec.input_tokens += step.prompt_tokens
             self.rec.output_tokens += step.completion_tokens
             self.rec.latency_s += step.latency_s
@@ -83,6 +103,7 @@ class _Episode:
             if step.text.strip():
                 self.rec.dialogue.append(DialogueTurn(role="agent", text=step.text))
             events, limit = self.execute(step.calls, list(step.call_ids))
+            self.status()
             if limit and self.s.runner == "official":
                 # run/multi_agent.py: past the limit the agent's turn ends, not the episode
                 agent.on_tools(events)
@@ -142,6 +163,7 @@ def run_episode(
     agent_name: str = "",
     user_name: str = "",
     trial: int = 1,
+    on_step: Callable[[str], None] | None = None,
 ) -> EpisodeRecord:
     """Play one episode on a fresh environment and return its record.
 
@@ -152,6 +174,9 @@ def run_episode(
         settings: limits, mode and the environment's argument rules.
         visual: what the agent gets of the video (``sees_pixels`` is recorded).
         trial: the 1-based trial; the record keeps it and the seed (``settings.user.seed``).
+        on_step: called with a one-line status (``"retail1:1 turn 1 step 2, 3 calls"``: user
+            turns, agent steps, executed tool calls so far) after each user message and after
+            each agent step that called tools.
 
     Returns:
         The :class:`EpisodeRecord`: dialogue, every call with its result (in execution order),
@@ -170,7 +195,7 @@ def run_episode(
         sees_pixels=visual.sees_pixels,
     )
     with Environment.from_variant(variant, task, rules=run_profile(settings)) as env:
-        ep = _Episode(rec, env, settings)
+        ep = _Episode(rec, env, settings, on_step)
         ctx = EpisodeContext(
             variant=variant.name,
             scenario=variant.scenario,

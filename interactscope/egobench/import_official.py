@@ -28,6 +28,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from interactscope.core.text import plural
 from interactscope.egobench.data import EgoBenchError, parse_tools, read_json
 from interactscope.egobench.records import SCENARIOS
 
@@ -210,7 +211,7 @@ def _convert_variant(
             "the official code plays it with its own Restaurant6DB; here: restaurant tools"
         )
     if v.tasks_without_gt:
-        v.notes.append(f"{v.tasks_without_gt} task(s) without ground_truth: they score 0")
+        v.notes.append(f"{plural(v.tasks_without_gt, 'task')} without ground_truth: they score 0")
     return v
 
 
@@ -332,9 +333,11 @@ def summary_lines(rep: ImportReport) -> list[str]:
         state = "" if v.playable else " NOT PLAYABLE"
         notes = f" ({'; '.join(v.notes)})" if v.notes else ""
         lines.append(
-            f"{v.name}: {v.tasks} tasks, {v.gt_calls} GT calls from {v.source}, "
+            f"{v.name}: {plural(v.tasks, 'task')}, {plural(v.gt_calls, 'GT call')} from {v.source}, "
             f"db {v.db or '-'}, {vids}{state}{notes}"
         )
-    lines.append(f"{len(rep.databases)} seed database(s), {len(rep.tools)} tool schema(s)")
+    lines.append(
+        f"{plural(len(rep.databases), 'seed database')}, {plural(len(rep.tools), 'tool schema')}"
+    )
     lines += [f"skipped: {s}" for s in rep.skipped]
     return lines

@@ -1,6 +1,6 @@
 """EgoBench run folders: ``run.json`` + append-only ``episodes.jsonl`` (one
 :class:`~interactscope.egobench.records.EpisodeRecord` per task), resume, shards and merge
-(docs/egobench-episodes.md, "Run folder").
+(docs/egobench.md, "Run folder").
 
 An episode is written only once it has ended, flushed and fsynced, so a killed run loses at
 most the episode in progress: reopening drops a torn last line with a warning and the
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -53,12 +54,16 @@ class EgoRunError(RunLogError):
 
 
 class EgoInvocation(BaseModel):
-    """One ``ego run`` invocation on the folder: times, command, episodes it wrote."""
+    """One ``ego run`` invocation on the folder: times, command, episodes it wrote, and
+    ``summary`` (:func:`summarise` over those episodes, plus ``wall_s``: the invocation's wall
+    seconds, None for one that was killed). A killed invocation's episodes and counts are filled
+    in when the run is resumed (they are the records after the earlier invocations' ones)."""
 
     started_at: str
     ended_at: str | None = None
     command: list[str] | None = None
     written: int = 0
+    summary: dict[str, Any] | None = None
 
 
 class EgoRunManifest(BaseModel):
@@ -167,6 +172,24 @@ def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeReco
     return load_records(Path(path), FORMAT, repair=repair)
 
 
+def run_totals(
+    records: list[EpisodeRecord], expected: int, invocations: list[EgoInvocation]
+) -> dict[str, Any]:
+    """``run.json``'s ``summary``: :func:`summarise` over every episode of the folder (all
+    invocations), with ``invocations`` (how many) and ``wall_s``, the invocations' wall seconds
+    summed over those that measured it (``untimed``: how many did not, e.g. killed ones).
+    ``model_s`` sums the episodes' model seconds, so with ``--max-concurrency`` > 1 it can
+    exceed ``wall_s``."""
+    walls = [(i.summary or {}).get("wall_s") for i in invocations]
+    known = [w for w in walls if w is not None]
+    return {
+        **summarise(records, expected),
+        "invocations": len(invocations),
+        "wall_s": round(sum(known), 3),
+        "untimed": len(invocations) - len(known),
+    }
+
+
 def summarise(records: list[EpisodeRecord], expected: int) -> dict[str, Any]:
     """Counts over a run's episodes: stop reasons, episodes with errors, pixels seen, tokens."""
     return {
@@ -190,7 +213,8 @@ def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
         if getattr(old, f) != getattr(new, f)
     ]
     return diffs + [
-        f"settings.{d}" for d in diff_settings(_effective(old.settings), _effective(new.settings))
+        f"settings.{d}"
+        for d in diff_settings(_effective(_legacy(old, new.settings)), _effective(new.settings))
     ]
 
 
@@ -209,6 +233,20 @@ def _effective(settings: dict[str, Any]) -> dict[str, Any]:
     return {**settings, **{k: getattr(rules, k) for k in TOOL_RULE_OVERRIDES}}
 
 
+def _legacy(m: EgoRunManifest, new: dict[str, Any]) -> dict[str, Any]:
+    """``m.settings`` with what a run written before ``user.scripted_opening`` existed played:
+    ``instruction`` for the default scripted user; for any other user the setting does
+    nothing, so it takes the new run's value."""
+    user = dict(m.settings.get("user") or {})
+    if "scripted_opening" in user or "user" not in m.settings:
+        return m.settings
+    default_scripted = m.user.get("kind") == "scripted" and not m.user.get("script")
+    user["scripted_opening"] = (
+        "instruction" if default_scripted else (new.get("user") or {}).get("scripted_opening")
+    )
+    return {**m.settings, "user": user}
+
+
 class EpisodeWriter(RecordWriter[EpisodeRecord]):
     """Appends episode records durably; ``done`` holds the keys already written."""
 
@@ -222,17 +260,26 @@ class EpisodeWriter(RecordWriter[EpisodeRecord]):
     ):
         self.manifest = manifest
         self.records = records
+        self.new: list[EpisodeRecord] = []
+        self.t0 = time.perf_counter()
         super().__init__(path, FORMAT, records, sync_every=sync_every)
 
     def _appended(self, record: EpisodeRecord) -> None:
         self.records.append(record)
+        self.new.append(record)
         self.manifest.invocations[-1].written += 1
 
     def finish(self) -> None:
-        """Record the end time and the summary over every episode in ``run.json``."""
+        """Record the end time, this invocation's summary and the run's (every episode of
+        every invocation, :func:`run_totals`) in ``run.json``."""
         self.manifest.ended_at = now_iso()
-        self.manifest.invocations[-1].ended_at = self.manifest.ended_at
-        self.manifest.summary = summarise(self.records, len(self.manifest.keys()))
+        inv = self.manifest.invocations[-1]
+        inv.ended_at = self.manifest.ended_at
+        wall = round(time.perf_counter() - self.t0, 3)
+        inv.summary = {**summarise(self.new, len(self.new)), "wall_s": wall}
+        self.manifest.summary = run_totals(
+            self.records, len(self.manifest.keys()), self.manifest.invocations
+        )
         self.sync()
         write_manifest(self.path, self.manifest)
         self.close()
@@ -255,13 +302,29 @@ def open_episodes(
     old, records = open_folder(p, manifest, FORMAT)
     if old is not None:
         manifest.started_at = old.started_at
-        manifest.invocations = old.invocations
+        manifest.invocations = _account_killed(old.invocations, records)
         log.info("resuming %s: %d episode(s) already written", p, len(records))
     manifest.started_at = manifest.started_at or inv.started_at
     manifest.ended_at = None
     manifest.invocations = [*manifest.invocations, inv]
     write_manifest(p, manifest)
     return EpisodeWriter(p, manifest, records, sync_every=sync_every)
+
+
+def _account_killed(
+    invocations: list[EgoInvocation], records: list[EpisodeRecord]
+) -> list[EgoInvocation]:
+    """Give a killed last invocation (no summary) the episodes it wrote: the records after
+    those the earlier invocations wrote (records are kept in append order). Its wall time
+    stays unknown (None)."""
+    if not invocations or invocations[-1].summary is not None or invocations[-1].ended_at:
+        return invocations  # finished (runs from before per-invocation summaries included)
+    before = sum(i.written for i in invocations[:-1])
+    mine = records[before:]
+    last = invocations[-1].model_copy(
+        update={"written": len(mine), "summary": {**summarise(mine, len(mine)), "wall_s": None}}
+    )
+    return [*invocations[:-1], last]
 
 
 def read_manifest(path: str | Path) -> EgoRunManifest:

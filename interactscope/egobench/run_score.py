@@ -1,6 +1,6 @@
 """Scoring an EgoBench run folder: the deterministic scorer per variant over the run's episode
 records, and the simulated user's health beside it (per-criterion pass rates over user turns
-and the trajectory all-pass rate; docs/egobench-episodes.md, "Scoring a run")."""
+and the trajectory all-pass rate; docs/egobench.md, "Scoring a run")."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from interactscope.core.files import write_atomic
+from interactscope.core.text import plural
 from interactscope.egobench.data import load_variant
 from interactscope.egobench.logs import from_episode
 from interactscope.egobench.profiles import run_profile
@@ -134,7 +135,7 @@ def headline(score: RunScore) -> str:
     h = score.health
     health = f"user all-pass {h.all_pass:.3f}" if h.all_pass is not None else "user scripted"
     return (
-        f"{len(tasks)} tasks ({score.mode}) | JointSucc {sum(t.joint_succ for t in tasks) / n:.3f}"
+        f"{plural(len(tasks), 'task')} ({score.mode}) | JointSucc {sum(t.joint_succ for t in tasks) / n:.3f}"
         f"  MicroAcc {m / g if g else 0:.3f} ({m}/{g})  ToolSucc "
         f"{sum(t.tool_succ for t in tasks) / n:.3f}  ResultSucc "
         f"{sum(t.result_succ for t in tasks) / n:.3f} | {health} | sees_pixels: "

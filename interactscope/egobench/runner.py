@@ -1,6 +1,6 @@
 """``ego run``: check every input, then play one episode per selected task into a run folder
 (resumable, shardable). Every check happens before the first episode, so bad input costs no
-model call (docs/egobench-episodes.md, "Running")."""
+model call (docs/egobench.md, "Run folder")."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+from tqdm.auto import tqdm
 
 from interactscope.core import registry as plugins
 from interactscope.core.files import FileReadError, read_data
+from interactscope.core.text import plural
 from interactscope.egobench.agents import Agent, build_agent, load_visual
 from interactscope.egobench.agents.visual import video_path
 from interactscope.egobench.data import EgoBenchError, load_variant
@@ -35,6 +37,9 @@ from interactscope.egobench.user_sim import ModelUser, ScriptedUser, SimulatedUs
 from interactscope.runs.common import in_shard, parse_shard, run_lock
 
 log = logging.getLogger(__name__)
+
+PROGRESS_REFRESH_S = 0.5
+"""Seconds between redraws of ``ego run``'s progress bar at most (as ``collect``'s)."""
 
 UserFactory = Callable[[Variant, Task, EpisodeSettings], SimulatedUser]
 """``make_user(variant, task, settings)``: one episode's user (settings carry the trial's seed)."""
@@ -131,13 +136,14 @@ USERS = "users"
 ``--user NAME[:ARG]``; any other ``--user`` is a model."""
 
 
-def _scripted_users(rest: str, spec: str, _settings: EpisodeSettings):
-    """``scripted`` (the instruction as one message, then STOP) or ``scripted:FILE``."""
+def _scripted_users(rest: str, spec: str, settings: EpisodeSettings):
+    """``scripted`` (one message, ``user.scripted_opening``, then STOP) or ``scripted:FILE``."""
     scripts = load_scripts(Path(rest)) if rest else {}
 
     def scripted(v: Variant, t: Task, s: EpisodeSettings | None = None) -> SimulatedUser:
         msgs = scripts.get(episode_key(v.name, t.task_id), scripts.get(str(t.task_id)))
-        return ScriptedUser(msgs if msgs is not None else default_script(t))
+        opening = (s or settings).user.scripted_opening
+        return ScriptedUser(msgs if msgs is not None else default_script(t, opening))
 
     return scripted, {"name": spec, "kind": "scripted", "script": rest or None}
 
@@ -148,7 +154,7 @@ plugins.register(USERS, "scripted", _scripted_users)
 def user_factory(
     spec: str, settings: EpisodeSettings, agent: Any = None, agent_info: dict | None = None
 ) -> tuple[UserFactory, dict[str, Any]]:
-    """``scripted`` (the instruction as one message, then STOP), ``scripted:FILE``, or a model
+    """``scripted`` (one message, then STOP), ``scripted:FILE``, or a model
     (the agent's engine is reused when ``agent_info`` names the same config file).
 
     Raises:
@@ -244,12 +250,33 @@ def _identity(info: dict[str, Any]) -> str:
 
 
 class RunOutcome(BaseModel):
-    """What one invocation did: episodes written now, already present, and with errors."""
+    """What one invocation did: episodes written now, already present, and with errors;
+    ``invocation`` and ``run`` are ``run.json``'s summaries of this invocation and of the whole
+    run (every invocation; :func:`interactscope.egobench.run_folder.run_totals`)."""
 
     written: int = 0
     skipped: int = 0
     errors: int = 0
     records: list[EpisodeRecord] = Field(default_factory=list)
+    invocation: dict[str, Any] = Field(default_factory=dict)
+    run: dict[str, Any] = Field(default_factory=dict)
+
+    def line(self) -> str:
+        """The end-of-run line: this invocation, then the whole run (wall seconds vs model
+        seconds summed over episodes, which overlap with ``--max-concurrency``)."""
+        inv, tot = self.invocation, self.run
+        k = int(tot.get("invocations", 1))
+        untimed = int(tot.get("untimed", 0))
+        note = f", {untimed} of them untimed (killed)" if untimed else ""
+        return (
+            f"this invocation: {plural(self.written, 'episode')} played, "
+            f"{self.skipped} already done, {self.errors} with errors, "
+            f"{float(inv.get('wall_s') or 0):.1f} s wall | whole run ({plural(k, 'invocation')}"
+            f"{note}): {tot.get('episodes', 0)}/{plural(int(tot.get('expected', 0)), 'episode')}, "
+            f"{tot.get('episodes_with_errors', 0)} with errors, "
+            f"{float(tot.get('wall_s') or 0):.1f} s wall, model {float(tot.get('model_s') or 0):.1f}"
+            " s summed over episodes"
+        )
 
 
 def _planned(run: PreparedRun) -> list[tuple[Variant, int, int]]:
@@ -263,11 +290,31 @@ def _planned(run: PreparedRun) -> list[tuple[Variant, int, int]]:
     ]
 
 
+def _bar(total: int, initial: int, stream: Any) -> Any:
+    """The episode bar on ``stream`` (None: no bar): off unless ``stream`` is a terminal."""
+    isatty = getattr(stream, "isatty", None)
+    return tqdm(
+        total=total,
+        initial=initial,
+        unit="episode",
+        desc="ego run",
+        file=stream,
+        disable=stream is None or not (callable(isatty) and isatty()),
+        dynamic_ncols=True,
+        mininterval=PROGRESS_REFRESH_S,
+    )
+
+
 def execute(
-    run: PreparedRun, progress: Callable[[EpisodeRecord], None] | None = None
+    run: PreparedRun,
+    progress: Callable[[EpisodeRecord], None] | None = None,
+    bar: Any = None,
 ) -> RunOutcome:
     """Play every planned episode (task x trial) not yet in the folder, appending each as
-    it ends.
+    it ends. ``progress`` is called with each record written; ``bar`` (a stream, e.g.
+    ``sys.stderr``) shows a tqdm bar over the episodes when it is a terminal, its postfix the
+    running episode's user turn, agent step and tool calls (redrawn every
+    :data:`PROGRESS_REFRESH_S` s at most).
 
     With ``max_concurrency`` N > 1, N episodes are in flight at once (threads; one
     environment, one agent copy and one user each); records are still appended by this one
@@ -282,6 +329,7 @@ def execute(
     req, agent = run.request, run.agent
     with run_lock(req.out, "ego run"):
         writer = open_episodes(req.out, run.manifest, req.command)
+        shown = None
         try:
             todo = []
             for v, tid, k in _planned(run):
@@ -290,21 +338,32 @@ def execute(
                 else:
                     todo.append((v, tid, k))
 
+            shown = _bar(len(todo) + out.skipped, out.skipped, bar)
+
             def write(rec: EpisodeRecord) -> None:
                 writer.append(rec)
                 out.written += 1
                 out.errors += rec.stop_reason == "error"
                 out.records.append(rec)
+                shown.update(1)
                 if progress:
                     progress(rec)
 
+            def on_step(status: str) -> None:
+                shown.set_postfix_str(status, refresh=False)
+                shown.update(0)  # redraws only when PROGRESS_REFRESH_S has passed
+
             if req.max_concurrency <= 1:
                 for v, tid, k in todo:
-                    write(_play(run, v, v.task(tid), agent, k))
+                    write(_play(run, v, v.task(tid), agent, k, on_step))
             else:
-                _play_concurrently(run, todo, write)
+                _play_concurrently(run, todo, write, on_step)
             writer.finish()
+            out.invocation = writer.manifest.invocations[-1].summary or {}
+            out.run = writer.manifest.summary or {}
         finally:
+            if shown is not None:
+                shown.close()
             writer.close()
             close = getattr(agent, "close", None)
             if callable(close):
@@ -323,6 +382,7 @@ def _play_concurrently(
     run: PreparedRun,
     todo: list[tuple[Variant, int, int]],
     write: Callable[[EpisodeRecord], None],
+    on_step: Callable[[str], None] | None = None,
 ) -> None:
     """At most ``max_concurrency`` episodes in flight; finished ones are written in order."""
     n = run.request.max_concurrency
@@ -332,19 +392,28 @@ def _play_concurrently(
         futures = {}
         it = iter(enumerate(todo))
         for i, (v, tid, k) in itertools.islice(it, n):
-            futures[pool.submit(_play, run, v, v.task(tid), _fork(run.agent), k)] = i
+            futures[pool.submit(_play, run, v, v.task(tid), _fork(run.agent), k, on_step)] = i
         while futures:
             finished, _ = wait(futures, return_when=FIRST_COMPLETED)
             for f in finished:
                 done[futures.pop(f)] = f.result()
                 for i, (v, tid, k) in itertools.islice(it, 1):
-                    futures[pool.submit(_play, run, v, v.task(tid), _fork(run.agent), k)] = i
+                    futures[
+                        pool.submit(_play, run, v, v.task(tid), _fork(run.agent), k, on_step)
+                    ] = i
             while nxt in done:
                 write(done.pop(nxt))
                 nxt += 1
 
 
-def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent, trial: int = 1) -> EpisodeRecord:
+def _play(
+    run: PreparedRun,
+    v: Variant,
+    task: Task,
+    agent: Agent,
+    trial: int = 1,
+    on_step: Callable[[str], None] | None = None,
+) -> EpisodeRecord:
     s = run.settings
     if trial > 1:  # each trial its own seed, recorded in the episode
         s = s.model_copy(
@@ -364,6 +433,7 @@ def _play(run: PreparedRun, v: Variant, task: Task, agent: Agent, trial: int = 1
         agent_name=run.manifest.agent.get("name", ""),
         user_name=run.manifest.user.get("name", ""),
         trial=trial,
+        on_step=on_step,
     )
 
 

@@ -1,6 +1,6 @@
 """The simulated user of an EgoBench episode: a scripted user (fixed messages, then ``STOP``)
 and the model user (Actor / Evaluator / Summarizer) in the modes easy, hard and static
-(docs/egobench-episodes.md, "Simulated user"). The user sees the task's instruction and
+(docs/egobench.md, "Simulated user"). The user sees the task's instruction and
 image description, never its ground-truth calls."""
 
 from __future__ import annotations
@@ -88,10 +88,33 @@ class ScriptedUser:
         return self._next()
 
 
-def default_script(task: Task) -> list[str]:
-    """The scripted user's messages when no script file names the task: the task's
-    instruction as one request."""
-    return [f"Hello. {task.instruction}"]
+_USER_ID = re.compile(
+    r"\buser(?:[ _]?id)?(?:\s+is|\s*[:=])?\s*[\"'`]?([A-Za-z]+_[A-Za-z0-9_\-]+)", re.I
+)
+_TODAY = re.compile(r"\btoday(?:'s date)? is [^.;]*?\d{4}", re.I)
+SCRIPTED_REQUEST = "Please help me with what I am showing you."
+"""The scripted user's request (``user.scripted_opening=request``): it names no step of the
+hidden Instruction."""
+
+
+def default_script(task: Task, opening: str = "request") -> list[str]:
+    """The scripted user's messages when no script file names the task (then ``STOP``).
+
+    ``opening="request"`` (default; SPEC-egobench §3: the Instruction is given only to the
+    simulated user): the date sentence copied from the Instruction when it states one (the
+    official user prompt's "First-Sentence Date Fidelity"), the user id ("Include your user_id
+    somewhere in your first dialogue"), and :data:`SCRIPTED_REQUEST`, e.g. ``"Hello. Today is
+    May 6, 2026. My user ID is cook_009. Please help me with what I am showing you."``.
+    ``opening="instruction"``: the Instruction verbatim after ``"Hello. "`` (the whole hidden
+    goal at once; the behaviour before the setting existed)."""
+    if opening == "instruction":
+        return [f"Hello. {task.instruction}"]
+    parts = ["Hello."]
+    if m := _TODAY.search(task.instruction):
+        parts.append(m[0][0].upper() + m[0][1:] + ".")
+    if m := _USER_ID.search(task.instruction):
+        parts.append(f"My user ID is {m[1]}.")
+    return [" ".join([*parts, SCRIPTED_REQUEST])]
 
 
 def parse_verdict(text: str, turn: int) -> tuple[UserVerdict, str, str | None]:
@@ -119,7 +142,7 @@ def _fill(template: str, **values: Any) -> str:
 
 
 class ModelUser:
-    """Actor / Evaluator / Summarizer over one engine (docs/egobench-episodes.md).
+    """Actor / Evaluator / Summarizer over one engine (docs/egobench.md).
 
     Args:
         engine: anything with ``chat(messages, tools=None, **generation) -> ChatResult``.

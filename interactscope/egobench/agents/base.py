@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from interactscope.egobench.episode_settings import EpisodeSettings
 from interactscope.egobench.records import Task, ToolCall, ToolResult, ToolSpec
+from interactscope.engines import TextPart
 
 
 class Visual(BaseModel):
@@ -24,6 +25,14 @@ class Visual(BaseModel):
     description: str | None = None
     video: str | None = None
     note: str | None = None
+
+
+def after_scene(parts: list[Any], text: str) -> list[Any]:
+    """``parts`` (the scene: frames or its description) then ``text`` as a paragraph of its own.
+
+    Text engines join a message's text parts with nothing between them, so the scene text and
+    the user's words were glued ("...in succession.Hello."); a blank line keeps them apart."""
+    return [*parts, TextPart(text="\n\n" + text if parts else text)]
 
 
 class EpisodeContext(BaseModel):

@@ -10,7 +10,7 @@ from typing import Any
 
 from interactscope.core.records import ToolCall as EngineToolCall
 from interactscope.core.records import ToolSpec as EngineToolSpec
-from interactscope.egobench.agents.base import AgentStep, EpisodeContext, ToolEvent
+from interactscope.egobench.agents.base import AgentStep, EpisodeContext, ToolEvent, after_scene
 from interactscope.egobench.prompts import load_prompts
 from interactscope.egobench.records import ToolCall
 from interactscope.engines import EngineError, Message, TextPart, VideoPart
@@ -117,9 +117,7 @@ class ModelAgent:
         parts: list[Any] = []
         if self.user_turns == 1 or self.ctx.settings.frames.every_turn:
             parts = self._visual_parts()
-        if parts:  # the scene text and the user's words are two paragraphs, never glued
-            text = "\n\n" + text
-        self.messages.append(Message(role="user", content=[*parts, TextPart(text=text)]))
+        self.messages.append(Message(role="user", content=after_scene(parts, text)))
 
     def on_tools(self, events: list[ToolEvent]) -> None:
         """Return results: native ``tool`` messages when every call has an id, else one user

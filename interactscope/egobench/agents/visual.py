@@ -1,5 +1,5 @@
 """The task video as the agent sees it: frames at ``frames.fps`` under the streaming cap, or the
-task's ``image_description`` when there is no video (docs/egobench-episodes.md, "Video")."""
+task's ``image_description`` when there is no video (docs/egobench.md, "Video")."""
 
 from __future__ import annotations
 

@@ -20,6 +20,7 @@ import pandas as pd
 from pydantic import BaseModel
 
 from interactscope.core.files import write_atomic
+from interactscope.core.text import plural
 from interactscope.egobench.run_folder import load_run
 from interactscope.egobench.run_score import score_run
 from interactscope.stats import StatsWarning, bootstrap_metrics, paired_metrics
@@ -94,7 +95,7 @@ def _common(policies: list[PolicyScores], notes: list[str]) -> list[str]:
     common = set.intersection(*sets)
     for p, s in zip(policies, sets, strict=True):
         if s - common:
-            notes.append(f"{p.label}: {len(s - common)} task(s) not in every run left out")
+            notes.append(f"{p.label}: {plural(len(s - common), 'task')} not in every run left out")
     if not common:
         raise ValueError("the runs share no task; an ablation compares runs over the same tasks")
     return sorted(common, key=lambda k: (k.rsplit(":", 1)[0], int(k.rsplit(":", 1)[1])))

@@ -83,7 +83,7 @@ def parse_spec(spec: str) -> EgoInteractSettings:
         else:
             models.append(item)
     if not models or len(models) > 2:
-        raise ValueError(f"--agent egointeract:{spec}: name one or two models; {grammar}")
+        raise ValueError(f"{_flag(spec)}: name one or two models; {grammar}")
     fields.setdefault("service_model", models[0])
     if len(models) == 2:
         fields.setdefault("auditor_model", models[1])
@@ -93,4 +93,10 @@ def parse_spec(spec: str) -> EgoInteractSettings:
         e = exc.errors()[0]
         key = ".".join(str(p) for p in e["loc"])
         reason = "unknown setting" if e["type"] == "extra_forbidden" else e["msg"]
-        raise ValueError(f"--agent egointeract:{spec}: {key}: {reason}; {grammar}") from None
+        raise ValueError(f"{_flag(spec)}: {key}: {reason}; {grammar}") from None
+
+
+def _flag(spec: str) -> str:
+    """``--agent egointeract:SPEC`` as typed (``--agent egointeract`` when SPEC is empty, never
+    ``egointeract::``)."""
+    return f"--agent egointeract:{spec}" if spec.strip() else "--agent egointeract"

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from interactscope.egobench.agents.base import AgentStep, EpisodeContext, ToolEvent
+from interactscope.egobench.agents.base import AgentStep, EpisodeContext, ToolEvent, after_scene
 from interactscope.egobench.agents.model import ModelAgent
 from interactscope.egobench.egointeract.config import EgoInteractSettings
 from interactscope.egobench.egointeract.rules import SceneRules
@@ -84,7 +84,7 @@ class ServiceAgent:
             self.s.frames == "first_turn" and self.user_turns == 1
         )
         parts = self.visual_parts() if show else []
-        self.model.messages.append(Message(role="user", content=[*parts, TextPart(text=text)]))
+        self.model.messages.append(Message(role="user", content=after_scene(parts, text)))
 
     def show_frames(self) -> int:
         """Answer a ``view_frames`` request (the request itself is dropped from the history);
@@ -94,7 +94,7 @@ class ServiceAgent:
         self.frames_shown += 1
         parts = self.visual_parts() if first else []
         note = self.t["frames_shown"] if first else self.t["frames_again"]
-        self.model.messages.append(Message(role="user", content=[*parts, TextPart(text=note)]))
+        self.model.messages.append(Message(role="user", content=after_scene(parts, note)))
         return len(self.ctx.visual.frames) if first else 0
 
     def on_tools(self, events: list[ToolEvent], deferred: list[ToolCall] | None = None) -> None:

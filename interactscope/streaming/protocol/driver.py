@@ -77,7 +77,7 @@ class CollectSummary:
     def line(self) -> str:
         """The end-of-collect line: counts, wall time and where the time went."""
         return (
-            f"{plural(self.interactions, 'interaction')}, "
+            f"this invocation: {plural(self.interactions, 'interaction')}, "
             f"{plural(self.decision_points, 'decision point')}: "
             f"{self.written} written, {self.already_present} already present, "
             f"{self.non_silent} non-silent, {self.suppressed} suppressed, "
