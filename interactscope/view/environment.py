@@ -109,7 +109,9 @@ def env_interaction(env: EnvironmentScores | None, interaction_id: str) -> EnvIn
     row = next((r for r in (env.interactions if env else []) if r["interaction_id"] == interaction_id), None)  # fmt: skip
     if row is None:
         return None
-    targets = [EnvTarget(**{k: t[k] for k in EnvTarget.model_fields if k in t}) for t in row["targets"]]
+    targets = [
+        EnvTarget(**{k: t[k] for k in EnvTarget.model_fields if k in t}) for t in row["targets"]
+    ]
     infra = int(row.get("infra_error_targets", 0))
     return EnvInteraction(
         environment=str(row.get("environment", "")),

@@ -37,7 +37,8 @@ class State(BaseModel):
         label: the word shown with the glyph (badges, legend, hover titles).
         glyph: one character, distinct from every other state's.
         fill: background (badges) and fill (marks); ``None`` = none (outline only).
-        ink: text colour on ``fill``, chosen for contrast (WCAG ratio >= 4.5 where it matters).
+        ink: text colour on ``fill`` (the page background without one): WCAG 2 contrast
+            ratio >= 4.5 for every state, the level for small text (badges are 11 px).
         outline: CSS border of the badge (``unscored``: dashed, the neutral style).
         meaning: the legend's sentence.
         kind: ``outcome`` (a badge: target outcome, run state, EgoBench success) or ``mark``
@@ -57,11 +58,11 @@ class State(BaseModel):
 
 _OI = OKABE_ITO
 STATES: dict[str, State] = {
-    "hit": State(label="hit", glyph="✓", fill=_OI["bluish green"], ink="#FFFFFF",
+    "hit": State(label="hit", glyph="✓", fill=_OI["bluish green"], ink="#000000",
                  meaning="inside the window, right content / tool set"),
-    "premature": State(label="early", glyph="◂", fill=_OI["orange"], ink="#000000",
-                       meaning="premature: before the window"),
-    "wrong": State(label="wrong", glyph="✗", fill=_OI["vermillion"], ink="#FFFFFF",
+    "premature": State(label="premature", glyph="◂", fill=_OI["orange"], ink="#000000",
+                       meaning="before the window"),
+    "wrong": State(label="wrong", glyph="✗", fill=_OI["vermillion"], ink="#000000",
                    meaning="in the window, wrong content or tools"),
     "late": State(label="late", glyph="▸", fill=_OI["reddish purple"], ink="#000000",
                   meaning="after the window"),
@@ -71,7 +72,7 @@ STATES: dict[str, State] = {
                     meaning="the run gave no response after q in this interaction"),
     "unjudged": State(label="unjudged", glyph="?", fill=_OI["sky blue"], ink="#000000",
                       meaning="the judge's verdict was unparseable (left out of the score)"),
-    "infra_error": State(label="infra error", glyph="⚠", fill=_OI["yellow"], ink="#000000",
+    "infra_error": State(label="infra_error", glyph="⚠", fill=_OI["yellow"], ink="#000000",
                          outline="1px solid #8a7d00",
                          meaning="every decision point that could answer it failed "
                          "(left out of the score)"),
@@ -87,7 +88,7 @@ STATES: dict[str, State] = {
                         outline="1px solid #000000",
                         meaning="a record the adapter suppressed (counts as silent)",
                         kind="mark"),
-    "error": State(label="error record", glyph="!", fill="#FFFFFF", ink=_OI["vermillion"],
+    "error": State(label="error record", glyph="!", fill="#FFFFFF", ink="#000000",
                    outline="2px solid " + _OI["vermillion"],
                    meaning="an infrastructure error (no response)", kind="mark"),
 }  # fmt: skip

@@ -16,9 +16,9 @@ from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import read_data
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.bench import Benchmark, BenchmarkError
+from interactscope.streaming.environments.scores import EnvironmentScores
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import ResponseRecord, RunManifest
-from interactscope.streaming.environments.scores import EnvironmentScores
 from interactscope.streaming.settings import Settings
 from interactscope.view.environment import load_environment
 
