@@ -96,6 +96,12 @@ def test_palette_is_okabe_ito_and_never_colour_alone():
         assert _contrast(s.ink, s.fill or "#FFFFFF") >= 4.5, k
 
 
+def test_docs_table_lists_every_state():
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "viewer.md").read_text()
+    for k, st in STATES.items():
+        assert f"| `{k}` | {st.glyph} | {st.label} |" in doc, k
+
+
 # --- environment columns ---------------------------------------------------------------------
 
 
