@@ -147,6 +147,19 @@ def test_environment_columns_computed_without_the_file(runs):
     assert not (scores / "environment_scores.json").exists()  # the run folder is not written
 
 
+def test_broken_environment_file_is_a_warning(runs, tmp_path):
+    import shutil
+
+    run = tmp_path / "oracle"
+    shutil.copytree(runs["oracle"], run)
+    (run / "scores" / "environment_scores.json").write_text('{"totals": 1}')
+    data = build_view([run], FAST)  # the paper's columns still show
+    assert data.runs[0].scores and data.runs[0].environment == []
+    (warning,) = [w for w in data.runs[0].warnings if w.startswith("environment columns")]
+    assert "environment_scores.json: not an environment scores file" in warning
+    assert "re-run `interactscope score`" in warning
+
+
 # --- unscored runs ---------------------------------------------------------------------------
 
 

@@ -45,6 +45,8 @@ def _summary(run: LoadedRun, view: ViewSettings) -> RunSummary:
         out.scores = score_cells(run.clusters, n_resamples=view.resamples, seed=view.seed)
         if run.environment is not None:
             out.environment = env_cells(run.environment, run.environment_source)
+        elif run.environment_source:
+            out.warnings.append(run.environment_source)
     return out
 
 
