@@ -27,7 +27,7 @@ from interactscope.streaming.environments.scores import (
 from interactscope.streaming.schema import ResponseRecord
 from interactscope.view.model import EnvInteraction, EnvTarget, ScoreCell
 
-__all__ = ["ENV_METRICS", "env_cells", "env_interaction", "load_environment"]
+__all__ = ["ENV_METRICS", "env_cells", "env_rows", "load_environment"]
 
 ENV_METRICS = ("T1 time-tool", "T1 time-call", "state correct", "action precision")
 """The summary rows, in the order ``score`` prints them (time-tool is the paper's T1 joint hit
@@ -104,14 +104,14 @@ def env_cells(env: EnvironmentScores, source: str) -> list[ScoreCell]:
     return [_cell(n, a, b, note) for n, (a, b) in zip(ENV_METRICS, pairs, strict=True)]
 
 
-def env_interaction(env: EnvironmentScores | None, interaction_id: str) -> EnvInteraction | None:
-    """One interaction's row (``None`` when it is no environment interaction of the run)."""
-    row = next((r for r in (env.interactions if env else []) if r["interaction_id"] == interaction_id), None)  # fmt: skip
-    if row is None:
-        return None
-    targets = [
-        EnvTarget(**{k: t[k] for k in EnvTarget.model_fields if k in t}) for t in row["targets"]
-    ]
+def env_rows(env: EnvironmentScores | None) -> dict[str, EnvInteraction]:
+    """Interaction id -> its row, for every environment interaction the run scored (empty
+    without environment scores)."""
+    return {str(r["interaction_id"]): _row(r) for r in (env.interactions if env else [])}
+
+
+def _row(row: dict) -> EnvInteraction:
+    targets = [EnvTarget(**{k: t[k] for k in EnvTarget.model_fields if k in t}) for t in row["targets"]]  # fmt: skip
     infra = int(row.get("infra_error_targets", 0))
     return EnvInteraction(
         environment=str(row.get("environment", "")),

@@ -20,7 +20,8 @@ from interactscope.streaming.environments.scores import EnvironmentScores
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import ResponseRecord, RunManifest
 from interactscope.streaming.settings import Settings
-from interactscope.view.environment import load_environment
+from interactscope.view.environment import env_rows, load_environment
+from interactscope.view.model import EnvInteraction
 
 __all__ = ["LoadedRun", "ViewError", "load_run"]
 
@@ -41,7 +42,8 @@ class LoadedRun:
         tolerance_s, merge_s: the scoring settings (defaults 2 s when unscored).
         environment: the environment columns of a scored run whose benchmark declares
             environments (:mod:`.environment`); ``environment_source`` says where from, or
-            why they could not be read (``environment`` then ``None``).
+            why they could not be read (``environment`` then ``None``); ``environment_rows``
+            interaction id -> its row.
     """
 
     path: Path
@@ -57,6 +59,7 @@ class LoadedRun:
     merge_s: float = 2.0
     environment: EnvironmentScores | None = None
     environment_source: str = ""
+    environment_rows: dict[str, EnvInteraction] = field(default_factory=dict)
 
     @property
     def scored(self) -> bool:
@@ -134,7 +137,7 @@ def load_run(path: str | Path, label: str | None = None) -> LoadedRun:
             run.environment, run.environment_source = load_environment(
                 bench, records, path / "scores", tolerance_s=run.tolerance_s, merge_s=run.merge_s
             )
-        except (InteractScopeError, ValueError, OSError) as exc:
-            # the paper's columns still show; the card says why these are missing
+            run.environment_rows = env_rows(run.environment)
+        except Exception as exc:  # noqa: BLE001 - the paper's columns still show; the card says why
             run.environment_source = f"environment columns not shown: {exc}"
     return run

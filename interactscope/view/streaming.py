@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from interactscope.streaming.schema import Interaction
 from interactscope.view.classify import classify_interaction
-from interactscope.view.environment import env_cells, env_interaction
+from interactscope.view.environment import env_cells
 from interactscope.view.frames import FrameSource
 from interactscope.view.model import (
     InteractionPage,
@@ -81,7 +81,7 @@ def _timeline(run: LoadedRun, inter: Interaction, frames: FrameSource) -> RunTim
         regions=regions,
         marks=marks,
         grid=grid,
-        environment=env_interaction(run.environment, inter.id),
+        environment=run.environment_rows.get(inter.id),
     )
     video = run.bench.videos.get(inter.video_id)
     if video is not None and grid:
