@@ -290,12 +290,12 @@ def test_ego_badges_use_the_palette_and_no_episode_is_neutral(browser, ego_run_g
     page, problems = _open(browser, out)
     ok = page.locator('section.task[data-key="retail1:1"] .task-head .badge.st-hit').first
     bad = page.locator('section.task[data-key="retail1:3"] .task-head .badge.st-wrong').first
-    assert ok.inner_text() == STATES["hit"].glyph + "JointSucc"
-    assert bad.inner_text() == STATES["wrong"].glyph + "failed"
+    assert ok.inner_text() == STATES["hit"].glyph + " JointSucc"
+    assert bad.inner_text() == STATES["wrong"].glyph + " failed"
     styles = {ok.evaluate(STYLE), bad.evaluate(STYLE)}
     gap = page.locator('section.task[data-key="retail1:4"] .task-head')
     none = gap.locator(".badge.st-unscored")
-    assert none.inner_text() == STATES["unscored"].glyph + "no episode"
+    assert none.inner_text() == STATES["unscored"].glyph + " no episode"
     assert "counted as failed" in none.get_attribute("title")
     styles.add(none.evaluate(STYLE))
     assert len(styles) == 3

@@ -214,8 +214,8 @@ def _legend_styles(page) -> None:
         badge = page.locator(f"#legend .badge.st-{k}")
         assert badge.count() == 1, k
         styles[k] = badge.evaluate(STYLE)
-        glyphs[k] = badge.locator(".glyph").inner_text()
-        assert st.label in badge.inner_text() and glyphs[k] == st.glyph
+        glyphs[k] = badge.inner_text().split(" ")[0]
+        assert badge.inner_text() == f"{st.glyph} {st.label}" and glyphs[k] == st.glyph
     assert len(set(styles.values())) == len(STATES), styles  # pairwise different
     assert len(set(glyphs.values())) == len(STATES)
     assert styles["unscored"].startswith("rgba(0, 0, 0, 0) | ")  # neutral: no fill...

@@ -119,7 +119,7 @@ function runBadges(r, i) {
 
 function badges(it) {
   // gained / lost are comparisons, not outcomes: neutral badges with an arrow.
-  const diff = (g, w, t) => `<span class="badge neutral diff-${w}"><span class="glyph" aria-hidden="true">${g}</span>${w} ${bdi(t)}</span>`;
+  const diff = (g, w, t) => `<span class="badge neutral diff-${w}">${g} ${w} ${bdi(t)}</span>`;
   return it.runs.map(runBadges).join("") + it.gained.map(t => diff("▲", "gained", t)).join("") + it.lost.map(t => diff("▼", "lost", t)).join("");
 }
 
