@@ -23,6 +23,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from interactscope.streaming.bench import load_benchmark  # noqa: E402
 from interactscope.streaming.collect import run_collect  # noqa: E402
 from interactscope.streaming.scoring.run import score_run  # noqa: E402
 from interactscope.view import ViewSettings, write_view  # noqa: E402
@@ -57,15 +58,8 @@ def _interaction(i: int, videos: int) -> dict:
 
 def make_bench(root: Path, n: int, videos: int = 37) -> Path:
     """A benchmark folder with ``n`` interactions over copies of one real clip."""
-    src = REPO / "annotations" / "demo" / "_packaged" / "bikes.mp4"
-    if not src.is_file():
-        run_collect(
-            model="silent",
-            bench=REPO / "annotations" / "demo",
-            out=root / "warm",
-            limit=1,
-            progress=False,
-        )  # fmt: skip  (materialises the packaged clips)
+    demo = load_benchmark(REPO / "annotations" / "demo")  # the packaged clip, read in place
+    src = demo.media_path(demo.videos["bikes"])
     (root / "media").mkdir(parents=True)
     shutil.copyfile(src, root / "media" / "bikes.mp4")
     bench = {

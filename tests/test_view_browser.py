@@ -1,13 +1,12 @@
 """The viewer page in a real headless browser: Debian's chromium driven by playwright.
 
-Skipped (with the reason) where chromium or playwright is missing; CI installs both. Set
-INTERACTSCOPE_SAVE_SCREENSHOT=1 to also write docs/img/viewer.png for the README.
+Skipped (with the reason) where chromium or playwright is missing; CI installs both. The
+README's screenshot comes from real demo runs, not from these fixtures: docs/viewer_screenshot.py.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-background-networking",
     "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
 ]  # fmt: skip
-REPO = Path(__file__).resolve().parents[1]
 
 sync_api = pytest.importorskip(
     "playwright.sync_api", reason="playwright is not installed (pip install playwright)"
@@ -97,11 +95,6 @@ def test_two_run_diff(browser, pages, tmp_path):
     page.select_option("#filter-outcome", "lost")
     assert page.locator("section.interaction:visible").count() == 1
     page.select_option("#filter-outcome", "")
-    shot = tmp_path / "viewer-two.png"
-    page.screenshot(path=str(shot))
-    if os.environ.get("INTERACTSCOPE_SAVE_SCREENSHOT") == "1":
-        (REPO / "docs" / "img").mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(shot, REPO / "docs" / "img" / "viewer.png")
     assert problems == []
     page.close()
 

@@ -260,3 +260,49 @@ def test_streaming_page_hash_and_infra_error_filter(browser, tmp_path):
     assert "infra_error" in page.locator(".legend").inner_text()
     assert problems == []
     page.close()
+
+
+@pytest.fixture(scope="module")
+def ego_run_gap(ego_run, tmp_path_factory) -> Path:
+    """``ego_run`` with task 4 selected and never played (no episode)."""
+    import shutil
+
+    run = tmp_path_factory.mktemp("egoview-gap") / "run"
+    shutil.copytree(ego_run, run)
+    manifest = json.loads((run / "run.json").read_text())
+    manifest["tasks"]["retail1"] = [1, 2, WRONG_TASK, 4]
+    (run / "run.json").write_text(json.dumps(manifest))
+    return run
+
+
+STYLE = "e => { const s = getComputedStyle(e); return [s.backgroundColor, s.color, s.borderTopStyle].join(' | '); }"
+
+
+def test_ego_badges_use_the_palette_and_no_episode_is_neutral(browser, ego_run_gap, tmp_path):
+    """The streaming page's badge rules on the EgoBench page: success and failure in the hit /
+    wrong styles with their glyphs; a task without an episode reads "no episode" (neutral),
+    not "failed" / "tools 0/N" (it still counts as failed: missing_log = fail)."""
+    from interactscope.view.palette import STATES
+    from tests.helpers.browser import _open
+
+    out = tmp_path / "gap.html"
+    assert CliRunner().invoke(app, ["view", str(ego_run_gap), "--out", str(out)]).exit_code == 0
+    page, problems = _open(browser, out)
+    ok = page.locator('section.task[data-key="retail1:1"] .task-head .badge.st-hit').first
+    bad = page.locator('section.task[data-key="retail1:3"] .task-head .badge.st-wrong').first
+    assert ok.inner_text() == STATES["hit"].glyph + " JointSucc"
+    assert bad.inner_text() == STATES["wrong"].glyph + " failed"
+    styles = {ok.evaluate(STYLE), bad.evaluate(STYLE)}
+    gap = page.locator('section.task[data-key="retail1:4"] .task-head')
+    none = gap.locator(".badge.st-unscored")
+    assert none.inner_text() == STATES["unscored"].glyph + " no episode"
+    assert "counted as failed" in none.get_attribute("title")
+    styles.add(none.evaluate(STYLE))
+    assert len(styles) == 3
+    assert "failed" not in gap.inner_text() and not re.search(r"\d+/\d+", gap.inner_text())
+    page.select_option("#filter-success", "no-episode")
+    assert page.locator("section.task:not([hidden])").count() == 1
+    page.select_option("#filter-success", "failed")
+    assert page.locator("section.task:not([hidden])").count() == 1  # task 3 only
+    assert problems == []
+    page.close()

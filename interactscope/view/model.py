@@ -85,16 +85,45 @@ class FramesAt(_Model):
     note: str = ""
 
 
+class EnvTarget(_Model):
+    """One target's environment columns: ``time_tool`` (the paper's joint time–tool hit),
+    ``time_call`` (with parameters; ``None`` without expected calls or when ``infra_error``)."""
+
+    target_id: str
+    outcome: str = ""
+    time_tool: bool | None = None
+    time_call: bool | None = None
+
+
+class EnvInteraction(_Model):
+    """One run's environment columns of one environment interaction (counts ``(hits, of)``;
+    ``state_correct`` ``None`` with ``state_reason`` when the state was not judged)."""
+
+    environment: str
+    time_tool: tuple[int, int]
+    time_call: tuple[int, int]
+    state_correct: bool | None = None
+    state_reason: str | None = None
+    action_precision: tuple[int, int]
+    infra_error_targets: int = 0
+    targets: list[EnvTarget] = Field(default_factory=list)
+
+
 class RunTimeline(_Model):
-    """One run's view of one interaction."""
+    """One run's view of one interaction (``scored``: the run has score files; ``responses``:
+    its non-silent, non-error records at or after q; ``environment``: the environment columns
+    of an environment interaction of a scored run)."""
 
     present: bool = True
+    scored: bool = False
+    responses: int = 0
     outcomes: dict[str, str] = Field(default_factory=dict)
     regions: dict[str, tuple[float, float | None]] = Field(default_factory=dict)
     marks: list[Mark] = Field(default_factory=list)
     grid: list[float] = Field(default_factory=list)
     frames: dict[str, FramesAt] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
+    environment: EnvInteraction | None = None
 
 
 class TargetInfo(_Model):
@@ -144,6 +173,8 @@ class RunSummary(_Model):
     settings: dict[str, Any] = Field(default_factory=dict)
     health: dict[str, Any] = Field(default_factory=dict)
     scores: list[ScoreCell] = Field(default_factory=list)
+    environment: list[ScoreCell] = Field(default_factory=list)
+    """The environment columns (``view.environment.ENV_METRICS``), empty without them."""
     warnings: list[str] = Field(default_factory=list)
 
 

@@ -11,6 +11,7 @@ import jinja2
 from interactscope.core.files import write_atomic
 from interactscope.view.ego_model import EgoPageData
 from interactscope.view.model import PageData
+from interactscope.view.palette import STATES, states_payload
 
 Page = PageData | EgoPageData
 
@@ -26,9 +27,10 @@ _ENV = jinja2.Environment(
 )
 
 
-def _payload(data: Page) -> str:
+def _payload(data: Page | dict) -> str:
     # JSON inside <script>: "</" and "<!--" must not appear literally.
-    text = json.dumps(data.model_dump(mode="json"), ensure_ascii=False, separators=(",", ":"))
+    doc = data if isinstance(data, dict) else data.model_dump(mode="json")
+    text = json.dumps(doc, ensure_ascii=False, separators=(",", ":"))
     return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
@@ -39,7 +41,13 @@ def render_page(data: Page) -> str:
         KeyError: ``data.page`` names no template in :data:`PAGES`.
     """
     template = _ENV.get_template(PAGES[data.page])
-    return template.render(data=data, payload=jinja2.utils.markupsafe.Markup(_payload(data)))
+    safe = jinja2.utils.markupsafe.Markup
+    return template.render(
+        data=data,
+        payload=safe(_payload(data)),
+        states=STATES,
+        states_json=safe(_payload(states_payload())),
+    )
 
 
 def write_page(data: Page, out: str | Path) -> Path:

@@ -1,5 +1,6 @@
 """Read one run folder for the viewer: ``run.json``, ``responses.jsonl`` and, when the run was
-scored, ``scores/targets.csv``, ``scores/clusters.csv`` and ``scores/summary.json``."""
+scored, ``scores/targets.csv``, ``scores/clusters.csv``, ``scores/summary.json`` and, when the
+benchmark declares environments, ``scores/environment_scores.json`` (:mod:`.environment`)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ from interactscope.core.errors import InteractScopeError
 from interactscope.core.files import read_data
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.bench import Benchmark, BenchmarkError
+from interactscope.streaming.environments.scores import EnvironmentScores
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import ResponseRecord, RunManifest
 from interactscope.streaming.settings import Settings
+from interactscope.view.environment import env_rows, load_environment
+from interactscope.view.model import EnvInteraction
 
 __all__ = ["LoadedRun", "ViewError", "load_run"]
 
@@ -36,6 +40,10 @@ class LoadedRun:
         targets: ``target_id -> targets.csv row`` per interaction id (empty when unscored).
         records: every record of each interaction, sorted by t.
         tolerance_s, merge_s: the scoring settings (defaults 2 s when unscored).
+        environment: the environment columns of a scored run whose benchmark declares
+            environments (:mod:`.environment`); ``environment_source`` says where from, or
+            why they could not be read (``environment`` then ``None``); ``environment_rows``
+            interaction id -> its row.
     """
 
     path: Path
@@ -49,6 +57,9 @@ class LoadedRun:
     summary: dict[str, Any] = field(default_factory=dict)
     tolerance_s: float = 2.0
     merge_s: float = 2.0
+    environment: EnvironmentScores | None = None
+    environment_source: str = ""
+    environment_rows: dict[str, EnvInteraction] = field(default_factory=dict)
 
     @property
     def scored(self) -> bool:
@@ -121,4 +132,12 @@ def load_run(path: str | Path, label: str | None = None) -> LoadedRun:
         records=dict(by_id),
     )
     _read_scores(run, path / "scores")
+    if run.scored:
+        try:
+            run.environment, run.environment_source = load_environment(
+                bench, records, path / "scores", tolerance_s=run.tolerance_s, merge_s=run.merge_s
+            )
+            run.environment_rows = env_rows(run.environment)
+        except Exception as exc:  # noqa: BLE001 - the paper's columns still show; the card says why
+            run.environment_source = f"environment columns not shown: {exc}"
     return run

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 from interactscope.streaming.schema import Interaction
 from interactscope.view.classify import classify_interaction
+from interactscope.view.environment import env_cells
 from interactscope.view.frames import FrameSource
 from interactscope.view.model import (
     InteractionPage,
@@ -21,6 +22,9 @@ from interactscope.view.runs import LoadedRun
 from interactscope.view.scores import score_cells
 
 __all__ = ["build_streaming_page"]
+
+_NOT_RESPONSES = ("error", "suppressed", "ignored")
+"""Mark classes that are no response after q (a run with none of the others was silent)."""
 
 
 def _summary(run: LoadedRun, view: ViewSettings) -> RunSummary:
@@ -39,8 +43,10 @@ def _summary(run: LoadedRun, view: ViewSettings) -> RunSummary:
     )
     if run.clusters is not None:
         out.scores = score_cells(run.clusters, n_resamples=view.resamples, seed=view.seed)
-    else:
-        out.warnings.append(f"not scored: run `interactscope score {run.path}` to see outcomes")
+        if run.environment is not None:
+            out.environment = env_cells(run.environment, run.environment_source)
+        elif run.environment_source:
+            out.warnings.append(run.environment_source)
     return out
 
 
@@ -68,7 +74,15 @@ def _timeline(run: LoadedRun, inter: Interaction, frames: FrameSource) -> RunTim
         inter, recs, rows, tolerance_s=run.tolerance_s, merge_s=run.merge_s
     )
     grid = [r.t for r in recs]
-    tl = RunTimeline(outcomes=outcomes, regions=regions, marks=marks, grid=grid)
+    tl = RunTimeline(
+        scored=run.scored,
+        responses=sum(m.cls not in _NOT_RESPONSES for m in marks),
+        outcomes=outcomes,
+        regions=regions,
+        marks=marks,
+        grid=grid,
+        environment=run.environment_rows.get(inter.id),
+    )
     video = run.bench.videos.get(inter.video_id)
     if video is not None and grid:
         tl.frames = frames.at_points(
@@ -90,7 +104,8 @@ def _end_s(inter: Interaction, runs: Sequence[LoadedRun], timelines: list[RunTim
 
 def _diff(page: InteractionPage) -> None:
     a, b = page.runs[0], page.runs[1]
-    if not (a.present and b.present and a.outcomes and b.outcomes):
+    # An unscored run has no outcomes to compare: nothing is gained or lost against it.
+    if not (a.present and b.present and a.scored and b.scored):
         return
     for tid, oa in a.outcomes.items():
         ob = b.outcomes.get(tid, "")

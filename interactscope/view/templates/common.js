@@ -1,6 +1,8 @@
 "use strict";
 // Shared helpers of every page; the page's own script defines render(data).
 const DATA = JSON.parse(document.getElementById("view-data").textContent);
+// Outcome styles (interactscope/view/palette.py): colour + glyph + word, never colour alone.
+const STATES = JSON.parse(document.getElementById("view-states").textContent);
 function esc(s) {
   return String(s == null ? "" : s).replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
@@ -15,4 +17,9 @@ function el(tag, attrs, html) {
   for (const k in (attrs || {})) e.setAttribute(k, attrs[k]);
   if (html != null) e.innerHTML = html;
   return e;
+}
+function stateBadge(state, text, title) {
+  const st = STATES[state];
+  return `<span class="badge st-${state}"${title ? ` title="${iso(title)}"` : ""}>` +
+    `${st.glyph} ${text == null ? esc(st.label) : text}</span>`;  // glyph as text: one node per badge (1,479-interaction pages)
 }

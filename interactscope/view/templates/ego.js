@@ -42,29 +42,41 @@ function renderFilters(root) {
   const opt = (v, l) => `<option value="${esc(v)}">${bdi(l || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>variant <select id="filter-variant">${opt("", "all")}${vs.map(v => opt(v)).join("")}</select></label>` +
-    `<label>success <select id="filter-success">${opt("", "all")}${opt("success", "JointSucc")}${opt("failed", "failed")}</select></label>` +
+    `<label>success <select id="filter-success">${opt("", "all")}${opt("success", "JointSucc")}${opt("failed", "failed")}${opt("no-episode", "no episode")}</select></label>` +
     `<span id="shown"></span>`));
 }
 
-function badge(ok, label) { return `<span class="badge ${ok ? "ok" : "fail"}">${bdi(label)}</span>`; }
+// Success and failure in the palette's hit / wrong styles (glyph + word); a task without an
+// episode gets the neutral "no episode" badge, never a failed 0/N, and says how the scores count it.
+function badge(ok, label) { return stateBadge(ok ? "hit" : "wrong", bdi(label)); }
+
+function noEpisode(run) {
+  const skip = (run.score_settings || {}).missing_log === "skip";
+  return stateBadge("unscored", "no episode", skip ? "left out of the scores (missing_log = skip)" : "counted as failed in the scores (missing_log = fail)");
+}
+
+function outcomeBadges(t) {
+  return badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`);
+}
 
 function header(t) {
-  const o = t.other, b = o ? ` · B: ` + badge(o.joint_succ, o.joint_succ ? "JointSucc" : "failed") + badge(o.tool_succ, `tools ${o.matched}/${o.total_gt}`) : "";
-  if (!t.present && o) return `${bdi(t.key)} <span class="ci">A: no episode</span>${b}`;
+  const o = t.other, b = o ? ` · B: ` + (o.present ? outcomeBadges(o) : noEpisode(DATA.other)) : DATA.other ? ` · B: ${noEpisode(DATA.other)}` : "";
+  if (!t.present && o) return `${bdi(t.key)} <span class="ci">A:</span>${noEpisode(DATA.run)}${b}`;
   return headA(t) + b;
 }
 
 function headA(t) {
   const nd = t.diff.length;
-  return `${bdi(t.key)} ` + badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`) +
+  if (!t.present) return `${bdi(t.key)} ${noEpisode(DATA.run)}`;
+  return `${bdi(t.key)} ` + outcomeBadges(t) +
     badge(t.result_succ, t.result_succ ? "state = GT" : "state ≠ GT") +
     (t.error_class ? `<span class="badge neutral">${bdi(t.error_class)}</span>` : "") +
-    `<span class="ci"> · stop ${bdi(t.stop_reason || "—")} · ${t.calls.length} call(s)` + (nd ? ` · diff in ${nd} table(s)` : "") + (t.present ? "" : " · no episode") + "</span>";
+    `<span class="ci"> · stop ${bdi(t.stop_reason || "—")} · ${t.calls.length} call(s)` + (nd ? ` · diff in ${nd} table(s)` : "") + "</span>";
 }
 
 function renderShells(root) {
   const html = DATA.tasks.map((t, n) =>
-    `<section class="task" id="t-${n}" data-n="${n}" data-key="${esc(t.key)}" data-variant="${esc(t.variant)}" data-success="${t.joint_succ ? "success" : "failed"}">` +
+    `<section class="task" id="t-${n}" data-n="${n}" data-key="${esc(t.key)}" data-variant="${esc(t.variant)}" data-success="${!t.present ? "no-episode" : t.joint_succ ? "success" : "failed"}">` +
     `<h3 class="task-head">${header(t)}</h3><div class="body" hidden></div></section>`).join("");
   const box = el("div", {id: "tasks"}, html);
   root.appendChild(box);

@@ -1,12 +1,30 @@
 // Streaming page: summary, filters, one section per interaction; timelines drawn on demand.
-const CLASSES = ["hit", "premature", "wrong", "late", "unjudged", "unmatched", "ignored", "suppressed", "error", "unscored"];
 const OUTCOMES = ["hit", "premature", "wrong", "late", "missed", "unjudged", "infra_error"];
+const BADGE_STATES = Object.keys(STATES).filter(k => STATES[k].kind === "outcome");
+const MARK_STATES = ["hit", "premature", "wrong", "late", "unjudged", "unscored"].concat(Object.keys(STATES).filter(k => STATES[k].kind === "mark"));
 const W = 960, PAD = 30;
 
 function ciCell(c) {
   if (!c) return "<td>—</td>";
   const ci = c.low == null ? "" : ` <span class="ci">[${fmt(c.low)}, ${fmt(c.high)}]</span>`;
   return `<td title="${iso(c.counts)}${c.note ? " — " + iso(c.note) : ""}">${fmt(c.estimate)}${ci}</td>`;
+}
+
+// A run without score files gets the neutral "not scored" cell, never a number.
+function runCell(r, c) { return r.scored ? ciCell(c) : `<td class="not-scored">${stateBadge("unscored")}</td>`; }
+
+function envCell(r, c) {
+  if (!r.scored) return runCell(r, c);
+  if (!c) return `<td title="no environment interaction in this run">—</td>`;
+  return `<td title="${iso(c.note)}">${fmt(c.estimate)} <span class="ci">(${esc(c.counts)})</span></td>`;
+}
+
+function envRows(runs) {
+  const names = [];
+  runs.forEach(r => r.environment.forEach(c => { if (!names.includes(c.metric)) names.push(c.metric); }));
+  if (!names.length) return "";
+  return `<tr class="env-head"><th colspan="${runs.length + 1}">environment interactions — beyond the paper (%; counts, no interval)</th></tr>` +
+    names.map(m => `<tr class="env-metric"><td>${bdi(m)}</td>` + runs.map(r => envCell(r, r.environment.find(c => c.metric === m))).join("") + "</tr>").join("");
 }
 
 function renderSummary(root) {
@@ -18,13 +36,15 @@ function renderSummary(root) {
     return `<div class="runcard" data-run="${i}"><b>${bdi(r.label)}</b> — model ${bdi(r.model)}, ${bdi(r.protocol)} protocol` +
       (r.judge ? `, judge ${bdi(r.judge)}` : "") + `<br><span class="ci">${bdi(r.path)}</span>` +
       (r.approximation ? `<br><span class="ci">judge approximation: ${bdi(r.approximation)}</span>` : "") +
-      (health ? `<br>health: ${health}` : "") + r.warnings.map(w => `<br><span class="warn">${bdi(w)}</span>`).join("") + "</div>";
+      (health ? `<br>health: ${health}` : "") +
+      (r.scored ? "" : `<br>${stateBadge("unscored")} <span class="ci">run <code>interactscope score ${bdi(r.path)}</code> to see outcomes</span>`) + r.warnings.map(w => `<br><span class="warn">${bdi(w)}</span>`).join("") + "</div>";
   }).join("");
   const metrics = [];
   runs.forEach(r => r.scores.forEach(c => { if (!metrics.includes(c.metric)) metrics.push(c.metric); }));
   const head = "<tr><th>metric (%; 95% CI)</th>" + runs.map(r => `<th>${bdi(r.label)}</th>`).join("") + "</tr>";
-  const rows = metrics.map(m => `<tr><td>${bdi(m)}</td>` + runs.map(r => ciCell(r.scores.find(c => c.metric === m))).join("") + "</tr>").join("");
-  const table = metrics.length ? `<table class="scores" id="score-table">${head}${rows}</table>` : "<p>No scores yet.</p>";
+  const rows = metrics.map(m => `<tr><td>${bdi(m)}</td>` + runs.map(r => runCell(r, r.scores.find(c => c.metric === m))).join("") + "</tr>").join("");
+  const table = metrics.length ? `<table class="scores" id="score-table">${head}${rows}${envRows(runs)}</table>` :
+    `<p id="no-scores">${stateBadge("unscored")} no run is scored yet: run <code>interactscope score RUN</code> to see outcomes</p>`;
   root.appendChild(el("section", {id: "summary"}, `<h2>Summary</h2><div class="runcards">${cards}</div><h2>Scores</h2>${table}`));
 }
 
@@ -38,15 +58,21 @@ function diffList(id, title, items) {
 function renderDiff(root) {
   if (DATA.runs.length !== 2) return;
   const a = bdi(DATA.runs[0].label), b = bdi(DATA.runs[1].label);
+  if (!DATA.runs.every(r => r.scored)) {
+    root.appendChild(el("section", {id: "diff", class: "diff"}, `<h2>${b} against ${a}</h2><p>${stateBadge("unscored")} ` +
+      `targets gained and lost need both runs scored: run <code>interactscope score</code> on ${DATA.runs.filter(r => !r.scored).map(r => bdi(r.path)).join(", ")}</p>`));
+    return;
+  }
   root.appendChild(el("section", {id: "diff", class: "diff"}, `<h2>${b} against ${a}</h2>` +
     diffList("gained", `<b>Targets gained</b> (missed by ${a}, hit by ${b})`, DATA.gained) +
     diffList("lost", `<b>Targets lost</b> (hit by ${a}, missed by ${b})`, DATA.lost)));
 }
 
 function legend() {
-  const sw = c => `<span><i style="background:var(--${c})"></i>${c}</span>`;
-  return `<div class="legend">${CLASSES.map(sw).join("")}<span>| shaded: target window; dotted: region boundary; dashed: q</span>` +
-    `<span><i style="background:var(--infra_error)"></i>target infra_error: every decision point of its span failed (left out of the scores)</span></div>`;
+  const item = k => `<span>${stateBadge(k, null, STATES[k].meaning)}</span>`;
+  return `<div class="legend" id="legend"><div>targets and runs: ${BADGE_STATES.map(item).join("")}</div>` +
+    `<div>timeline marks: ${MARK_STATES.filter(k => STATES[k].kind === "mark").map(item).join("")}` +
+    `<span>| shaded: target window; dotted: region boundary; dashed: q; ticks: decision points (silent ones carry no mark)</span></div></div>`;
 }
 
 function tags(it) {
@@ -54,6 +80,8 @@ function tags(it) {
   it.runs.forEach(r => {
     Object.values(r.outcomes).forEach(o => o && s.add(o));
     if (r.marks.some(m => m.cls === "error")) s.add("error");
+    if (r.present && !r.scored) s.add("unscored");
+    if (r.present && r.grid.length && !r.responses) s.add("silent");
   });
   if (it.gained.length) s.add("gained");
   if (it.lost.length) s.add("lost");
@@ -62,8 +90,9 @@ function tags(it) {
 
 function renderFilters(root) {
   const tasks = [...new Set(DATA.interactions.map(i => i.task))].sort();
-  const outs = OUTCOMES.concat(["error"], DATA.runs.length === 2 ? ["gained", "lost"] : []);
-  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || v)}</option>`;  // each option is its own bidi paragraph
+  const outs = OUTCOMES.concat(["silent", "error", "unscored"], DATA.runs.length === 2 ? ["gained", "lost"] : []);
+  const word = {error: "error record", unscored: "not scored"};
+  const opt = (v, l) => `<option value="${esc(v)}">${esc(l || word[v] || v)}</option>`;  // each option is its own bidi paragraph
   root.appendChild(el("div", {class: "filters"},
     `<label>task <select id="filter-task">${opt("", "all")}${tasks.map(t => opt(t)).join("")}</select></label>` +
     `<label>outcome <select id="filter-outcome">${opt("", "all")}${outs.map(o => opt(o)).join("")}</select></label>` +
@@ -71,13 +100,27 @@ function renderFilters(root) {
   root.insertAdjacentHTML("beforeend", legend());
 }
 
+// One group per run: its label, then one chip per target outcome present (count + word, the
+// target ids on hover); an unscored run gets the neutral "not scored" chip instead of 0/N.
+function runBadges(r, i) {
+  const label = bdi(DATA.runs[i].label);
+  if (!r.present) return `<span class="runbadges" data-run="${i}"><span class="who">${label}:</span><span class="badge neutral">— not in this run</span></span>`;
+  let h;
+  if (!r.scored) h = stateBadge("unscored", null, `${r.responses} response(s); run interactscope score to see outcomes`);
+  else {
+    const by = {};
+    Object.entries(r.outcomes).forEach(([k, o]) => { (by[o || "unscored"] = by[o || "unscored"] || []).push(k); });
+    h = Object.keys(STATES).filter(o => by[o]).map(o =>
+      stateBadge(o, `${by[o].length} ${esc(STATES[o].label)}`, `${STATES[o].label}: ${by[o].join(", ")}`)).join("");
+  }
+  if (r.grid.length && !r.responses) h += stateBadge("silent", null, STATES.silent.meaning);
+  return `<span class="runbadges" data-run="${i}"><span class="who">${label}:</span>${h}</span>`;
+}
+
 function badges(it) {
-  return it.runs.map((r, i) => {
-    if (!r.present) return `<span class="badge" style="background:#bbb">${bdi(DATA.runs[i].label)}: —</span>`;
-    const o = Object.values(r.outcomes), hits = o.filter(x => x === "hit").length;
-    return `<span class="badge" style="background:${hits === o.length && o.length ? "var(--hit)" : "#607d8b"}">${bdi(DATA.runs[i].label)}: ${hits}/${o.length}</span>`;
-  }).join("") + it.gained.map(t => `<span class="badge" style="background:var(--hit)">gained ${bdi(t)}</span>`).join("") +
-    it.lost.map(t => `<span class="badge" style="background:var(--wrong)">lost ${bdi(t)}</span>`).join("");
+  // gained / lost are comparisons, not outcomes: neutral badges with an arrow.
+  const diff = (g, w, t) => `<span class="badge neutral diff-${w}">${g} ${w} ${bdi(t)}</span>`;
+  return it.runs.map(runBadges).join("") + it.gained.map(t => diff("▲", "gained", t)).join("") + it.lost.map(t => diff("▼", "lost", t)).join("");
 }
 
 function renderShells(root) {
@@ -97,10 +140,11 @@ function timelineSvg(it, r, ri) {
   let s = `<svg class="timeline" viewBox="0 0 ${W} ${H}" data-run="${ri}">`;
   it.targets.forEach((t, k) => {
     const x0 = x(t.window_s[0], end), x1 = x(t.window_s[1], end);
-    const o = r.outcomes[t.id] || "";
-    s += `<rect x="${x0}" y="14" width="${Math.max(2, x1 - x0)}" height="50" fill="var(--${o === "hit" || o === "infra_error" ? o : "missed"})" opacity="0.13"><title>${iso(t.id)} window [${fmt(t.window_s[0], 2)}, ${fmt(t.window_s[1], 2)}] s: ${iso(o || "unscored")}</title></rect>`;
+    const o = r.outcomes[t.id] || "unscored", st = STATES[o] || STATES.unscored;
+    const look = st.fill ? `fill="var(--${o})" opacity="0.15"` : `fill="none" stroke="#888" stroke-dasharray="4,3"`;
+    s += `<rect class="window w-${o}" x="${x0}" y="14" width="${Math.max(2, x1 - x0)}" height="50" ${look}><title>${iso(t.id)} window [${fmt(t.window_s[0], 2)}, ${fmt(t.window_s[1], 2)}] s: ${esc(st.label)}</title></rect>`;
     s += `<line x1="${x(t.anchor_s, end)}" x2="${x(t.anchor_s, end)}" y1="14" y2="64" stroke="#555" stroke-width="1"/>`;
-    s += `<text x="${x(t.anchor_s, end) + 2}" y="11" font-size="10">${iso(t.id)}${o ? ": " + iso(o) : ""}</text>`;
+    s += `<text x="${x(t.anchor_s, end) + 2}" y="11" font-size="10">${iso(t.id)}: ${st.glyph} ${esc(st.label)}</text>`;
     const reg = r.regions[t.id];
     if (reg && reg[1] != null) s += `<line class="region" x1="${x(reg[1], end)}" x2="${x(reg[1], end)}" y1="14" y2="64" stroke="#333" stroke-dasharray="1,3"/>`;
   });
@@ -109,10 +153,14 @@ function timelineSvg(it, r, ri) {
   r.grid.forEach(t => { s += `<line class="gridpt" data-t="${t}" x1="${x(t, end)}" x2="${x(t, end)}" y1="${yM - 4}" y2="${yM + 4}"><title>decision point ${fmt(t, 2)} s</title></line>`; });
   for (let k = 0; k <= Math.floor(end); k++) s += `<text x="${x(k, end)}" y="${H - 2}" font-size="9" text-anchor="middle" fill="#777">${k}</text>`;
   r.marks.forEach((m, j) => {
-    const cx = x(m.t, end), tt = `<title>${fmt(m.t, 2)} s: ${iso(m.cls)}</title>`;
-    if (m.cls === "error") s += `<path class="mark mark-error" data-j="${j}" d="M${cx - 5},${yM - 17}l10,10m0,-10l-10,10" stroke="var(--error)" stroke-width="3">${tt}</path>`;
-    else if (m.cls === "suppressed") s += `<circle class="mark mark-suppressed" data-j="${j}" cx="${cx}" cy="${yM - 12}" r="5" fill="#fff" style="stroke:var(--suppressed);stroke-width:2">${tt}</circle>`;
-    else s += `<circle class="mark mark-${m.cls}" data-j="${j}" cx="${cx}" cy="${yM - 12}" r="${m.matched ? 7 : 5.5}" fill="var(--${m.cls})">${tt}</circle>`;
+    // Shape, glyph and colour: an error record is a cross, every other mark a disc with its glyph.
+    const cx = x(m.t, end), cy = yM - 12, st = STATES[m.cls], tt = `<title>${fmt(m.t, 2)} s: ${esc(st.label)}</title>`;
+    if (m.cls === "error") s += `<path class="mark mark-error" data-j="${j}" d="M${cx - 5},${cy - 5}l10,10m0,-10l-10,10" style="stroke:${st.ink};stroke-width:3">${tt}</path>`;
+    else {
+      const line = st.fill && st.kind === "outcome" ? "" : ` style="stroke:#333;stroke-width:1${st.fill ? "" : ";stroke-dasharray:2,1.5"}"`;
+      s += `<circle class="mark mark-${m.cls}" data-j="${j}" cx="${cx}" cy="${cy}" r="${m.matched ? 7.5 : 6.5}" fill="${st.fill || "#fff"}"${line}>${tt}</circle>`;
+      s += `<text class="glyph" x="${cx}" y="${cy}" fill="${st.ink}">${st.glyph}</text>`;
+    }
   });
   return s + "</svg>";
 }
@@ -148,10 +196,27 @@ function renderBody(sec) {
   it.runs.forEach((r, ri) => {
     h += `<div class="runrow" data-run="${ri}"><div class="runlabel">${bdi(DATA.runs[ri].label)}</div>`;
     h += r.present ? timelineSvg(it, r, ri) : "";
+    h += envHtml(r.environment);
     h += r.notes.map(n => `<div class="ci">${bdi(n)}</div>`).join("");
     h += `<div class="detail"></div><div class="seen"></div></div>`;
   });
   sec.querySelector(".body").innerHTML = h;
+}
+
+function yesNo(v, what) {
+  return v == null ? `<span class="ci">${what} —</span>` : stateBadge(v ? "hit" : "wrong", `${what} ${v ? "yes" : "no"}`);
+}
+
+// The environment columns of one run on one environment interaction (docs/protocol.md#environments).
+function envHtml(e) {
+  if (!e) return "";
+  const frac = p => `${p[0]}/${p[1]}`;
+  const infra = (e.state_reason || "").includes("infrastructure");
+  const state = e.state_correct == null ? stateBadge(infra ? "infra_error" : "unscored", "state not judged", e.state_reason || "") :
+    stateBadge(e.state_correct ? "hit" : "wrong", e.state_correct ? "state correct" : "state incorrect");
+  const tg = e.targets.map(t => `${bdi(t.target_id)}: ${yesNo(t.time_tool, "time-tool")}${yesNo(t.time_call, "time-call")}`).join(" · ");
+  return `<div class="envrow">environment <b>${bdi(e.environment)}</b> (beyond the paper): time-tool ${frac(e.time_tool)} · ` +
+    `time-call ${frac(e.time_call)} · ${state} · action precision ${frac(e.action_precision)}<br>${tg}</div>`;
 }
 
 function select(sec, row, t, markEl, gridEl) {
