@@ -25,10 +25,10 @@ def test_collect_summary_line_says_one_interaction_one_point() -> None:
     s = CollectSummary(interactions=1, decision_points=1, written=1, errors=1,
                        failed_interactions={"a": "boom"})  # fmt: skip
     line = s.line()
-    assert line.startswith("1 interaction, 1 decision point: 1 written,")
+    assert line.startswith("this invocation: 1 interaction, 1 decision point: 1 written,")
     assert "1 error (1 interaction with errors)" in line
     many = CollectSummary(interactions=2, decision_points=20).line()
-    assert many.startswith("2 interactions, 20 decision points:")
+    assert many.startswith("this invocation: 2 interactions, 20 decision points:")
     assert "0 errors (0 interactions with errors)" in many
 
 
