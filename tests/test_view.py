@@ -70,6 +70,22 @@ def test_worked_example_classes():
     assert marks[3].verdict == "yes"
 
 
+def test_a_late_group_of_an_infra_error_target_is_marked_infra_error():
+    # T2 target at 10 s, δ = 2: every window point 10, 11, 12 failed, so infra_error_rule=window
+    # made the target infra_error; the response at 15 joined its (late) group. The mark says
+    # infra_error, as scores/responses.csv does, not late.
+    inter = _inter("T2", [{"id": "k1", "time_s": 10.0}])
+    failed = {f"t{t}": {"error": "boom", "silent": False} for t in (10, 11, 12)}
+    recs = _records("x", 16, {15.0: "late answer"}, **failed)
+    rows = {"k1": {"outcome": "infra_error", "response_t": 15.0, "verdict": ""}}
+    marks, outcomes, _ = classify_interaction(inter, recs, rows)
+    assert [(m.t, m.cls) for m in marks] == [
+        (10.0, "error"), (11.0, "error"), (12.0, "error"), (15.0, "infra_error"),
+    ]  # fmt: skip
+    assert marks[3].target == "k1"
+    assert outcomes == {"k1": "infra_error"}
+
+
 def test_t8_matching_classes():
     inter = _inter(
         "T8-A", [{"id": "k1", "interval_s": [2.0, 4.0]}, {"id": "k2", "interval_s": [6.0, 8.0]}]

@@ -141,7 +141,10 @@ def classify_interaction(
             marks.append(_base_mark(r, "unscored"))
         elif j in owner:
             k, outcome, matched = owner[j]
-            m = _base_mark(r, outcome)
+            # the target's final outcome wins where the infra rule overrode the group's timing
+            # (docs/protocol.md, infra_error_rule), as in scores/responses.csv
+            final = str((rows.get(inter.targets[k].id) or {}).get("outcome", ""))
+            m = _base_mark(r, "infra_error" if final == "infra_error" else outcome)
             m.target, m.matched = inter.targets[k].id, matched
             m.verdict = _verdict_label(inter, k, r, rows)
             marks.append(m)

@@ -19,12 +19,12 @@ def isolate(text: str) -> str:
 
 MarkClass = Literal[
     "hit", "premature", "wrong", "late", "unjudged", "unmatched", "ignored", "suppressed",
-    "error", "unscored",
+    "error", "unscored", "infra_error",
 ]  # fmt: skip
 """What allocation/matching made of one record: the outcome of the target whose group it joined
 (T1–T7) or ``hit`` when matched (T8); ``unmatched`` for a response that counted for nothing;
 ``ignored`` for a response before q; ``suppressed``/``error`` records; ``unscored`` when the run
-has no scores."""
+has no scores; ``infra_error`` for a response whose target the infra rule left out of the score."""
 
 
 class _Model(BaseModel):
