@@ -58,6 +58,16 @@ def _plain(clip: str, _: dict) -> dict:
     return _phase_plain(clip, None)
 
 
+def _consumer_side(model: str):
+    """The frame budget of shipped config ``model``: its adapter's ``consumer_max_side`` (built
+    from the config, no weights loaded), as ``interactscope observe --model`` and collect use."""
+    from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+    from interactscope.streaming.collect import resolve_settings
+
+    name, config = load_model_config(model)
+    return build_adapter(name, config, resolve_settings(config, {})).consumer_max_side
+
+
 def _observe(clip: str, opts: dict) -> dict:
     from interactscope.streaming.adapters.base import pixel_budget_side
     from interactscope.streaming.protocol.observation import Observer
@@ -65,6 +75,8 @@ def _observe(clip: str, opts: dict) -> dict:
 
     pixels = opts.get("max_pixels")
     side = (lambda w, h: pixel_budget_side(w, h, pixels, 3136, None)) if pixels else None
+    if opts.get("model"):
+        side = _consumer_side(opts["model"])
     ob = Observer(clip, Settings(), consumer_side=side)
     if opts.get("batch"):
         from bench_memory import _phase_batch
@@ -74,6 +86,17 @@ def _observe(clip: str, opts: dict) -> dict:
     from bench_memory import _phase_observe
 
     return _phase_observe(ob, clip, None)
+
+
+def _observe_cli(clip: str, opts: dict) -> dict:
+    """``interactscope observe CLIP --at END`` with its defaults (no ``--model``: the source
+    size), in process: one decision point at the clip end."""
+    from interactscope.media import observe
+    from interactscope.media.probe import probe
+
+    end = float(probe(clip).duration_s)
+    obs = observe(clip, end)
+    return {"frames": len(obs["frames_second"]), "t": end, "frame_size": obs["frame_size"]}
 
 
 def _overhead(clip_root: str, opts: dict) -> dict:
@@ -113,12 +136,12 @@ def _rolling(_: str, opts: dict) -> dict:
 
 def _prefix(_: str, opts: dict) -> dict:
     from bench_prefix import measure
+    from tests.tiny_qwen import tiny_omni
 
     from interactscope.engines.qwen_mm import QwenEngine
     from interactscope.engines.qwen_options import QwenOptions
     from interactscope.streaming.bench import load_benchmark
     from interactscope.streaming.settings import Settings
-    from tests.tiny_qwen import tiny_omni
 
     model, processor = tiny_omni()
     engine = QwenEngine(QwenOptions(), "tiny", model=model, processor=processor)
@@ -134,8 +157,8 @@ def _prefix(_: str, opts: dict) -> dict:
     return out
 
 
-PHASES = {"plain": _plain, "observe": _observe, "overhead": _overhead, "rolling": _rolling,
-          "prefix": _prefix}  # fmt: skip
+PHASES = {"plain": _plain, "observe": _observe, "observe_cli": _observe_cli,
+          "overhead": _overhead, "rolling": _rolling, "prefix": _prefix}  # fmt: skip
 
 
 def _child(phase: str, target: str, opts: dict) -> None:
@@ -194,19 +217,43 @@ def ratios(clip: Path, repeat: int) -> None:
             f"{plain['wall_s']:.2f} s", "<= 1.2x", r_cpu <= 1.2)  # fmt: skip
 
 
+BACKEND_DEFAULTS = (("transformers", "qwen2.5-omni-3b"), ("openai-compatible", "gpt-4o"))
+"""A shipped config per backend whose frame budget is that backend's default (the vLLM configs
+share the transformers one's processor budget, docs/protocol.md#frame-budget-per-backend)."""
+
+
+def _budgets() -> dict[int | None, list[str]]:
+    """Long side (px) each backend default holds a 1280x720 frame at -> the backends (a side
+    shared by several backends is measured once: the store depends on the side only)."""
+    out: dict[int | None, list[str]] = {}
+    for backend, model in BACKEND_DEFAULTS:
+        out.setdefault(_consumer_side(model)(1280, 720), []).append(f"{backend} ({model})")
+    return out
+
+
 def memory(clips: dict[int, Path], batch: int) -> None:
+    budgets = _budgets()
+    for side, who in budgets.items():
+        model = BACKEND_DEFAULTS[[f"{b} ({m})" for b, m in BACKEND_DEFAULTS].index(who[0])][1]
+        for s, clip in sorted(clips.items()):
+            plain = run("plain", clip)
+            o = run("observe", clip, model=model)
+            gb = o["peak_rss_mb"] * 2**20 / GB
+            row(f"peak RSS, {s} s clip, {' = '.join(who)} ({side} px)",
+                f"{gb:.3f} GB = {o['peak_rss_mb'] / plain['peak_rss_mb']:.2f}x plain",
+                f"CPU {o['cpu_s']:.1f} s, wall {o['wall_s']:.1f} s", "< 0.5 GB", gb < 0.5)  # fmt: skip
+        s = max(clips)
+        b = run("observe", clips[s], model=model, batch=batch)
+        gb = b["peak_rss_mb"] * 2**20 / GB
+        row(f"{batch}-point batch RSS ({s} s clip), {' = '.join(who)}",
+            f"{gb:.3f} GB (+{b['rss_held_mb'] - b['rss_before_mb']:.0f} MiB held)",
+            f"CPU {b['cpu_s']:.1f} s, wall {b['wall_s']:.1f} s", "< 1 GB", gb < 1)  # fmt: skip
     for s, clip in sorted(clips.items()):
-        plain = run("plain", clip)
-        o = run("observe", clip, max_pixels=200704)
+        o = run("observe_cli", clip)
         gb = o["peak_rss_mb"] * 2**20 / GB
-        row(f"peak RSS, {s} s clip (600 px)", f"{gb:.3f} GB = {o['peak_rss_mb'] / plain['peak_rss_mb']:.2f}x plain",
-            f"CPU {o['cpu_s']:.1f} s, wall {o['wall_s']:.1f} s", "< 0.5 GB", gb < 0.5)  # fmt: skip
-    s = max(clips)
-    b = run("observe", clips[s], max_pixels=200704, batch=batch)
-    gb = b["peak_rss_mb"] * 2**20 / GB
-    row(f"{batch}-point batch RSS ({s} s clip)",
-        f"{gb:.3f} GB (+{b['rss_held_mb'] - b['rss_before_mb']:.0f} MiB held)",
-        f"CPU {b['cpu_s']:.1f} s, wall {b['wall_s']:.1f} s", "< 1 GB", gb < 1)  # fmt: skip
+        row(f"peak RSS, `interactscope observe --at {o['t']:g}` ({s} s clip, source size)",
+            f"{gb:.3f} GB", f"CPU {o['cpu_s']:.1f} s, wall {o['wall_s']:.1f} s", "< 0.5 GB",
+            gb < 0.5)  # fmt: skip
 
 
 def main() -> None:
