@@ -21,14 +21,19 @@ the child's, all threads):
 - **256-point batch RSS**: the observations of 256 decision points held at once. Goal < 1 GB.
 - **Online Rolling vs Offline Probing** (``bench_rolling``): processed tokens and CPU on the
   same requests, tiny model. Goal: CPU <= Offline's.
-- **prefix share** (``bench_prefix``): common token prefix of consecutive decision points'
-  prompts with the default settings, per shipped ``frames_as`` (video: the Qwen configs;
-  image: openai). Goal >= 0.9.
+- **prefix share** (``bench_prefix.measure_config``): common prefix of consecutive decision
+  points' prompts, media placeholders keyed by their item's content (what a prefix cache can
+  reuse), per shipped Qwen config with its defaults (``frames_as``, ``frames.cap_policy``,
+  audio mode; 720p frames held at the shipped budget), within the frame cap and past it.
+  Goal >= 0.9.
+- **peak / batch RSS per backend default**: the transformers and openai-compatible configs'
+  own frame budget (their adapters' ``consumer_max_side``; one row where they agree), and
+  ``interactscope observe --at END`` with its defaults (the source size).
 
 ``--quick`` (a few minutes once the clips exist): a 20 s clip for the share row, only the
 clips that already exist in ``--clips`` (or the 60 s one, synthesized) for the ratio and RSS
 rows, 41 Online Rolling points,
-36 prefix points. Clips are kept in ``--clips`` (default: bench_memory's folder), so a second
+36 prefix points (else 64). Clips are kept in ``--clips`` (default: bench_memory's folder), so a second
 run does not synthesize them again. Timings on a shared machine are noisy: read the ratios,
 repeat a run before trusting a small difference.
 """
@@ -135,26 +140,10 @@ def _rolling(_: str, opts: dict) -> dict:
 
 
 def _prefix(_: str, opts: dict) -> dict:
-    from bench_prefix import measure
-    from tests.tiny_qwen import tiny_omni
+    """``bench_prefix.measure_config``: one shipped Qwen config with its defaults."""
+    from bench_prefix import measure_config
 
-    from interactscope.engines.qwen_mm import QwenEngine
-    from interactscope.engines.qwen_options import QwenOptions
-    from interactscope.streaming.bench import load_benchmark
-    from interactscope.streaming.settings import Settings
-
-    model, processor = tiny_omni()
-    engine = QwenEngine(QwenOptions(), "tiny", model=model, processor=processor)
-    engine.load()
-    bench = load_benchmark(REPO / "annotations" / "demo", probe_media=False)
-    it = next(i for i in bench.interactions if i.id == "t1-taxi")
-    d = Settings()
-    out = {}
-    for frames_as in ("video", "image"):
-        w, b, _ = measure(engine, bench, it, d.prompt_version, frames_as, d.frames.cap_policy,
-                          opts["seconds"])  # fmt: skip
-        out[frames_as] = {"within": w, "beyond": b}
-    return out
+    return measure_config(opts["config"], opts["seconds"], opts.get("policy"))
 
 
 PHASES = {"plain": _plain, "observe": _observe, "observe_cli": _observe_cli,
@@ -256,6 +245,21 @@ def memory(clips: dict[int, Path], batch: int) -> None:
             gb < 0.5)  # fmt: skip
 
 
+def prefix(seconds: int) -> None:
+    """The content-keyed prefix share of consecutive decision points' prompts per shipped Qwen
+    config with its defaults (frames at the shipped budget; ``bench_prefix``), within the frame
+    cap and past it (t up to ``seconds``)."""
+    from bench_prefix import SHIPPED_QWEN
+
+    for config in SHIPPED_QWEN:
+        v = run("prefix", config=config, seconds=seconds)
+        beyond = "n/a (t within the cap)" if v["beyond"] != v["beyond"] else f"{v['beyond']:.0%}"
+        row(f"prefix share, {config} defaults (frames_as {v['frames_as']}, "
+            f"cap_policy {v['cap_policy']})", f"{v['within']:.0%} within the cap, {beyond} "
+            f"past it", f"CPU {v['cpu_s']:.1f} s (tokens, no timing)", ">= 0.9",
+            v["within"] >= 0.9 and not v["beyond"] < 0.9)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few minutes (see the docstring)")
@@ -296,13 +300,7 @@ def main() -> None:
         f"{r['on_wall'] / r['off_wall']:.2f}x wall",
         f"CPU {r['on_cpu']:.1f} vs {r['off_cpu']:.1f} s; re-prefill spikes {r['spikes'][:6]}",
         "<= 1x", r["on_cpu"] <= r["off_cpu"])  # fmt: skip
-    p = run("prefix", seconds=36 if args.quick else 48)
-    for frames_as in ("video", "image"):
-        v = p[frames_as]
-        beyond = "n/a (t within the cap)" if v["beyond"] != v["beyond"] else f"{v['beyond']:.0%}"
-        row(f"prefix share, defaults, frames_as {frames_as}",
-            f"{v['within']:.0%} within the cap, {beyond} past it", "tokens (no timing)",
-            ">= 0.9", v["within"] >= 0.9 and not v["beyond"] < 0.9)  # fmt: skip
+    prefix(36 if args.quick else 64)
     print("\n| row | value | CPU / wall | goal | |\n|---|---|---|---|---|")
     for r_ in ROWS:
         print("| " + " | ".join(r_) + " |")

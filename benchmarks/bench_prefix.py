@@ -142,6 +142,13 @@ def config_engine(name: str):
     opts = QwenOptions.model_validate({k: v for k, v in {**cfg, **(cfg.get("limits") or {})}.items()
                                        if k in keys and k != "checkpoint"})  # fmt: skip
     model, processor = (tiny_qwen3_vl if cfg.get("family") == "vl" else tiny_omni)()
+    fe = getattr(processor, "feature_extractor", None)
+    if fe is not None:  # the real Qwen Omni audio window: 300 s (the tiny one: 10 s)
+        from transformers import WhisperFeatureExtractor
+
+        processor.feature_extractor = WhisperFeatureExtractor(
+            feature_size=fe.feature_size, chunk_length=300
+        )
     budget = opts.processor_options().get("max_pixels")
     if budget:  # the real processor's images get the config's budget (the tiny one: 112x112)
         processor.image_processor.size = {"shortest_edge": 3136, "longest_edge": int(budget)}

@@ -258,17 +258,31 @@ class VLLMAdapter(FrameConsumer, Adapter):
     # -- request construction ------------------------------------------------------------------
 
     def _messages(self, request: DecisionRequest) -> list[dict[str, Any]]:
+        """The request's chat messages. ``frames_as: video`` with the prefix layout (v2+): the
+        prompt builder's own video part, its label after the media as the layout wants it; with
+        the classic layout (v1) image parts that :meth:`_as_video` joins as before (recorded v1
+        runs keep their prompts)."""
         from interactscope.streaming.protocol.prompts import build_messages
 
+        if self.frames_as == "video" and not self.joins_video_itself():
+            return build_messages(request, frames_as="video")
         return build_messages(request)
+
+    def joins_video_itself(self) -> bool:
+        """True when :meth:`_as_video` turns image parts into the video (``frames_as: video``
+        with the classic layout, v1); False when the prompt builder makes the video part."""
+        from interactscope.streaming.protocol.prompts import layout_of
+
+        return self.frames_as == "video" and layout_of(self.settings.prompt_version) != "prefix"
 
     def _audio_window(self) -> int | None:
         """Most samples one audio item may carry (see ``VLLMEngine.audio_window``)."""
         return self.chat_engine.audio_window(self.settings.audio.sample_rate)
 
     def _as_video(self, content: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """``frames_as: video``: the stream frames become one video part where the first frame
-        was, the frame labels between them replaced by one line listing the frame times."""
+        """``frames_as: video`` over image parts (the classic layout, or a caller's own
+        messages): the stream frames become one video part where the first frame was, the frame
+        labels between them replaced by one line listing the frame times, before the video."""
         stream = [
             i for i, p in enumerate(content) if p.get("type") == "image" and not p.get("attachment")
         ]

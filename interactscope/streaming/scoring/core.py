@@ -260,17 +260,15 @@ def _allocated_rows(
     rows = []
     owners: dict[int, Owner] = {}
     for a in allocs:
-        outcome = infra_outcome(
-            a.outcome, records, window_s=a.window_s, region_s=a.region_s, rule=infra_rule
-        )
-        # responses.csv shows the target's final outcome: a late group whose target's window
-        # failed reads infra_error there as in targets.csv
         for m in a.group.members if a.group is not None else ():
-            owners[m] = (a.target_index, outcome, m == a.matched)
+            owners[m] = (a.target_index, a.outcome, m == a.matched)
         j: int | None = a.matched
         if j is None and a.group is not None:
             inside = [m for m in a.group.members if _in_window(records[m].t, a.window_s)]
             j = inside[0] if inside else a.group.members[0]
+        outcome = infra_outcome(
+            a.outcome, records, window_s=a.window_s, region_s=a.region_s, rule=infra_rule
+        )
         rows.append(
             _row(
                 base,

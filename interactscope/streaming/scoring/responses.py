@@ -9,9 +9,7 @@ Columns (:data:`RESPONSE_COLUMNS`, times in seconds on the media clock, ms-round
 * ``consumed_by`` — the target whose consumed group it is in (T1–T7), or the target it is matched
   to (T8); empty otherwise;
 * ``class`` — :data:`RESPONSE_CLASSES`: the consuming target's outcome (``hit``, ``premature``,
-  ``wrong``, ``late``, ``unjudged``, or ``infra_error`` when ``infra_error_rule`` turned the
-  target's ``late`` into ``infra_error``: the same outcome as ``targets.csv``) for a member of a
-  consumed group; ``hit`` for a matched T8
+  ``wrong``, ``late``, ``unjudged``) for a member of a consumed group; ``hit`` for a matched T8
   response; ``unmatched`` for a response that counted for nothing (a later group of a region, an
   unmatched T8 response); ``silent``, ``suppressed`` (cooldown), ``error`` (infrastructure
   failure), ``before_q`` (a non-silent record before the query, ignored);
@@ -50,7 +48,6 @@ ResponseClass = Literal[
     "wrong",
     "late",
     "unjudged",
-    "infra_error",
     "unmatched",
     "silent",
     "suppressed",
