@@ -1,6 +1,6 @@
-"""``collect`` fsyncs ``responses.jsonl`` once per batch (``adapter.fsync``, docs/protocol.md
-"Run folder"), and a kill between records or right after a batch still resumes to exactly the
-records of an uninterrupted run."""
+"""``collect`` fsyncs ``responses.jsonl`` once per batch (``adapter.fsync``,
+docs/protocol.md#run-folder-contract), and a kill between records or right after a batch still
+resumes to exactly the records of an uninterrupted run."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ of each interaction, which is the only point Online Rolling syncs at (resume red
 interaction from q, so an fsync mid-interaction would keep nothing more). ``record``: every record
 (the behaviour before; ``RecordWriter.sync_every = 1``). Either way every record is flushed to the
 OS before the next model call, so a killed process loses nothing written; a power loss loses at
-most the unsynced batch, which resume collects again. A driver setting (docs/protocol.md#run-folder)."""
+most the unsynced batch, which resume collects again. A driver setting (docs/protocol.md#run-folder-contract)."""
 
 DRIVER_ADAPTER_KEYS = frozenset({"batch_max_mb", "fsync"})
 """``settings.adapter`` keys read by the collection driver, not backend options."""
