@@ -21,14 +21,19 @@ the child's, all threads):
 - **256-point batch RSS**: the observations of 256 decision points held at once. Goal < 1 GB.
 - **Online Rolling vs Offline Probing** (``bench_rolling``): processed tokens and CPU on the
   same requests, tiny model. Goal: CPU <= Offline's.
-- **prefix share** (``bench_prefix``): common token prefix of consecutive decision points'
-  prompts with the default settings, per shipped ``frames_as`` (video: the Qwen configs;
-  image: openai). Goal >= 0.9.
+- **prefix share** (``bench_prefix.measure_config``): common prefix of consecutive decision
+  points' prompts, media placeholders keyed by their item's content (what a prefix cache can
+  reuse), per shipped Qwen config with its defaults (``frames_as``, ``frames.cap_policy``,
+  audio mode; 720p frames held at the shipped budget), within the frame cap and past it.
+  Goal >= 0.9.
+- **peak / batch RSS per backend default**: the transformers and openai-compatible configs'
+  own frame budget (their adapters' ``consumer_max_side``; one row where they agree), and
+  ``interactscope observe --at END`` with its defaults (the source size).
 
 ``--quick`` (a few minutes once the clips exist): a 20 s clip for the share row, only the
 clips that already exist in ``--clips`` (or the 60 s one, synthesized) for the ratio and RSS
 rows, 41 Online Rolling points,
-36 prefix points. Clips are kept in ``--clips`` (default: bench_memory's folder), so a second
+36 prefix points (else 64). Clips are kept in ``--clips`` (default: bench_memory's folder), so a second
 run does not synthesize them again. Timings on a shared machine are noisy: read the ratios,
 repeat a run before trusting a small difference.
 """
@@ -58,6 +63,16 @@ def _plain(clip: str, _: dict) -> dict:
     return _phase_plain(clip, None)
 
 
+def _consumer_side(model: str):
+    """The frame budget of shipped config ``model``: its adapter's ``consumer_max_side`` (built
+    from the config, no weights loaded), as ``interactscope observe --model`` and collect use."""
+    from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+    from interactscope.streaming.collect import resolve_settings
+
+    name, config = load_model_config(model)
+    return build_adapter(name, config, resolve_settings(config, {})).consumer_max_side
+
+
 def _observe(clip: str, opts: dict) -> dict:
     from interactscope.streaming.adapters.base import pixel_budget_side
     from interactscope.streaming.protocol.observation import Observer
@@ -65,6 +80,8 @@ def _observe(clip: str, opts: dict) -> dict:
 
     pixels = opts.get("max_pixels")
     side = (lambda w, h: pixel_budget_side(w, h, pixels, 3136, None)) if pixels else None
+    if opts.get("model"):
+        side = _consumer_side(opts["model"])
     ob = Observer(clip, Settings(), consumer_side=side)
     if opts.get("batch"):
         from bench_memory import _phase_batch
@@ -74,6 +91,17 @@ def _observe(clip: str, opts: dict) -> dict:
     from bench_memory import _phase_observe
 
     return _phase_observe(ob, clip, None)
+
+
+def _observe_cli(clip: str, opts: dict) -> dict:
+    """``interactscope observe CLIP --at END`` with its defaults (no ``--model``: the source
+    size), in process: one decision point at the clip end."""
+    from interactscope.media import observe
+    from interactscope.media.probe import probe
+
+    end = float(probe(clip).duration_s)
+    obs = observe(clip, end)
+    return {"frames": len(obs["frames_second"]), "t": end, "frame_size": obs["frame_size"]}
 
 
 def _overhead(clip_root: str, opts: dict) -> dict:
@@ -112,30 +140,14 @@ def _rolling(_: str, opts: dict) -> dict:
 
 
 def _prefix(_: str, opts: dict) -> dict:
-    from bench_prefix import measure
+    """``bench_prefix.measure_config``: one shipped Qwen config with its defaults."""
+    from bench_prefix import measure_config
 
-    from interactscope.engines.qwen_mm import QwenEngine
-    from interactscope.engines.qwen_options import QwenOptions
-    from interactscope.streaming.bench import load_benchmark
-    from interactscope.streaming.settings import Settings
-    from tests.tiny_qwen import tiny_omni
-
-    model, processor = tiny_omni()
-    engine = QwenEngine(QwenOptions(), "tiny", model=model, processor=processor)
-    engine.load()
-    bench = load_benchmark(REPO / "annotations" / "demo", probe_media=False)
-    it = next(i for i in bench.interactions if i.id == "t1-taxi")
-    d = Settings()
-    out = {}
-    for frames_as in ("video", "image"):
-        w, b, _ = measure(engine, bench, it, d.prompt_version, frames_as, d.frames.cap_policy,
-                          opts["seconds"])  # fmt: skip
-        out[frames_as] = {"within": w, "beyond": b}
-    return out
+    return measure_config(opts["config"], opts["seconds"], opts.get("policy"))
 
 
-PHASES = {"plain": _plain, "observe": _observe, "overhead": _overhead, "rolling": _rolling,
-          "prefix": _prefix}  # fmt: skip
+PHASES = {"plain": _plain, "observe": _observe, "observe_cli": _observe_cli,
+          "overhead": _overhead, "rolling": _rolling, "prefix": _prefix}  # fmt: skip
 
 
 def _child(phase: str, target: str, opts: dict) -> None:
@@ -194,19 +206,58 @@ def ratios(clip: Path, repeat: int) -> None:
             f"{plain['wall_s']:.2f} s", "<= 1.2x", r_cpu <= 1.2)  # fmt: skip
 
 
+BACKEND_DEFAULTS = (("transformers", "qwen2.5-omni-3b"), ("openai-compatible", "gpt-4o"))
+"""A shipped config per backend whose frame budget is that backend's default (the vLLM configs
+share the transformers one's processor budget, docs/protocol.md#frame-budget-per-backend)."""
+
+
+def _budgets() -> dict[int | None, list[str]]:
+    """Long side (px) each backend default holds a 1280x720 frame at -> the backends (a side
+    shared by several backends is measured once: the store depends on the side only)."""
+    out: dict[int | None, list[str]] = {}
+    for backend, model in BACKEND_DEFAULTS:
+        out.setdefault(_consumer_side(model)(1280, 720), []).append(f"{backend} ({model})")
+    return out
+
+
 def memory(clips: dict[int, Path], batch: int) -> None:
+    budgets = _budgets()
+    for side, who in budgets.items():
+        model = BACKEND_DEFAULTS[[f"{b} ({m})" for b, m in BACKEND_DEFAULTS].index(who[0])][1]
+        for s, clip in sorted(clips.items()):
+            plain = run("plain", clip)
+            o = run("observe", clip, model=model)
+            gb = o["peak_rss_mb"] * 2**20 / GB
+            row(f"peak RSS, {s} s clip, {' = '.join(who)} ({side} px)",
+                f"{gb:.3f} GB = {o['peak_rss_mb'] / plain['peak_rss_mb']:.2f}x plain",
+                f"CPU {o['cpu_s']:.1f} s, wall {o['wall_s']:.1f} s", "< 0.5 GB", gb < 0.5)  # fmt: skip
+        s = max(clips)
+        b = run("observe", clips[s], model=model, batch=batch)
+        gb = b["peak_rss_mb"] * 2**20 / GB
+        row(f"{batch}-point batch RSS ({s} s clip), {' = '.join(who)}",
+            f"{gb:.3f} GB (+{b['rss_held_mb'] - b['rss_before_mb']:.0f} MiB held)",
+            f"CPU {b['cpu_s']:.1f} s, wall {b['wall_s']:.1f} s", "< 1 GB", gb < 1)  # fmt: skip
     for s, clip in sorted(clips.items()):
-        plain = run("plain", clip)
-        o = run("observe", clip, max_pixels=200704)
+        o = run("observe_cli", clip)
         gb = o["peak_rss_mb"] * 2**20 / GB
-        row(f"peak RSS, {s} s clip (600 px)", f"{gb:.3f} GB = {o['peak_rss_mb'] / plain['peak_rss_mb']:.2f}x plain",
-            f"CPU {o['cpu_s']:.1f} s, wall {o['wall_s']:.1f} s", "< 0.5 GB", gb < 0.5)  # fmt: skip
-    s = max(clips)
-    b = run("observe", clips[s], max_pixels=200704, batch=batch)
-    gb = b["peak_rss_mb"] * 2**20 / GB
-    row(f"{batch}-point batch RSS ({s} s clip)",
-        f"{gb:.3f} GB (+{b['rss_held_mb'] - b['rss_before_mb']:.0f} MiB held)",
-        f"CPU {b['cpu_s']:.1f} s, wall {b['wall_s']:.1f} s", "< 1 GB", gb < 1)  # fmt: skip
+        row(f"peak RSS, `interactscope observe --at {o['t']:g}` ({s} s clip, source size)",
+            f"{gb:.3f} GB", f"CPU {o['cpu_s']:.1f} s, wall {o['wall_s']:.1f} s", "< 0.5 GB",
+            gb < 0.5)  # fmt: skip
+
+
+def prefix(seconds: int) -> None:
+    """The content-keyed prefix share of consecutive decision points' prompts per shipped Qwen
+    config with its defaults (frames at the shipped budget; ``bench_prefix``), within the frame
+    cap and past it (t up to ``seconds``)."""
+    from bench_prefix import SHIPPED_QWEN
+
+    for config in SHIPPED_QWEN:
+        v = run("prefix", config=config, seconds=seconds)
+        beyond = "n/a (t within the cap)" if v["beyond"] != v["beyond"] else f"{v['beyond']:.0%}"
+        row(f"prefix share, {config} defaults (frames_as {v['frames_as']}, "
+            f"cap_policy {v['cap_policy']})", f"{v['within']:.0%} within the cap, {beyond} "
+            f"past it", f"CPU {v['cpu_s']:.1f} s (tokens, no timing)", ">= 0.9",
+            v["within"] >= 0.9 and not v["beyond"] < 0.9)  # fmt: skip
 
 
 def main() -> None:
@@ -249,13 +300,7 @@ def main() -> None:
         f"{r['on_wall'] / r['off_wall']:.2f}x wall",
         f"CPU {r['on_cpu']:.1f} vs {r['off_cpu']:.1f} s; re-prefill spikes {r['spikes'][:6]}",
         "<= 1x", r["on_cpu"] <= r["off_cpu"])  # fmt: skip
-    p = run("prefix", seconds=36 if args.quick else 48)
-    for frames_as in ("video", "image"):
-        v = p[frames_as]
-        beyond = "n/a (t within the cap)" if v["beyond"] != v["beyond"] else f"{v['beyond']:.0%}"
-        row(f"prefix share, defaults, frames_as {frames_as}",
-            f"{v['within']:.0%} within the cap, {beyond} past it", "tokens (no timing)",
-            ">= 0.9", v["within"] >= 0.9 and not v["beyond"] < 0.9)  # fmt: skip
+    prefix(36 if args.quick else 64)
     print("\n| row | value | CPU / wall | goal | |\n|---|---|---|---|---|")
     for r_ in ROWS:
         print("| " + " | ".join(r_) + " |")

@@ -462,3 +462,45 @@ def test_frame_cache_assembles_pieces_in_time_order_and_evicts_least_recently_us
         proc.video_processor([video[:4]], do_sample_frames=True)
         proc.video_processor([video[:3]], do_sample_frames=False)  # odd count: straight through
     assert inner.frames == 7
+
+
+def test_frame_cache_takes_the_items_by_keyword_as_earlier_transformers_5_pass_them():
+    """transformers 5.19's Qwen2.5-Omni processor calls ``video_processor(videos=...)`` (5.24:
+    positionally): both are answered from the cache, and a call it cannot cache goes through in
+    the caller's form."""
+    from types import SimpleNamespace
+
+    from interactscope.engines.qwen_frames import FrameCache
+
+    inner = Qwen2VLVideoProcessor()
+    proc = SimpleNamespace(video_processor=inner)
+    video = [np.full((2, 2, 3), k, np.uint8) for k in range(4)]
+    kw = {"do_sample_frames": False, "return_tensors": "pt"}
+    cache = FrameCache()
+    with cache.installed(proc):
+        by_name = proc.video_processor(videos=[video], **kw)
+        positional = proc.video_processor([video], **kw)
+        odd = proc.video_processor(videos=[video[:3]], do_sample_frames=False)  # not cacheable
+    assert by_name["pixel_values_videos"][:, 0].tolist() == [0, 1, 2, 3]
+    assert positional["pixel_values_videos"].tolist() == by_name["pixel_values_videos"].tolist()
+    assert odd["video_grid_thw"].tolist() == [[1, 1, 1]]
+    assert inner.frames == 4 + 3 and (cache.hits, cache.misses) == (4, 4)
+
+
+def test_rope_index_is_found_on_the_inner_model_or_the_thinker():
+    """transformers 5.24+: ``thinker.model`` (``Qwen2_5OmniThinkerModel``) has
+    ``get_rope_index``; 5.19: only the thinker has it, its ``model`` is the text-only model."""
+    from types import SimpleNamespace
+
+    from interactscope.engines.qwen_session import rope_index_fn
+
+    def new(**kw):
+        return "new"
+
+    def old(**kw):
+        return "old"
+
+    assert rope_index_fn(SimpleNamespace(model=SimpleNamespace(get_rope_index=new)))() == "new"
+    assert rope_index_fn(SimpleNamespace(model=SimpleNamespace(), get_rope_index=old))() == "old"
+    with pytest.raises(AttributeError, match="no get_rope_index"):
+        rope_index_fn(SimpleNamespace(model=SimpleNamespace()))

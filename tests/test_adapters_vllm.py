@@ -430,3 +430,31 @@ def test_prepare_preflights_every_interaction(fake_vllm, monkeypatch, tmp_path) 
     )
     with pytest.raises(AdapterError, match=r"interaction [ab] t=7\.\d+s.*max_model_len=1500"):
         tight.prepare(bench)
+
+
+@pytest.mark.parametrize("version", ["v1", "v2"])
+def test_video_label_sits_where_the_prompt_layout_puts_it(fake_vllm, tmp_path, version) -> None:
+    """``frames_as: video``: with v2 (prefix layout) the video item comes right after the stream
+    header and its label after it, so the prompts at t = 2 and t = 3 share everything up to the
+    video; v1 keeps the adapter's own label before the video, as its runs recorded it."""
+    from interactscope.streaming.adapters.vllm_backend import VLLMAdapter
+    from tests.test_prompt_layout import _obs
+
+    settings = Settings(prompt_version=version)
+    config = {"backend": "vllm", "checkpoint": "Qwen/Qwen2.5-Omni-7B", "template": "tokenizer"}
+    adapter = VLLMAdapter("qwen-test", {**config, "frames_as": "video"}, settings)
+    prompts = []
+    for t in (2.0, 3.0):
+        req = make_request(tmp_path, t)
+        req.settings, req.observation = settings, _obs(t)
+        prompts.append(adapter.build(req).prompt)
+    head, tail = prompts[0].split("<|VIDEO|>")
+    if version == "v2":
+        assert head.endswith(
+            "The stream so far, in time order (one frame per second):<|vision_bos|>"
+        )
+        assert tail.startswith("<|vision_eos|>[the video above: 3 frames, at 0.0 s, 1.0 s, 2.0 s]")
+        assert prompts[1].startswith(head + "<|VIDEO|>")  # the shared prefix reaches the video
+    else:
+        assert head.endswith("[frame at 0.0 s](video of 3 frames at 0 s, 1 s, 2 s)<|vision_bos|>")
+    assert "(video of" not in tail

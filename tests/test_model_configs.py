@@ -71,3 +71,25 @@ def test_unknown_setting_lists_the_valid_keys_of_its_group() -> None:
         resolve_settings({"backend": "oracle"}, {"grid.stepp": 5})
     with pytest.raises(CollectError, match=r"dleay_s: unknown setting; valid here: protocol, grid"):
         resolve_settings({"backend": "oracle"}, {"dleay_s": 5})
+
+
+@pytest.mark.parametrize("name", ["qwen2.5-omni-7b", "qwen3-omni", "qwen3-vl-8b"])
+def test_shipped_vllm_qwen_configs_keep_earlier_frames_past_the_cap(name) -> None:
+    """Their default ``frames.cap_policy`` is ``stride`` (docs/protocol.md, prefix reuse): at
+    t = 40 s (41 frames, cap 32) the picks are 0, 2, ..., 38 and the newest, 40; at t = 41 s
+    0, 2, ..., 40 and 41, so every pick of t = 40 is again at its place at t = 41 (``uniform``
+    moves them: 0, 1, 3, 4, ... then 0, 1, 3, 4, 5, ...)."""
+    import yaml
+
+    from interactscope.media.causal import select_indices
+    from interactscope.streaming.collect import resolve_settings
+
+    config = yaml.safe_load((bundled_models_dir() / f"{name}.yaml").read_text())
+    s = resolve_settings(config, {})
+    assert s.frames.cap_policy == "stride"
+    at40 = select_indices(41, s.frames.max, s.frames.cap_policy)
+    at41 = select_indices(42, s.frames.max, s.frames.cap_policy)
+    assert at40 == [*range(0, 39, 2), 40] and at41 == [*range(0, 41, 2), 41]
+    assert at41[: len(at40)] == at40
+    uniform40, uniform41 = (select_indices(n, 32, "uniform") for n in (41, 42))
+    assert uniform41[: len(uniform40)] != uniform40

@@ -170,10 +170,19 @@ def test_dry_run_online_shows_turn_one_and_two(setup, tmp_path):
 
 
 @pytest.mark.usefixtures("fake_vllm")
-def test_vllm_preview_shows_its_video_relabelling(tmp_path):
-    """The vLLM adapter renders frames as images and replaces them by one video part after its
-    own label; the preview shows that label and the part, and the (fake) vLLM engine gets that
-    text, the 5 frames padded to 6, at the preview's frame size, and 64000 audio samples."""
+@pytest.mark.parametrize(
+    ("version", "label"),
+    [
+        # v2 (prefix layout): the prompt builder's video part, its label after it
+        ("v2", "[the video above: 5 frames, at 0.0 s, 1.0 s, 2.0 s, 3.0 s, 4.0 s]"),
+        # v1: image parts the adapter joins into one video part after its own label
+        ("v1", "(video of 5 frames at 0 s, 1 s, 2 s, 3 s, 4 s)"),
+    ],
+)
+def test_vllm_preview_shows_its_video_relabelling(tmp_path, version, label):
+    """``frames_as: video`` on vLLM: the preview shows the label and the video part the engine
+    gets, and the (fake) vLLM engine gets that text, the 5 frames padded to 6, at the preview's
+    frame size, and 64000 audio samples."""
     root = write_bench(tmp_path / "b", [interaction("i", task="T2")])
     cfg = tmp_path / "qwen-vllm.yaml"
     cfg.write_text(
@@ -184,13 +193,18 @@ def test_vllm_preview_shows_its_video_relabelling(tmp_path):
                 "template": "tokenizer",
                 "max_model_len": 32768,
                 "frames_as": "video",
+                "settings": {"prompt_version": version},
             }
         )
     )
     (pv,) = build_previews(str(cfg), root, {}, [("i", 4.0)])
     user = pv.messages[1].parts
     labels = [p.text for p in user if p.kind == "text"]
-    assert any("(video of 5 frames at 0 s, 1 s, 2 s, 3 s, 4 s)" in x for x in labels)
+    (at,) = [i for i, x in enumerate(labels) if label in x]
+    kinds = [p.kind for p in user]
+    video_at = kinds.index("video")
+    text_before = sum(1 for k in kinds[:video_at] if k == "text")
+    assert (at < text_before) == (version == "v1")  # v1: label before the video; v2: after
     (video,) = [p for p in user if p.kind == "video"]
     assert video.sent_pts_s == [0.0, 1.0, 2.0, 3.0, 4.0, 4.0]
     name, config = load_model_config(str(cfg))

@@ -124,8 +124,9 @@ def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, A
     if settings.protocol == "online" and not adapter.supports_online:
         fail(f"model {name}: backend {adapter.backend!r} does not support Online Rolling")
     side = getattr(adapter, "consumer_max_side", None)
-    # the vLLM adapter renders frames as images and turns them into one video part itself
-    convert = getattr(adapter, "_as_video", None)
+    # the vLLM adapter with v1 renders frames as images and joins them into one video part itself
+    joins = getattr(adapter, "joins_video_itself", None)
+    convert = adapter._as_video if callable(joins) and joins() else None
     return {
         "frames_as": "image" if convert else getattr(adapter, "frames_as", None) or "image",
         "convert": convert,

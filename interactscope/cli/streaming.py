@@ -175,7 +175,7 @@ def collect(
 ) -> None:
     """Walk every interaction's decision grid and record the model's answer at each point.
 
-    Records go to RUN/responses.jsonl (one per decision point, fsynced); RUN/run.json holds every
+    Records go to RUN/responses.jsonl (one per decision point, fsynced per batch); RUN/run.json holds every
     setting. Killing and re-running the same command resumes without duplicates or gaps."""
     setup_logging(verbose)
     if panel is not None:

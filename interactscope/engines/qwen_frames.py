@@ -166,14 +166,20 @@ class _Proxy:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def __call__(self, items: Any = None, **kw: Any) -> Any:
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        # transformers 5.24+ pass the items positionally, earlier 5.x as images= / videos=
+        name = "images" if self._kind == "image" else "videos"
+        by_name = not args and name in kw
+        items = kw.pop(name) if by_name else (args[0] if args else None)
+        if len(args) > 1 or (args and name in kw):
+            return self._inner(*args, **kw)  # not a call shape the cache knows
         pieces = self._pieces(items, kw)
-        if pieces is None:
-            return self._inner(items, **kw)
-        try:
-            return self._assemble(pieces, kw)
-        except _Uncacheable:
-            return self._inner(items, **kw)
+        if pieces is not None:
+            try:
+                return self._assemble(pieces, kw)
+            except _Uncacheable:
+                pass
+        return self._inner(**{name: items}, **kw) if by_name else self._inner(items, **kw)
 
     def _pieces(self, items: Any, kw: dict) -> list[list[list[np.ndarray]]] | None:
         """Per item (image or video), its pieces' frames; None when the call is not cacheable."""

@@ -58,6 +58,20 @@ __all__ = ["KeptCache"]
 _TEXT_KEYS = ("input_ids", "attention_mask", "mm_token_type_ids")
 
 
+def rope_index_fn(generator: Any) -> Any:
+    """The Qwen multimodal rope-position function of ``generator`` (the thinker): on its inner
+    ``model`` in transformers 5.24+ (``Qwen2_5OmniThinkerModel``), on the thinker itself before
+    (5.19: the inner model is the text-only ``Qwen2_5OmniThinkerTextModel``).
+
+    Raises:
+        AttributeError: neither has ``get_rope_index``."""
+    inner = getattr(generator, "model", None)
+    fn = getattr(inner, "get_rope_index", None) or getattr(generator, "get_rope_index", None)
+    if fn is None:
+        raise AttributeError(f"{type(generator).__name__} has no get_rope_index")
+    return fn
+
+
 def _same_arrays(old: Sequence[np.ndarray], new: Sequence[np.ndarray]) -> bool:
     return len(old) == len(new) and all(
         a is b or (a.shape == b.shape and np.array_equal(a, b))
@@ -228,7 +242,7 @@ class KeptCache:
         if img is None and vid is None:  # text and audio only: 1-D positions
             pos = torch.arange(n, device=ids.device).view(1, 1, -1).expand(3, 1, -1)
         else:
-            fn = self.engine.generator.model.get_rope_index
+            fn = rope_index_fn(self.engine.generator)
             params = inspect.signature(fn).parameters
             kw: dict[str, Any] = {"input_ids": ids, "image_grid_thw": img, "video_grid_thw": vid,
                                   "attention_mask": inputs.get("attention_mask")}  # fmt: skip

@@ -46,7 +46,12 @@ from interactscope.streaming.scoring.completeness import (
     incomplete_warnings,
     run_completeness,
 )
-from interactscope.streaming.settings import Settings, apply_overrides, execution_settings
+from interactscope.streaming.settings import (
+    Settings,
+    apply_overrides,
+    execution_settings,
+    writer_sync_every,
+)
 from interactscope.streaming.tasks import TASKS
 
 log = logging.getLogger(__name__)
@@ -246,6 +251,10 @@ def prepare_run(
         raise CollectError(str(exc)) from exc
     settings = resolve_settings(mc.config, overrides)
     _check_audio_mode(mc.name, settings)
+    try:
+        writer_sync_every(settings)
+    except ValueError as exc:
+        raise CollectError(f"invalid setting {exc} (see --set)") from exc
     interactions = [it for it in b.interactions if in_shard(it.id, shard_t)]
     if subset is not None:
         interactions = subset.select(interactions)
@@ -337,7 +346,8 @@ def open_run_folder(
     retry_errors: bool,
 ) -> Any:
     """``open_run`` for this collect: Online Rolling redoes partial interactions; a retry keeps
-    environment interactions in time order (docs/protocol.md#environments)."""
+    environment interactions in time order (docs/protocol.md#environments); the writer fsyncs
+    per ``adapter.fsync`` (:data:`~interactscope.streaming.settings.FSYNC_POLICIES`)."""
     redo = None
     if settings.protocol == "online":
         redo = {it.id: interaction_grid(b, it, settings) for it in interactions}
@@ -347,6 +357,7 @@ def open_run_folder(
         retry_errors=retry_errors,
         redo_partial=redo,
         in_order={it.id for it in interactions if it.query.environment},
+        sync_every=writer_sync_every(settings),
     )
 
 

@@ -728,6 +728,9 @@ class _Driver:
     def _write(self, slot: int, res: WorkResult) -> None:
         for rec in res.records:
             self.writer.append(rec)
+        sync = getattr(self.writer, "sync", None)  # a RunWriter: one fsync per interaction
+        if sync is not None:
+            sync()
         self.bar.update(len(res.records))
         _add(self.summary, res)
         st = self.pool.stats[slot]

@@ -1,8 +1,8 @@
 """Run folder I/O: ``run.json`` + append-only ``responses.jsonl``, resume, shards and merge.
 
 A run folder is self-describing and re-scorable (docs/protocol.md#run-folder-contract). Records are appended one per decision
-point, flushed and fsynced, so a killed run loses at most the line being written; reopening the
-folder drops such a torn last line with a warning and resumes without duplicates or gaps.
+point and flushed (``collect`` fsyncs once per batch, ``adapter.fsync``), so a killed run loses at
+most the line being written; reopening the folder drops such a torn last line with a warning and resumes without duplicates or gaps.
 
 Every process that writes a run folder (collect, merge into it, score, ego run) holds an
 exclusive OS lock on ``RUN/.lock`` (:func:`run_lock`); the lock dies with the process.

@@ -28,6 +28,7 @@ EXECUTION_SETTINGS: tuple[str, ...] = (
     "adapter.threads",
     "adapter.frame_cache_mb",
     "adapter.batch_max_mb",
+    "adapter.fsync",
 )
 """Dotted settings that change how a run is executed, not what it measures: they may differ
 between a run and its resume (each invocation's values are recorded in ``run.json``)."""
@@ -39,7 +40,17 @@ once, :class:`interactscope.streaming.protocol.observation.ArrayBytes`) would pa
 as at ``batch_size`` points; a single point larger than it still goes alone. ``0``: no byte
 bound. A driver setting: not passed to the backend's options."""
 
-DRIVER_ADAPTER_KEYS = frozenset({"batch_max_mb"})
+FSYNC_POLICIES = ("batch", "record")
+"""``adapter.fsync``: when ``collect`` makes the records written so far durable (fsync of
+``responses.jsonl``). ``batch`` (the default): once per model call's records (a plain Offline
+Probing ``respond_batch`` batch; one point in Offline Probing with history/cooldown) and at the end
+of each interaction, which is the only point Online Rolling syncs at (resume redoes a partial
+interaction from q, so an fsync mid-interaction would keep nothing more). ``record``: every record
+(the behaviour before; ``RecordWriter.sync_every = 1``). Either way every record is flushed to the
+OS before the next model call, so a killed process loses nothing written; a power loss loses at
+most the unsynced batch, which resume collects again. A driver setting (docs/protocol.md#run-folder-contract)."""
+
+DRIVER_ADAPTER_KEYS = frozenset({"batch_max_mb", "fsync"})
 """``settings.adapter`` keys read by the collection driver, not backend options."""
 
 
@@ -56,6 +67,18 @@ def batch_max_bytes(settings: Settings) -> int | None:
     if not mb >= 0:
         raise ValueError(f"adapter.batch_max_mb must be >= 0, got {raw!r}")
     return int(mb * 2**20) if mb > 0 else None
+
+
+def writer_sync_every(settings: Settings) -> int:
+    """``RecordWriter.sync_every`` for ``adapter.fsync``: 1 for ``record``, 0 for ``batch`` (the
+    driver calls ``sync()`` at each batch's and interaction's end).
+
+    Raises:
+        ValueError: not one of :data:`FSYNC_POLICIES`."""
+    raw = settings.adapter.get("fsync", "batch")
+    if raw not in FSYNC_POLICIES:
+        raise ValueError(f"adapter.fsync must be one of {', '.join(FSYNC_POLICIES)}, got {raw!r}")
+    return 1 if raw == "record" else 0
 
 
 class _Group(BaseModel):

@@ -270,11 +270,18 @@ class VLLMAdapter(FrameConsumer, Adapter):
         prompt builder's own video part, its label after the media as the layout wants it; with
         the classic layout (v1) image parts that :meth:`_as_video` joins as before (recorded v1
         runs keep their prompts)."""
-        from interactscope.streaming.protocol.prompts import build_prompt, layout_of
+        from interactscope.streaming.protocol.prompts import build_prompt
 
-        if self.frames_as == "video" and layout_of(self.settings.prompt_version) == "prefix":
+        if self.frames_as == "video" and not self.joins_video_itself():
             return build_prompt(request, frames_as="video")
         return build_prompt(request)
+
+    def joins_video_itself(self) -> bool:
+        """True when :meth:`_as_video` turns image parts into the video (``frames_as: video``
+        with the classic layout, v1); False when the prompt builder makes the video part."""
+        from interactscope.streaming.protocol.prompts import layout_of
+
+        return self.frames_as == "video" and layout_of(self.settings.prompt_version) != "prefix"
 
     def _audio_window(self) -> int | None:
         """Most samples one audio item may carry (see ``VLLMEngine.audio_window``)."""

@@ -220,6 +220,7 @@ def collect(
                 clock.write_s += time.perf_counter() - t_write
                 bar.update(1)
                 _count(summary, rec)
+            _sync(writer, clock)
     finally:
         bar.close()
         wall = time.perf_counter() - t0
@@ -228,6 +229,17 @@ def collect(
         clock.collect_s = wall - clock.load_s
         summary.timings = clock.derived()
     return summary
+
+
+def _sync(sink: RecordSink, clock: StageTimings) -> None:
+    """Make the records written so far durable: the one fsync of a batch or interaction under
+    ``adapter.fsync=batch`` (a no-op under ``record``, whose writer syncs each append). Called
+    from a record generator after its last ``yield``, so the consumer has appended them all."""
+    sync = getattr(sink, "sync", None)  # a RecordSink without durability (tests, previews)
+    if sync is not None:
+        start = time.perf_counter()
+        sync()
+        clock.write_s += time.perf_counter() - start
 
 
 def _number(extra: dict[str, Any], key: str) -> float | None:
@@ -459,23 +471,30 @@ def _offline_batch(
         if isinstance(out, AdapterOutput) and out.latency_s is None:
             out.latency_s = round(per, 4)
         yield to_record(it.id, t, out, ctx.settings)
+    _sync(ctx.sink, ctx.clock)  # one fsync per batch, before the next batch's model call
 
 
 def _offline_sequential(
     ctx: _Context, it: Interaction, pending: list[float], requests: _Requests
 ) -> Iterator[ResponseRecord]:
     """Offline Probing with history/cooldown: points in time order, each after the last is
-    written (the request depends on the answers before it)."""
+    written (the request depends on the answers before it); each point is its own batch (one
+    model call), synced before the next."""
     for t in pending:
-        if _in_cooldown(ctx.sink, it.id, t, ctx.settings):
-            yield ResponseRecord(interaction_id=it.id, t=t, silent=True, suppressed=True)
-            continue
-        try:
-            req = requests(t)
-        except Exception as exc:  # noqa: BLE001
-            yield to_record(it.id, t, exc, ctx.settings)
-            continue
-        yield to_record(it.id, t, _timed(ctx.adapter.respond, req), ctx.settings)
+        yield _sequential_point(ctx, it, t, requests)
+        _sync(ctx.sink, ctx.clock)
+
+
+def _sequential_point(
+    ctx: _Context, it: Interaction, t: float, requests: _Requests
+) -> ResponseRecord:
+    if _in_cooldown(ctx.sink, it.id, t, ctx.settings):
+        return ResponseRecord(interaction_id=it.id, t=t, silent=True, suppressed=True)
+    try:
+        req = requests(t)
+    except Exception as exc:  # noqa: BLE001
+        return to_record(it.id, t, exc, ctx.settings)
+    return to_record(it.id, t, _timed(ctx.adapter.respond, req), ctx.settings)
 
 
 def _in_cooldown(sink: RecordSink, interaction_id: str, t: float, settings: Settings) -> bool:
@@ -494,7 +513,9 @@ def _online(
     ctx: _Context, it: Interaction, pending: list[float], requests: _Requests
 ) -> Iterator[ResponseRecord]:
     """Online Rolling: one session stepped through the points in order; after a failed step
-    the session cannot continue and the remaining points carry that error."""
+    the session cannot continue and the remaining points carry that error. Records are synced
+    once, at the interaction's end (``collect``): resume redoes a partial interaction from q, so
+    an fsync per step would keep nothing more."""
     try:
         session = ctx.adapter.open_session(it, ctx.bench.video_of(it))
     except Exception as exc:  # noqa: BLE001

@@ -85,7 +85,8 @@ class AdapterOutput:
 @runtime_checkable
 class RecordSink(Protocol):
     """Where the driver writes records: ``done`` holds the (interaction id, t) already written,
-    ``spoken(id)`` the non-silent records of an interaction in time order."""
+    ``spoken(id)`` the non-silent records of an interaction in time order. A sink with a
+    ``sync()`` method (``RunWriter``) is synced after each batch and each interaction."""
 
     done: set[tuple[str, float]]
 
