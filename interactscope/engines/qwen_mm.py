@@ -137,6 +137,32 @@ def _raw(r: Rendered, model_s: float, process_s: float = 0.0) -> dict[str, Any]:
     return raw
 
 
+@contextlib.contextmanager
+def host_threads(n: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to ``n`` while inside (None: unchanged), restored after.
+
+    Host work between two ``generate`` calls is many small tensor operations (log-mel columns,
+    per-frame normalisation, joining a batch); with OpenMP each parallel region makes the other
+    threads spin until they join, which on a machine with busy cores costs more CPU than the work
+    itself (measured: the log-mel of 42 decision points 2.9 CPU s with 2 threads vs 0.11 s with
+    1 on a loaded 2-core machine; benchmarks/bench_overhead.py). The model keeps its threads.
+    torch's thread count is process-wide: the engine runs one call at a time."""
+    if not n:
+        yield
+        return
+    import torch
+
+    prev = torch.get_num_threads()
+    if prev == n:
+        yield
+        return
+    torch.set_num_threads(n)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(prev)
+
+
 def collate_left(
     rows: Sequence[Any],
     pad_id: int,
@@ -474,8 +500,10 @@ class QwenEngine:
     @contextlib.contextmanager
     def caches_installed(self, *, lazy: bool = False) -> Iterator[None]:
         """The frame cache (``lazy``: see :meth:`FrameCache.installed`) and the log-mel cache
-        hooked into the processor while inside."""
+        hooked into the processor while inside, torch limited to ``host_threads``
+        (:func:`host_threads`)."""
         with contextlib.ExitStack() as stack:
+            stack.enter_context(host_threads(self.options.host_threads))
             if self.frame_cache is not None:
                 stack.enter_context(self.frame_cache.installed(self.processor, lazy=lazy))
             if self.audio_cache is not None:
@@ -659,7 +687,8 @@ class QwenEngine:
         pad = self._pad_id()
         t_join = time.perf_counter()
         pieces_of = self.frame_cache.pieces_of if self.frame_cache is not None else None
-        joined = collate_left([row[2] for row in rows], pad, pieces_of, self.device)
+        with host_threads(self.options.host_threads):
+            joined = collate_left([row[2] for row in rows], pad, pieces_of, self.device)
         inputs = self._on_device(joined)
         width = int(inputs["input_ids"].shape[1])
         t_model = time.perf_counter()

@@ -1,0 +1,85 @@
+"""Host work outside the model (issue 29, outside-model share): torch's threads limited to
+``host_threads`` around the processor and the batch join, the model's own threads untouched."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+pytest.importorskip("transformers")
+
+from interactscope.engines.base import AudioPart, Message, TextPart, VideoPart  # noqa: E402
+from interactscope.engines.qwen_mm import QwenEngine, host_threads  # noqa: E402
+from interactscope.engines.qwen_options import QwenOptions  # noqa: E402
+from tests.helpers.tiny_qwen import tiny_omni  # noqa: E402
+
+SR = 16000
+
+
+def _engine(**opts) -> QwenEngine:
+    model, proc = tiny_omni()
+    o = {
+        "checkpoint": "tiny",
+        "frames_as": "video",
+        "generation": {"max_new_tokens": 4, "temperature": 0.0},
+        "processor_kwargs": {"min_pixels": 56 * 56, "max_pixels": 112 * 112},
+        **opts,
+    }
+    eng = QwenEngine(QwenOptions.model_validate(o), "t", model=model, processor=proc)
+    eng.load()
+    return eng
+
+
+def _conv(n: int, seed: int = 0) -> list[Message]:
+    rng = np.random.default_rng(seed)
+    frames = [rng.integers(0, 256, (56, 56, 3), dtype=np.uint8) for _ in range(n)]
+    audio = rng.normal(0, 0.1, n * SR).astype(np.float32)
+    parts = [VideoPart(frames=frames, pts_s=[float(k) for k in range(n)]), AudioPart(audio=audio)]
+    return [Message(role="user", content=[*parts, TextPart(text=f"q{n}")])]
+
+
+def test_host_threads_sets_and_restores():
+    prev = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        with host_threads(1):
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == 2
+        with host_threads(None):
+            assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(prev)
+
+
+@pytest.mark.parametrize(("setting", "seen"), [(1, 1), (None, 2)])
+def test_processor_and_join_run_on_host_threads_generate_on_the_models(setting, seen):
+    eng = _engine(host_threads=setting)
+    assert QwenOptions().host_threads == 1  # the default
+    counts: dict[str, list[int]] = {"features": [], "generate": []}
+    features, generate = eng.audio_cache.features, eng.generator.generate
+
+    def spy_features(*a, **k):
+        counts["features"].append(torch.get_num_threads())
+        return features(*a, **k)
+
+    def spy_generate(*a, **k):
+        counts["generate"].append(torch.get_num_threads())
+        return generate(*a, **k)
+
+    eng.audio_cache.features, eng.generator.generate = spy_features, spy_generate
+    prev = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        eng.chat_batch([_conv(2), _conv(4)])
+    finally:
+        torch.set_num_threads(prev)
+    assert counts == {"features": [seen, seen], "generate": [2]}
+
+
+def test_answers_do_not_depend_on_host_threads():
+    convs = [_conv(2, 1), _conv(4, 2)]
+    a = [r.text for r in _engine(host_threads=None).chat_batch(convs)]
+    b = [r.text for r in _engine().chat_batch(convs)]
+    assert a == b
