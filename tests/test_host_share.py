@@ -83,3 +83,27 @@ def test_answers_do_not_depend_on_host_threads():
     a = [r.text for r in _engine(host_threads=None).chat_batch(convs)]
     b = [r.text for r in _engine().chat_batch(convs)]
     assert a == b
+
+
+def test_join_buffer_reused_with_equal_batches():
+    from interactscope.engines.qwen_mm import collate_left
+
+    eng = _engine()
+    pad = eng._pad_id()
+    bufs: dict = {}
+    big = [eng.process(eng.render(_conv(n, n))) for n in (2, 4, 6)]
+    small = [eng.process(eng.render(_conv(n, n))) for n in (2, 4)]
+    first = collate_left(big, pad, buffers=bufs)
+    ptr = bufs["pixel_values_videos"].data_ptr()
+    rows = int(first["pixel_values_videos"].shape[0])
+    for k, v in collate_left(big, pad).items():  # the same tensors as without a buffer
+        assert torch.equal(first[k], v), k
+    # 3 rows of 1, 2 and 3 frame pairs of 56x56 (4x4 patches of 14 px): 6 x 16 pixel rows
+    assert rows == 96 and bufs["pixel_values_videos"].shape[0] == 96
+    second = collate_left(small, pad, buffers=bufs)  # 48 rows fit: written into the same buffer
+    assert second["pixel_values_videos"].data_ptr() == ptr
+    for k, v in collate_left(small, pad).items():
+        assert torch.equal(second[k], v), k
+    bigger = [eng.process(eng.render(_conv(n, n))) for n in (2, 4, 6, 8)]
+    collate_left(bigger, pad, buffers=bufs)  # 160 rows do not fit: a new buffer is kept
+    assert bufs["pixel_values_videos"].shape[0] == 160

@@ -168,6 +168,7 @@ def collate_left(
     pad_id: int,
     pieces_of: Callable[[Any], list[Any] | None] | None = None,
     device: str | None = None,
+    buffers: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Processor outputs of single prompts joined into one batch.
 
@@ -181,6 +182,11 @@ def collate_left(
             ``installed(lazy=True)``), the cached pieces it stands for; they are joined straight
             into the batch tensor, each distinct piece moved to ``device`` once.
         device: where the media tensors are joined (default: where they are).
+        buffers: per key, a tensor the joined media tensor is written into when it is large
+            enough (same dtype, device and trailing shape); the result is then a view of its
+            first rows, and a new buffer is kept here otherwise. Reusing one saves the page
+            faults and zeroing of a fresh allocation per batch (a 720p batch of 16 points joins
+            about 0.5 GB of pixels); a buffer's earlier views must no longer be in use.
 
     Returns:
         ``input_ids`` / ``attention_mask`` of shape (B, max L_i), left-padded (mask 0 on pads);
@@ -207,7 +213,7 @@ def collate_left(
             vals = _right_pad(vals)
         if all(isinstance(v, torch.Tensor) for v in vals):
             try:
-                out[key] = torch.cat(_pieces(vals, pieces_of, device), dim=0)
+                out[key] = _join(_pieces(vals, pieces_of, device), key, buffers)
             except RuntimeError as exc:
                 raise ValueError(f"cannot batch {key!r}: {exc}") from exc
         else:
@@ -229,6 +235,29 @@ def _right_pad(vals: list[Any]) -> list[Any]:
         v if v.shape[-1] == width else torch.nn.functional.pad(v, (0, width - int(v.shape[-1])))
         for v in vals
     ]
+
+
+def _join(parts: list[Any], key: str, buffers: dict[str, Any] | None) -> Any:
+    """``torch.cat(parts)``, written into ``buffers[key]`` when it fits (see :func:`collate_left`)."""
+    import torch
+
+    if buffers is None or len(parts) < 2:
+        return torch.cat(parts, dim=0)
+    first = parts[0]
+    rows = sum(int(p.shape[0]) for p in parts)
+    buf = buffers.get(key)
+    fits = (
+        buf is not None
+        and buf.dtype == first.dtype
+        and buf.device == first.device
+        and tuple(buf.shape[1:]) == tuple(first.shape[1:])
+        and int(buf.shape[0]) >= rows
+    )
+    if not fits:
+        buf = buffers[key] = torch.empty(
+            (rows, *first.shape[1:]), dtype=first.dtype, device=first.device
+        )
+    return torch.cat(parts, dim=0, out=buf[:rows])
 
 
 def _pieces(vals: list[Any], pieces_of: Any, device: str | None) -> list[Any]:
@@ -276,6 +305,7 @@ class QwenEngine:
         self.device: str | None = None
         mb = int(options.frame_cache_mb)
         self.frame_cache: FrameCache | None = FrameCache(mb << 20) if mb > 0 else None
+        self._join_buffers: dict[str, Any] = {}  # collate_left's reused batch tensors
         self.audio_cache: LogMelCache | None = (
             LogMelCache() if options.audio_feature_cache else None
         )
@@ -687,8 +717,10 @@ class QwenEngine:
         pad = self._pad_id()
         t_join = time.perf_counter()
         pieces_of = self.frame_cache.pieces_of if self.frame_cache is not None else None
+        # CPU: the pixel buffers of the last batch are reused (CUDA's allocator already caches)
+        bufs = self._join_buffers if str(self.device) == "cpu" else None
         with host_threads(self.options.host_threads):
-            joined = collate_left([row[2] for row in rows], pad, pieces_of, self.device)
+            joined = collate_left([row[2] for row in rows], pad, pieces_of, self.device, bufs)
         inputs = self._on_device(joined)
         width = int(inputs["input_ids"].shape[1])
         t_model = time.perf_counter()
@@ -728,5 +760,6 @@ class QwenEngine:
 
     def close(self) -> None:
         """Drop the model."""
+        self._join_buffers.clear()
         self.model = None
         self.generator = None
