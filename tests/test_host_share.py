@@ -107,3 +107,42 @@ def test_join_buffer_reused_with_equal_batches():
     bigger = [eng.process(eng.render(_conv(n, n))) for n in (2, 4, 6, 8)]
     collate_left(bigger, pad, buffers=bufs)  # 160 rows do not fit: a new buffer is kept
     assert bufs["pixel_values_videos"].shape[0] == 160
+
+
+def test_validation_counts_videos_without_stacking_their_frames(monkeypatch):
+    import transformers.processing_utils as pu
+
+    from interactscope.engines.qwen_mm import counting_validation
+
+    eng = _engine()
+    r = eng.render(_conv(6, 5))
+    seen: list[list[int]] = []
+    stack = pu.make_batched_videos
+
+    def spy(videos):
+        seen.append([len(v) for v in videos])
+        return stack(videos)
+
+    monkeypatch.setattr(pu, "make_batched_videos", spy)
+    fast = eng.process(r)
+    assert seen == [[1]]  # one video, validated from its first frame (6 frames without the hook)
+    eng.frame_cache = eng.audio_cache = None
+    eng.options = eng.options.model_copy(update={"host_threads": None})
+    with monkeypatch.context() as m:  # the library's own path, as before the hook
+        m.setattr("interactscope.engines.qwen_mm.counting_validation", lambda p: _nothing())
+        plain = eng.process(r)
+    assert seen[-1] == [6]
+    assert sorted(fast) == sorted(plain)
+    for k in plain:
+        assert torch.equal(torch.as_tensor(fast[k]), torch.as_tensor(plain[k])), k
+    kw = eng.processor_inputs(r)
+    kw["videos"] = kw["videos"] * 2  # two videos for one placeholder: still refused
+    with counting_validation(eng.processor), pytest.raises(ValueError, match="VIDEO"):
+        eng.processor(**kw)
+    assert "validate_inputs" not in vars(eng.processor)  # removed after
+
+
+def _nothing():
+    import contextlib
+
+    return contextlib.nullcontext()
