@@ -172,7 +172,8 @@ def counting_validation(processor: Any) -> Iterator[None]:
     copies of every frame at every decision point (32 frames of 600x338: 39 MB). A list of each
     video's first frame gives the same count, types and errors."""
     inner = getattr(processor, "validate_inputs", None)
-    if inner is None or "validate_inputs" in vars(processor):
+    own = getattr(processor, "__dict__", None)
+    if inner is None or own is None or "validate_inputs" in own:
         yield
         return
 
@@ -266,9 +267,13 @@ def _join(parts: list[Any], key: str, buffers: dict[str, Any] | None) -> Any:
     """``torch.cat(parts)``, written into ``buffers[key]`` when it fits (see :func:`collate_left`)."""
     import torch
 
-    if buffers is None or len(parts) < 2:
-        return torch.cat(parts, dim=0)
     first = parts[0]
+    if (
+        buffers is None
+        or len(parts) < 2
+        or any(p.dtype != first.dtype or p.device != first.device for p in parts)
+    ):
+        return torch.cat(parts, dim=0)
     rows = sum(int(p.shape[0]) for p in parts)
     buf = buffers.get(key)
     fits = (
