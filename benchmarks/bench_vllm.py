@@ -211,8 +211,9 @@ def main() -> None:
     ap.add_argument("--checkpoint", help="a real checkpoint folder or hub id (one --family)")
     args = ap.parse_args()
 
-    from interactscope.streaming.settings import Settings
     from tests.vllm_tiny import save_tiny
+
+    from interactscope.streaming.settings import Settings
 
     new = (Settings().prompt_version, "image")
     tmp = Path(tempfile.mkdtemp(prefix="bench-vllm-"))

@@ -64,6 +64,29 @@ def test_frames_reused_worked_by_hand(fe):
     assert (cache.frames_reused, cache.frames_computed) == (99, 103 + 104)
 
 
+def test_sliding_window_reuses_the_shifted_frames(fe):
+    # past the extractor's window (the tiny config's n_samples = 160000, 10 s) the audio part is
+    # the newest 10 s, so consecutive points' waveforms are the same stream shifted by 1 s =
+    # 16000 samples = 100 hops. By hand for [0, 10 s) then [1 s, 11 s): the first is computed
+    # whole (1 + 160000 / 160 = 1001 frames); the second shares 144000 samples with the first
+    # from its sample 16000 on, so its frames 2 .. 898 (k ≥ 2: no left reflect padding; 160 k +
+    # 200 <= 144000) are the first's frames 102 .. 998: 897 reused, 1001 - 897 = 104 computed.
+    assert fe.n_samples == 10 * SR
+    cache = LogMelCache()
+    for start in (0, 1):
+        ref, got = _both(fe, AUDIO[start * SR : (start + 10) * SR], cache)
+        np.testing.assert_allclose(got["input_features"], ref["input_features"], atol=2e-5)
+    assert (cache.frames_reused, cache.frames_computed) == (897, 1001 + 104)
+    # a shift that is not a whole number of hops shares no STFT frame: computed whole, still equal
+    ref, got = _both(fe, AUDIO[SR + 80 : 11 * SR + 80], cache)
+    np.testing.assert_allclose(got["input_features"], ref["input_features"], atol=2e-5)
+    assert cache.frames_reused == 897
+    for start in (2, 3, 4):  # the window keeps sliding
+        ref, got = _both(fe, AUDIO[start * SR : (start + 10) * SR], cache)
+        np.testing.assert_allclose(got["input_features"], ref["input_features"], atol=2e-5)
+    assert cache.frames_reused == 897 * 4
+
+
 def test_unrelated_audio_is_computed_whole(fe):
     cache = LogMelCache()
     _both(fe, AUDIO[:16000], cache)

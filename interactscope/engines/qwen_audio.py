@@ -6,6 +6,9 @@ prefix each time. The STFT of [0, t] shares every frame with [0, t - 1] whose wi
 the common samples: with ``n_fft`` = 400 and ``hop`` = 160 (10 ms at 16 kHz), frame k covers
 samples [k·hop − n_fft/2, k·hop + n_fft/2) (centred, reflect-padded at both ends), so it can be
 reused when k·hop + n_fft/2 is at most the number of leading samples the two waveforms share.
+Past the extractor's window (``n_samples``) the audio part is the newest window: the waveform of
+one point is the previous one shifted, and when the shift is a whole number of hops its frame k
+(k ≥ 2, clear of the left reflect padding) is the previous waveform's frame k + shift.
 Only the tail is new, plus the parts that depend on the whole signal: ``log10`` of the mel power,
 the clamp at (max − 8) and the (x + 4) / 4 scaling (WhisperFeatureExtractor's
 ``_torch_extract_fbank_features``; Radford et al., 2022, Whisper).
@@ -92,39 +95,81 @@ class LogMelCache:
         n_fft, hop = int(fe.n_fft), int(fe.hop_length)
         half = n_fft // 2
         n_frames = 1 + x.shape[0] // hop
-        k0, held = self._reusable(x, half, hop, n_frames)
         filters = torch.from_numpy(np.asarray(fe.mel_filters)).to(torch.float32)
         window = torch.hann_window(n_fft)
-        if k0 == 0:
-            seg, center = torch.from_numpy(x), True
-        else:
-            # the samples frame k0 on needs, with the reflect padding of the signal's right end
-            tail = x[-2 : -half - 2 : -1] if x.shape[0] > half + 1 else x[::-1][1:]
-            seg, center = torch.from_numpy(np.concatenate([x[k0 * hop - half :], tail])), False
-        stft = torch.stft(seg, n_fft, hop, window=window, center=center, return_complex=True)
-        new = filters.T @ (stft.abs() ** 2).contiguous()
-        mel = new if held is None else torch.cat([held[:, :k0], new], dim=1)
-        self.frames_reused += k0
-        self.frames_computed += int(new.shape[1])
+
+        def mel_of(seg: np.ndarray, center: bool) -> Any:
+            stft = torch.stft(
+                torch.from_numpy(seg), n_fft, hop, window=window, center=center, return_complex=True
+            )
+            return filters.T @ (stft.abs() ** 2).contiguous()
+
+        reuse = self._reusable(x, half, hop, n_frames)
+        if reuse is None:
+            mel = mel_of(x, True)
+            self.frames_computed += int(mel.shape[1])
+            self._remember(x, mel)
+            return mel
+        shift, k_lo, k1, held = reuse
+        parts = []
+        if k_lo:  # the first frames see the left reflect padding of this waveform's own start
+            parts.append(mel_of(x[: k_lo * hop + half], True)[:, :k_lo])
+        parts.append(held[:, shift + k_lo : shift + k1])
+        # the samples frame k1 on needs, with the reflect padding of the signal's right end
+        tail = x[-2 : -half - 2 : -1] if x.shape[0] > half + 1 else x[::-1][1:]
+        parts.append(mel_of(np.concatenate([x[k1 * hop - half :], tail]), False))
+        mel = torch.cat(parts, dim=1)
+        self.frames_reused += k1 - k_lo
+        self.frames_computed += int(mel.shape[1]) - (k1 - k_lo)
         self._remember(x, mel)
         return mel
 
-    def _reusable(self, x: np.ndarray, half: int, hop: int, n_frames: int) -> tuple[int, Any]:
-        """(k0, held mel) of the held waveform sharing the most reusable frames with ``x``."""
-        best, best_mel = 0, None
+    def _reusable(
+        self, x: np.ndarray, half: int, hop: int, n_frames: int
+    ) -> tuple[int, int, int, Any] | None:
+        """(shift, k_lo, k1, held mel): frames [k_lo, k1) of ``x`` are the held waveform's frames
+        [shift + k_lo, shift + k1), for the held waveform and shift (in hops) that reuse the
+        most; None when no frame can be reused.
+
+        A held waveform ``old`` qualifies where ``x`` starts with ``old[shift·hop:]`` (the same
+        stream, shift 0 for a longer prefix; the audio window sliding by whole hops past the
+        extractor's ``n_samples``, shift > 0). Frame k of ``x`` covers samples
+        [k·hop − half, k·hop + half): it is reused when that lies inside the shared samples, and
+        with shift > 0 only from the first frame that needs no left reflect padding."""
+        best: tuple[int, int, int, Any] | None = None
         for old, mel in self._held:
-            m = min(old.shape[0], x.shape[0])
-            if m <= half or old[0] != x[0]:
-                continue
-            diff = np.flatnonzero(old[:m] != x[:m])
-            common = int(diff[0]) if diff.size else m
-            if common <= half:
-                continue
-            k = min((common - half) // hop + 1, n_frames - 1, int(mel.shape[1]))
-            if k * hop >= half and k > best:  # frames before that need the left reflect padding
-                best, best_mel = k, mel
-        return best, best_mel
+            for d in _shifts(old, x, hop, half):
+                m = min(old.shape[0] - d, x.shape[0])
+                diff = np.flatnonzero(old[d : d + m] != x[:m])
+                common = int(diff[0]) if diff.size else m
+                if common <= half:
+                    continue
+                k_lo = 0 if d == 0 else -(-half // hop)
+                k1 = min((common - half) // hop + 1, n_frames - 1, int(mel.shape[1]) - d // hop)
+                if k1 * hop < half or k1 <= k_lo:  # nothing past the left reflect padding
+                    continue
+                if best is None or k1 - k_lo > best[2] - best[1]:
+                    best = (d // hop, k_lo, k1, mel)
+        return best
 
     def _remember(self, x: np.ndarray, mel: Any) -> None:
         self._held = [(o, m) for o, m in self._held if o is not x][: self.entries - 1]
         self._held.insert(0, (x, mel))
+
+
+def _shifts(old: np.ndarray, x: np.ndarray, hop: int, half: int, probe: int = 512) -> list[int]:
+    """Sample offsets d (multiples of ``hop``) where ``old[d:]`` may start ``x``: 0 when the two
+    start alike, else the offsets whose first ``probe`` samples match (at most 8 checked in full,
+    so a silent start, which matches everywhere, stays cheap)."""
+    if old.shape[0] <= half or x.shape[0] <= half:
+        return []
+    n = min(probe, x.shape[0])
+    starts = np.flatnonzero(old[: old.shape[0] - half : hop] == x[0]) * hop
+    out = []
+    for d in starts[:64].tolist():
+        k = min(n, old.shape[0] - d)
+        if np.array_equal(old[d : d + k], x[:k]):
+            out.append(d)
+            if len(out) == 8:
+                break
+    return out

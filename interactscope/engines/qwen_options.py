@@ -82,6 +82,12 @@ class QwenOptions(BackendOptions):
         description="Offline Probing: audio zero-padded to its length (tight) or the window",
     )
     audio_feature_cache: bool = Field(True, description="log-mel STFT frames reused across points")
+    host_threads: int | None = Field(
+        1,
+        ge=1,
+        description="torch threads for host work (processor, log-mel, batch join); "
+        "None = torch's own count",
+    )
 
     def processor_options(self) -> dict[str, Any]:
         """``mm_processor_kwargs`` or its alias ``processor_kwargs`` (a copy; empty if unset)."""

@@ -27,6 +27,7 @@ EXECUTION_SETTINGS: tuple[str, ...] = (
     "adapter.batch_size",
     "adapter.threads",
     "adapter.frame_cache_mb",
+    "adapter.host_threads",
     "adapter.batch_max_mb",
     "adapter.fsync",
 )

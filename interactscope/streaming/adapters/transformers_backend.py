@@ -34,6 +34,7 @@ part is zero-padded to its length + 201 samples, not to the feature window; same
 ``audio_padding`` (Offline Probing, ``tight`` | ``window``), ``audio_feature_cache`` (true:
 log-mel STFT frames reused across points),
 ``frame_cache_mb`` (256: processed frames kept across decision points; 0 = off),
+``host_threads`` (1: torch threads for the processor and the batch join; null = torch's own),
 ``generation: {max_new_tokens: 128, temperature: 0}``.
 """
 
