@@ -250,3 +250,28 @@ def test_plurals_and_no_double_colon(tmp_path) -> None:
     execute(prepare(_req(out, tasks="1")))
     res = CliRunner().invoke(app, ["ego", "score", str(out)])
     assert "(1 task, 1 trial)" in res.output and "1 trials" not in res.output
+
+
+# ------------------------------------------------------------ GT calls that fail (trial finding)
+def test_kitchen_gt_calls_that_fail_under_ours_are_counted_and_warned(tmp_path: Path) -> None:
+    """kitchen1 task 1's GT: 7 `add_to_shopping_list` calls with the quantity as a string ("5",
+    "0.5", ...; read off the task file) and one `compute_total_nutritions` with numbers. Under
+    ours (coerce_numeric_strings off) the 7 writes fail validation, so the GT state lacks them;
+    with coercion none fails; retail1's GT has no such call."""
+    from interactscope.egobench.scorer import gt_call_failures
+    from interactscope.egobench.settings import ScoreSettings
+
+    kitchen = load_variant(package_data_dir(), "kitchen1")
+    one = kitchen.model_copy(update={"tasks": [kitchen.task(1)]})
+    assert gt_call_failures(one) == {1: 7}
+    assert gt_call_failures(one, ScoreSettings(coerce_numeric_strings=True)) == {}
+    retail = load_variant(package_data_dir(), "retail1")
+    assert gt_call_failures(retail.model_copy(update={"tasks": retail.tasks[:3]})) == {}
+    out = tmp_path / "run"
+    runner = CliRunner()
+    res = runner.invoke(app, ["ego", "run", "-a", "oracle", "-v", "kitchen1", "--tasks", "1",
+                              "-o", str(out), "--quiet"])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    res = runner.invoke(app, ["ego", "score", str(out)])
+    assert res.exit_code == 0, res.output
+    assert "warning: kitchen1: 7 ground-truth calls fail under these tool rules" in res.output

@@ -228,6 +228,15 @@ def score_run_with(
             f"({plural(r['tasks'], 'task')}, {plural(score.trials, 'trial')})"
         )
     typer.echo(f"wrote {out or run / 'scores'}")
+    for name, n in score.gt_failures.items():
+        typer.secho(
+            f"warning: {name}: {plural(n, 'ground-truth call')} fail under these tool rules, so "
+            "its GT state lacks their effects and ResultSucc compares against a partial state "
+            "(kitchen's GT gives quantities as strings: --set coerce_numeric_strings=true or "
+            "--reference paper; docs/egobench.md, equality rules)",
+            fg=typer.colors.YELLOW,
+            err=True,
+        )
     _warn_incomplete(run, sum(score.sees_pixels.values()), strict)
 
 

@@ -17,7 +17,7 @@ from interactscope.egobench.logs import from_episode
 from interactscope.egobench.profiles import run_profile
 from interactscope.egobench.records import EpisodeRecord
 from interactscope.egobench.run_folder import fingerprint, load_run
-from interactscope.egobench.scorer import ScoreResult, score_log, write_score
+from interactscope.egobench.scorer import ScoreResult, gt_call_failures, score_log, write_score
 from interactscope.egobench.settings import ScoreSettings
 from interactscope.egobench.trials import pass_k
 from interactscope.egobench.user_sim import CRITERIA
@@ -63,6 +63,9 @@ class RunScore(BaseModel):
     trials: int = 1
     pass_k: dict[int, dict] = {}
     """pass^k for k = 1..trials (:func:`interactscope.egobench.trials.pass_k`)."""
+    gt_failures: dict[str, int] = {}
+    """Variant -> ground-truth calls of its scored tasks that fail under the run's tool rules
+    (:func:`~interactscope.egobench.scorer.gt_call_failures`); absent when none fail."""
 
 
 def score_run(
@@ -83,6 +86,7 @@ def score_run(
     data_dir = data or manifest.data["path"]
     results: dict[str, ScoreResult] = {}
     outcomes: dict[tuple[str, int], list[bool]] = {}
+    gt_failures: dict[str, int] = {}
     for name, ids in manifest.tasks.items():
         variant = load_variant(data_dir, name)
         if fingerprint(variant) != manifest.data["variants"].get(name):
@@ -94,6 +98,8 @@ def score_run(
         # the run's own tool rules unless told otherwise: scored state == run-time state
         s = settings or run_profile(manifest.settings)
         s = s.model_copy(update={"log_alignment": "id"})  # episodes carry their task ids
+        if failed := sum(gt_call_failures(variant, s).values()):
+            gt_failures[name] = failed
         for k in range(1, manifest.trials + 1):
             logs = [from_episode(r) for r in records if r.variant == name and r.trial == k]
             res = score_log(logs, variant, settings=s, mode=manifest.mode)
@@ -123,6 +129,7 @@ def score_run(
         sees_pixels=pixels,
         trials=manifest.trials,
         pass_k=pk,
+        gt_failures=gt_failures,
     )
 
 

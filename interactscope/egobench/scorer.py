@@ -113,6 +113,26 @@ def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSetting
         return env.state_hash()
 
 
+def gt_call_failures(variant: Variant, settings: ScoreSettings | None = None) -> dict[int, int]:
+    """Ground-truth calls that fail when replayed under ``settings``' tool rules, per task id
+    (tasks with none are left out). A failed GT write leaves its effect out of the GT state, so
+    ResultSucc then compares against a partial state: the published kitchen GT gives quantities
+    as strings (``"5"``), which ``ours`` rejects unless ``coerce_numeric_strings`` is on
+    (docs/egobench.md, equality rules)."""
+    s = settings or ScoreSettings()
+    out: dict[int, int] = {}
+    for task in variant.tasks:
+        gt = clean_calls(task.ground_truth, variant.tools, s)
+        with Environment.from_variant(variant, task, rules=s.tool_rules()) as env:
+            failed = 0
+            for c in gt:
+                args = merge_items(c.arguments) if s.merge_before_replay else c.arguments
+                failed += not env.call(c.name, args).ok
+        if failed:
+            out[task.task_id] = failed
+    return out
+
+
 def _align(logs: list[AgentLog], variant: Variant, s: ScoreSettings) -> dict[int, AgentLog]:
     """Log entries by task id: by their own id (``log_alignment=id``), or the i-th entry for the
     i-th task (``position``, the EgoLink 2026 evaluator; entries past the last task are left
