@@ -275,3 +275,13 @@ def test_kitchen_gt_calls_that_fail_under_ours_are_counted_and_warned(tmp_path: 
     res = runner.invoke(app, ["ego", "score", str(out)])
     assert res.exit_code == 0, res.output
     assert "warning: kitchen1: 7 ground-truth calls fail under these tool rules" in res.output
+
+
+def test_a_broken_run_json_names_the_file_not_a_placeholder(tmp_path: Path) -> None:
+    run = tmp_path / "r"
+    run.mkdir()
+    (run / "run.json").write_text("{not json", encoding="utf-8")
+    res = CliRunner().invoke(app, ["score", str(run)])
+    assert res.exit_code == 1
+    assert f"{run / 'run.json'}: not a valid run manifest (Invalid JSON" in res.output
+    assert "<file>" not in res.output

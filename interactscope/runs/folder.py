@@ -175,8 +175,9 @@ def read_manifest(folder: str | Path, fmt: RunFormat[R, M]) -> M:
         raise fmt.error(f"{Path(folder)}: not a run folder (no {MANIFEST})") from None
     except ValidationError as exc:
         e = exc.errors()[0]
-        where = ".".join(map(str, e["loc"])) or "<file>"
-        raise fmt.error(f"{f}: not {fmt.manifest_noun} ({where}: {e['msg']})") from None
+        where = ".".join(map(str, e["loc"]))
+        why = f"{where}: {e['msg']}" if where else e["msg"]  # no field: the JSON itself is bad
+        raise fmt.error(f"{f}: not {fmt.manifest_noun} ({why})") from None
     except OSError as exc:
         raise fmt.error(f"{f}: cannot read ({exc.strerror})") from None
 
