@@ -42,3 +42,12 @@ def test_ego_run_score_load_run(tmp_path):
     manifest, records = interactscope.ego.load_run(out)
     assert manifest.tasks == {"retail1": [1, 2]} and len(records) == 2
     assert interactscope.ego.score(out).results["retail1"].summary.joint_succ == 1.0
+
+
+def test_score_with_a_mistyped_keyword_names_the_real_ones(tmp_path):
+    import pytest
+
+    import interactscope
+
+    with pytest.raises(TypeError, match=r"unexpected keyword argument 'out'; .*out_dir"):
+        interactscope.score(tmp_path, out=tmp_path / "s")

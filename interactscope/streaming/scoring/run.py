@@ -421,6 +421,13 @@ def score_run(
     Raises:
         interactscope.streaming.runlog.RunLogError: not a run folder. ValueError: bad options.
     """
+    unknown = sorted(set(overrides) - set(ScoringOptions.model_fields))
+    if unknown:  # a mistyped keyword would otherwise read as a bad scoring option
+        raise TypeError(
+            f"score_run() got an unexpected keyword argument {unknown[0]!r}; keywords: judge, "
+            "options, rejudge, cache_path, out_dir, completeness, and the ScoringOptions "
+            f"fields {', '.join(ScoringOptions.model_fields)}"
+        )
     run_dir = Path(run_dir)
     inputs = load_run_inputs(run_dir)
     if completeness is None:
