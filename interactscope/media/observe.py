@@ -38,7 +38,9 @@ def observe(
         max_frames, policy, max_side: as :meth:`CausalMedia.frames_until`.
         sample_rate: audio rate (Hz) for ``native``.
         asr: ASR settings for ``asr`` (default :class:`AsrSettings`).
-        media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode).
+        media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode). Without
+            it, ``path`` is opened with ``keep_only=(t, max_frames, policy)``: only the frames
+            this observation picks are held, and video is not decoded past ``t``.
         store_max_side: frame budget (``CausalMedia(store_max_side=)``: px, or a model's
             ``consumer_max_side``, ``observe --model``); None: the source size.
         save: a folder (created) to write what the model would get: each frame as
@@ -59,7 +61,14 @@ def observe(
     """
     if audio not in AUDIO_MODES:
         raise ValueError(f"audio must be one of {AUDIO_MODES}, got {audio!r}")
-    cm = media or CausalMedia(path, sample_rate=sample_rate, asr=asr, store_max_side=store_max_side)
+    # one observation: store only the samples it picks (docs/protocol.md#causal-observation)
+    cm = media or CausalMedia(
+        path,
+        sample_rate=sample_rate,
+        asr=asr,
+        store_max_side=store_max_side,
+        keep_only=(t, max_frames, policy),
+    )
     if asr is not None:
         cm.asr = asr
     frames = cm.frames_until(t, max_frames=max_frames, policy=policy, max_side=max_side)
