@@ -61,13 +61,10 @@ def observe(
     """
     if audio not in AUDIO_MODES:
         raise ValueError(f"audio must be one of {AUDIO_MODES}, got {audio!r}")
-    # one observation: store only the samples it picks (docs/protocol.md#causal-observation)
+    # one observation: hold only the frames it picks (docs/protocol.md#frames-and-audio-in-memory)
+    keep = (t, max_frames, policy)
     cm = media or CausalMedia(
-        path,
-        sample_rate=sample_rate,
-        asr=asr,
-        store_max_side=store_max_side,
-        keep_only=(t, max_frames, policy),
+        path, sample_rate=sample_rate, asr=asr, store_max_side=store_max_side, keep_only=keep
     )
     if asr is not None:
         cm.asr = asr
@@ -91,18 +88,24 @@ def observe(
         "warnings": _past_end(t, cm.duration_s),
         "saved": [],
     }
-    wav = None
+    wav = _audio_fields(out, cm, t, audio, sample_rate)
+    if save is not None:
+        out["saved"] = _save(Path(save), frames, wav, sample_rate)
+    return out
+
+
+def _audio_fields(out: dict[str, Any], cm: CausalMedia, t: float, audio: str, sample_rate: int):
+    """Fill ``out``'s audio fields for ``audio`` mode; the waveform [0, t] (``native``) or None."""
     if audio == "native":
         wav = cm.audio_until(t, sample_rate=sample_rate)
         out["audio_samples"] = int(wav.shape[0])
         out["audio_rms"] = float((wav.astype("float64") ** 2).mean() ** 0.5) if len(wav) else 0.0
-    elif audio == "asr":
+        return wav
+    if audio == "asr":
         tr = cm.transcript_until(t)
         out["transcript"] = tr.text
         out["words"] = tr.to_dict()["words"]
-    if save is not None:
-        out["saved"] = _save(Path(save), frames, wav, sample_rate)
-    return out
+    return None
 
 
 def _past_end(t: float, duration_s: float | None) -> list[str]:
