@@ -14,7 +14,8 @@ decision time from memory:
   cache, 128 MiB by default, plus a weak registry so a frame a batch still holds is never converted
   twice). At the source size a 10-minute 720p clip holds about 0.83 GB of samples + the cache;
   at a 200,704-pixel budget (the Qwen configs: stored at 600x338) 0.18 GB. A clip whose estimate
-  exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled.
+  exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled. ``keep_only`` (one observation,
+  ``interactscope observe``) stores only the <= ``max_frames`` samples it picks.
 * audio: the whole track resampled once to mono float32 at ``sample_rate`` (16 kHz: 3.8 MB per
   minute), placed on the file clock (zeros before a late stream start) in a buffer zero-padded
   to 1 s past the clip end; ``audio_until`` returns read-only views of it.
@@ -774,7 +775,8 @@ class CausalMedia:
 
     # ------------------------------------------------------------------ frames
     def seconds_available(self) -> list[int]:
-        """Grid seconds k (ascending) for which a frame is shown (k <= duration)."""
+        """Grid seconds k (ascending) for which a frame is shown (k <= duration; with
+        ``keep_only``, k <= its t)."""
         self._ensure()
         return [s.second for s in self._samples]
 
