@@ -14,7 +14,8 @@ decision time from memory:
   cache, 128 MiB by default, plus a weak registry so a frame a batch still holds is never converted
   twice). At the source size a 10-minute 720p clip holds about 0.83 GB of samples + the cache;
   at a 200,704-pixel budget (the Qwen configs: stored at 600x338) 0.18 GB. A clip whose estimate
-  exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled.
+  exceeds ``max_memory_bytes`` (1 GiB) is stored downscaled. ``keep_only`` (one observation,
+  ``interactscope observe``) stores only the <= ``max_frames`` samples it picks.
 * audio: the whole track resampled once to mono float32 at ``sample_rate`` (16 kHz: 3.8 MB per
   minute), placed on the file clock (zeros before a late stream start) in a buffer zero-padded
   to 1 s past the clip end; ``audio_until`` returns read-only views of it.
@@ -120,7 +121,35 @@ def _compact(frame: av.VideoFrame) -> _Stored:
 class _Sample:
     second: int
     pts_s: float
-    store: int  # index into CausalMedia._stored
+    store: int  # index into CausalMedia._stored; -1: not stored (``keep_only`` left it out)
+
+
+class _Picks:
+    """The samples one observation ``frames_until(t, max_frames, policy)`` picks, decided while
+    decoding (``CausalMedia(keep_only=)``). The prefix at t is every grid second from the first
+    sample's up to ``cap = min(floor(t), the clip's last second)`` (contiguous: each decoded
+    frame is shown from its own second to the next frame's), so the picks are known at the first
+    sample: ``select_indices(cap - first + 1, max_frames, policy)``, offset by ``first``."""
+
+    def __init__(self, cap: int, max_frames: int, policy: str):
+        self.cap = cap
+        self.max_frames = max_frames
+        self.policy = policy
+        self.keep: set[int] | None = None  # grid seconds to store; None before the first sample
+        self.done = False  # every second <= cap is emitted: later video is not needed
+
+    def seconds(self, k0: int, k1: int) -> range:
+        """The seconds of [k0, k1] in the prefix (an emit's range, k0 <= k1)."""
+        if self.keep is None:
+            n = self.cap - k0 + 1
+            self.keep = {k0 + i for i in select_indices(max(0, n), self.max_frames, self.policy)}
+        if k1 >= self.cap:
+            self.done = True
+        return range(k0, min(k1, self.cap) + 1)
+
+
+class _Repick(MediaError):
+    """``keep_only`` planned the picks for a prefix the decode pass did not confirm."""
 
 
 def select_indices(n: int, max_frames: int, policy: str = "uniform") -> list[int]:
@@ -260,8 +289,10 @@ class _Decoder:
         store_side: int | None,
         audio: bool,
         rgb_side: int | None = None,
+        picks: _Picks | None = None,
     ):
         self.media = media
+        self.picks = picks
         self.origin = origin
         self.store_side = store_side
         self.rgb_side = rgb_side
@@ -309,9 +340,19 @@ class _Decoder:
         k1 = (math.ceil(until) - 1) if until is not None else last_k
         if k1 < k0:
             return
+        if self.picks is not None:
+            self._emit_picked(frame, float(pts), self.picks.seconds(k0, k1))
+            return
         idx = self.store(frame)
         for k in range(k0, k1 + 1):
             self.media._samples.append(_Sample(k, float(pts), idx))
+
+    def _emit_picked(self, frame: av.VideoFrame, pts: float, seconds: range) -> None:
+        """``keep_only``: every second of the prefix gets a sample; only picked ones a store."""
+        keep = self.picks.keep
+        idx = self.store(frame) if any(k in keep for k in seconds) else -1
+        for k in seconds:
+            self.media._samples.append(_Sample(k, pts, idx if k in keep else -1))
 
     def on_video(self, fr: av.VideoFrame) -> None:
         ts = fr.pts if fr.pts is not None else fr.dts
@@ -374,6 +415,8 @@ class _Decoder:
         try:
             for pkt in c.demux(*streams):
                 self._track_times(pkt)
+                if self.picks is not None and self.picks.done and pkt.stream.type == "video":
+                    continue  # keep_only: the prefix is complete, later frames are not shown
                 try:
                     decoded = pkt.decode()
                 except av.error.FFmpegError as exc:
@@ -456,6 +499,17 @@ class CausalMedia:
             sample (same pixels), and kept as such (3 B/pixel): every ``frames_until`` with
             ``max_side`` None or >= it returns read-only views of that one store, no
             conversion and no cache.
+        keep_only: ``(t, max_frames, policy)`` of the one observation this object serves
+            (``interactscope observe``): only the samples ``frames_until(t, max_frames,
+            policy)`` picks are stored (:attr:`held_bytes` bounded by ``max_frames`` samples,
+            not the clip length) and video is not decoded past t (packets are still demuxed:
+            duration and stream ends are measured as without it). The picks are the same
+            ones (pixels, pts): they are planned at the first sample from the prefix's last
+            second, ``min(floor(t), the clip's last second)`` -- ``floor(t)`` when the header
+            duration puts t at least 1 s before the end, else measured by a demux-only pass
+            (no decode) -- and a decode that does not confirm it is redone without the option.
+            Other frame requests raise ValueError; ``seconds_available`` stops at t; audio and
+            transcripts are unchanged. Default None: every sample is stored.
 
     Raises (from the first decoding call):
         MediaError: missing, 0-byte, unreadable file, or a file with neither decodable video nor
@@ -472,8 +526,16 @@ class CausalMedia:
         rgb_cache_bytes: int = 128 << 20,
         store_max_side: int | Callable[[int, int], int | None] | None = None,
         rgb_max_side: int | None = None,
+        keep_only: tuple[float, int, str] | None = None,
     ) -> None:
         self.path = Path(path)
+        if keep_only is not None:
+            t, m, policy = keep_only
+            if t != t:
+                raise ValueError("keep_only: t is NaN")
+            select_indices(1, int(m), policy)  # validates max_frames and policy
+            keep_only = (float(t), int(m), policy)
+        self.keep_only = keep_only
         _check_file(self.path)
         self.sample_rate = int(sample_rate)
         self.max_memory_bytes = int(max_memory_bytes)
@@ -489,6 +551,7 @@ class CausalMedia:
         self._loaded = False
         self._info: MediaInfo | None = None
         self._samples: list[_Sample] = []
+        self._prefix_end: int | None = None  # keep_only: samples end at this second (None: all)
         self._stored: list[_Stored] = []
         self._rotation = 0
         self._audio: np.ndarray | None = None  # mono float32 on the file clock from 0
@@ -566,11 +629,38 @@ class CausalMedia:
 
     def _decode(self, video: bool = True) -> None:
         """The single PyAV pass: demux once, decode video (1 fps samples) and audio."""
-        with decoding(self.path, open_container(self.path)) as c:
-            self._decode_open(c, video)
+        try:
+            with decoding(self.path, open_container(self.path)) as c:
+                self._decode_open(c, video, self.keep_only is not None)
+        except _Repick:
+            log.debug("%s: keep_only picks not confirmed; decoding every sample", self.path)
+            self._samples, self._stored, self._audio_buf = [], [], None
+            self.decode_count += 1
+            with decoding(self.path, open_container(self.path)) as c:
+                self._decode_open(c, video, False)
         self.decode_count += 1
 
-    def _decode_open(self, c: av.container.InputContainer, want_video: bool) -> None:
+    def _plan_cap(self, c: av.container.InputContainer, streams: list, origin: Fraction) -> int:
+        """``keep_only``: the prefix's last grid second, ``min(floor(t), last second)`` (the
+        last second from the header when t is >= 1 s before its end, else from the packet
+        ends of a demux-only pass, as the decode pass measures them)."""
+        tk = math.floor(round(self.keep_only[0], 9))
+        declared = declared_duration(c, origin)
+        if declared is not None and tk < math.floor(declared) - 1:
+            return tk
+        probe_dec = _Decoder(self, origin, None, False)
+        with decoding(self.path, open_container(self.path)) as c2:
+            try:
+                for pkt in c2.demux(*[c2.streams[s.index] for s in streams]):
+                    probe_dec._track_times(pkt)
+            except av.error.FFmpegError:
+                pass  # a damaged tail: the decode pass stops there too
+        ends = [e * probe_dec._tbs[i] - origin for i, e in probe_dec._tick_end.items()]
+        return min(tk, math.floor(max(ends + [Fraction(0)]) + Fraction(1, 10**9)))
+
+    def _decode_open(
+        self, c: av.container.InputContainer, want_video: bool, plan: bool = False
+    ) -> None:
         p = self.path
         v = c.streams.video[0] if (want_video and c.streams.video) else None
         a = c.streams.audio[0] if c.streams.audio else None
@@ -580,7 +670,11 @@ class CausalMedia:
         if v is not None:
             v.thread_type = "AUTO"
         side, rgb_side = self._store_sides(c, v, a, origin)
-        dec = _Decoder(self, origin, side, a is not None, rgb_side)
+        picks = None
+        if plan and v is not None:
+            cap = self._plan_cap(c, [s for s in (v, a) if s is not None], origin)
+            picks = _Picks(cap, *self.keep_only[1:])
+        dec = _Decoder(self, origin, side, a is not None, rgb_side, picks)
         error = dec.demux_all(c, [s for s in (v, a) if s is not None])
         if v is not None and dec.n_video_frames == 0:
             if a is None or dec.n_audio_frames == 0:
@@ -595,8 +689,13 @@ class CausalMedia:
             raise MediaError(f"{p}: nothing decodable" + (f" ({error})" if error else ""))
         live = [s.index for s in (v, a) if s is not None]
         duration = max([dec.ends[i] for i in live if i in dec.ends] + [Fraction(0)])
+        last = int(math.floor(duration + Fraction(1, 10**9)))
         if v is not None and dec.prev is not None:
-            dec.emit(dec.prev, dec.prev_pts, None, int(math.floor(duration + Fraction(1, 10**9))))
+            dec.emit(dec.prev, dec.prev_pts, None, last)
+        if picks is not None and v is not None:
+            if picks.cap != min(math.floor(round(self.keep_only[0], 9)), last):
+                raise _Repick
+            self._prefix_end = picks.cap if picks.cap < last else None
         self._rotation = dec.rotation or 0
         if a is not None:
             self._audio = dec.audio_track(_n_samples(float(duration) + 1, self.sample_rate))
@@ -676,7 +775,8 @@ class CausalMedia:
 
     # ------------------------------------------------------------------ frames
     def seconds_available(self) -> list[int]:
-        """Grid seconds k (ascending) for which a frame is shown (k <= duration)."""
+        """Grid seconds k (ascending) for which a frame is shown (k <= duration; with
+        ``keep_only``, k <= its t)."""
         self._ensure()
         return [s.second for s in self._samples]
 
@@ -742,7 +842,8 @@ class CausalMedia:
 
         Raises:
             MediaError: the file cannot be decoded (first call only).
-            ValueError: bad policy/max_frames, or t is NaN.
+            ValueError: bad policy/max_frames, t is NaN, or (``keep_only``) a request whose
+                frames were not kept.
         """
         if t != t:
             raise ValueError("t is NaN")
@@ -751,6 +852,14 @@ class CausalMedia:
         tk = math.floor(round(float(t), 9))
         prefix = [s for s in self._samples if s.second <= tk]
         picked = [prefix[i] for i in select_indices(len(prefix), max_frames, policy)]
+        if any(s.store < 0 for s in picked) or (
+            self._prefix_end is not None and tk > self._prefix_end
+        ):
+            t0, m, pol = self.keep_only
+            raise ValueError(
+                f"{self.path}: opened with keep_only for frames_until({t0:g}, max_frames={m}, "
+                f"policy={pol!r}) only; open it without keep_only for other requests"
+            )
         return [Frame(s.second, s.pts_s, self._rgb_of(s.store, max_side)) for s in picked]
 
     # ------------------------------------------------------------------ audio

@@ -38,7 +38,9 @@ def observe(
         max_frames, policy, max_side: as :meth:`CausalMedia.frames_until`.
         sample_rate: audio rate (Hz) for ``native``.
         asr: ASR settings for ``asr`` (default :class:`AsrSettings`).
-        media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode).
+        media: an already-open :class:`CausalMedia` of ``path`` (reuses its decode). Without
+            it, ``path`` is opened with ``keep_only=(t, max_frames, policy)``: only the frames
+            this observation picks are held, and video is not decoded past ``t``.
         store_max_side: frame budget (``CausalMedia(store_max_side=)``: px, or a model's
             ``consumer_max_side``, ``observe --model``); None: the source size.
         save: a folder (created) to write what the model would get: each frame as
@@ -59,7 +61,11 @@ def observe(
     """
     if audio not in AUDIO_MODES:
         raise ValueError(f"audio must be one of {AUDIO_MODES}, got {audio!r}")
-    cm = media or CausalMedia(path, sample_rate=sample_rate, asr=asr, store_max_side=store_max_side)
+    # one observation: hold only the frames it picks (docs/protocol.md#frames-and-audio-in-memory)
+    keep = (t, max_frames, policy)
+    cm = media or CausalMedia(
+        path, sample_rate=sample_rate, asr=asr, store_max_side=store_max_side, keep_only=keep
+    )
     if asr is not None:
         cm.asr = asr
     frames = cm.frames_until(t, max_frames=max_frames, policy=policy, max_side=max_side)
@@ -82,18 +88,24 @@ def observe(
         "warnings": _past_end(t, cm.duration_s),
         "saved": [],
     }
-    wav = None
+    wav = _audio_fields(out, cm, t, audio, sample_rate)
+    if save is not None:
+        out["saved"] = _save(Path(save), frames, wav, sample_rate)
+    return out
+
+
+def _audio_fields(out: dict[str, Any], cm: CausalMedia, t: float, audio: str, sample_rate: int):
+    """Fill ``out``'s audio fields for ``audio`` mode; the waveform [0, t] (``native``) or None."""
     if audio == "native":
         wav = cm.audio_until(t, sample_rate=sample_rate)
         out["audio_samples"] = int(wav.shape[0])
         out["audio_rms"] = float((wav.astype("float64") ** 2).mean() ** 0.5) if len(wav) else 0.0
-    elif audio == "asr":
+        return wav
+    if audio == "asr":
         tr = cm.transcript_until(t)
         out["transcript"] = tr.text
         out["words"] = tr.to_dict()["words"]
-    if save is not None:
-        out["saved"] = _save(Path(save), frames, wav, sample_rate)
-    return out
+    return None
 
 
 def _past_end(t: float, duration_s: float | None) -> list[str]:
