@@ -192,7 +192,9 @@ def _chunks(batch_size: int, batch_max_mb: float | None, shared_audio: bool = Fa
 
     build.observer, build.show_results = None, False
     rec = _Recorder()
-    ctx = SimpleNamespace(settings=settings, adapter=rec)
+    ctx = SimpleNamespace(
+        settings=settings, adapter=rec, sink=None, clock=None
+    )  # no durability here
     pending = [float(t) for t in range(1, 11)]
     records = list(driver._by_strategy(ctx, it, pending, build, batch_size))
     assert [r.t for r in records] == pending and not any(r.error for r in records)
