@@ -12,6 +12,7 @@ The Python API (each name is imported on first use, so ``import interactscope`` 
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from interactscope import _aliases
@@ -36,7 +37,6 @@ __all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str) -> Any:
-    import importlib
 
     if name not in _API:
         raise AttributeError(f"module 'interactscope' has no attribute {name!r}")

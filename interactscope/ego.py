@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from interactscope.egobench import package_data_dir
 from interactscope.egobench.records import EpisodeRecord
 from interactscope.egobench.run_folder import load_run
 from interactscope.egobench.run_score import score_run as score
@@ -50,8 +51,6 @@ def run(
         EgoRunError / RunLockedError: the folder holds another run or is in use.
     """
     if data is None:
-        from interactscope.egobench import package_data_dir
-
         data = package_data_dir()
     req = RunRequest(agent=agent, user=user, data=Path(data), variants=variants, mode=mode,
                      out=Path(out), video_dir=video_dir, tasks=tasks, shard=shard,

@@ -151,6 +151,26 @@ def test_functions_are_short() -> None:
     assert not long, f"functions of {MAX_FUNCTION_LINES}+ lines:\n" + "\n".join(long)
 
 
+def test_imports_inside_functions_say_why() -> None:
+    """Issue 23: imports at module top, unless an optional dependency (or an import cycle) needs
+    the import inside a function; then a comment on its line or the line above says which."""
+    silent = []
+    for path in _modules():
+        lines = path.read_text().splitlines()
+        for fn in ast.walk(ast.parse("\n".join(lines))):
+            if not isinstance(fn, ast.FunctionDef | ast.AsyncFunctionDef):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    near = lines[node.lineno - 1] + lines[node.lineno - 2]
+                    if "#" not in near:
+                        silent.append(f"{path.relative_to(PKG.parent)}:{node.lineno}")
+    assert not silent, (
+        "imports inside functions without a reason (move them to the top, or say why in a "
+        "comment: optional dependency / circular):\n" + "\n".join(sorted(set(silent)))
+    )
+
+
 @pytest.mark.parametrize("name", sorted(LAYERS))
 def test_layer_table_names_real_modules(name: str) -> None:
     # A stale entry would hide a renamed module from the checks above.

@@ -97,7 +97,7 @@ def test_http_and_whisper_logs_hidden_unless_verbose():
 
 
 def test_ctrl_c_in_collect_says_how_to_resume(monkeypatch, tmp_path):
-    import interactscope.streaming.collect as collect_mod
+    import interactscope.cli.ray_options as collect_mod  # where the command finds run_collect
 
     def interrupted(**kwargs):
         raise KeyboardInterrupt

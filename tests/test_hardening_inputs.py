@@ -241,7 +241,7 @@ def test_score_files_are_never_half_written(silent_run):
 @pytest.mark.parametrize(("sig", "code", "word"), [("int", 130, "interrupted"),
                                                    ("term", 143, "terminated")])  # fmt: skip
 def test_ego_run_ctrl_c_and_sigterm_print_the_resume_line(monkeypatch, tmp_path, sig, code, word):
-    import interactscope.egobench.runner as runner_mod
+    import interactscope.cli.ego_run as runner_mod  # the command's own name for execute
 
     def stopped(*a, **k):
         if sig == "int":
@@ -258,7 +258,7 @@ def test_ego_run_ctrl_c_and_sigterm_print_the_resume_line(monkeypatch, tmp_path,
 
 
 def test_collect_sigterm_prints_the_resume_line(monkeypatch, tmp_path):
-    import interactscope.streaming.collect as collect_mod
+    import interactscope.cli.ray_options as collect_mod  # where the command finds run_collect
 
     monkeypatch.setattr(
         collect_mod, "run_collect", lambda **k: os.kill(os.getpid(), signal.SIGTERM)

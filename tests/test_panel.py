@@ -184,7 +184,7 @@ def test_collect_panel_shows_each_rows_progress_bar(tmp_path) -> None:
 
 
 def test_collect_panel_ctrl_c_prints_the_resume_line(monkeypatch, tmp_path) -> None:
-    import interactscope.streaming.collect as collect_mod
+    import interactscope.streaming.panel as collect_mod  # where run_panel finds run_collect
 
     def interrupted(**kwargs):
         raise KeyboardInterrupt

@@ -6,7 +6,11 @@ from __future__ import annotations
 import importlib
 import sys
 
+import typer
+
 from interactscope.cli.app import app
+from interactscope.core.errors import first_problem
+from interactscope.core.secrets import redact
 
 __all__ = ["app", "main", "COMMAND_MODULES"]
 
@@ -36,10 +40,6 @@ def main() -> None:
     except Exception as exc:
         if any(a in ("-v", "--verbose") for a in sys.argv[1:]):
             raise
-        import typer
-
-        from interactscope.core.errors import first_problem
-        from interactscope.core.secrets import redact
 
         msg = f"error: {first_problem(exc)} ({type(exc).__name__}; -v shows the traceback)"
         typer.secho(redact(msg), fg=typer.colors.RED, err=True)

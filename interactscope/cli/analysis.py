@@ -12,6 +12,11 @@ import typer
 
 from interactscope.cli.app import App, app
 from interactscope.cli.common import fail
+from interactscope.stats import BootstrapOptions
+from interactscope.streaming.analysis.compare import compare_runs
+from interactscope.streaming.analysis.controls.registry import registered
+from interactscope.streaming.analysis.output import write_table
+from interactscope.streaming.analysis.report import build_report
 
 B_HELP = "Bootstrap resamples B."
 B_DEFAULT = 10_000  # the paper's B; interactscope.stats.B_DEFAULT (not imported: startup)
@@ -35,9 +40,6 @@ def compare(
     Clusters are matched by id (the same resampled clusters for both runs). Percent metrics
     differ in percentage points, output volume in responses/min. Runs over different benchmarks
     or interaction sets are refused."""
-    from interactscope.stats import BootstrapOptions
-    from interactscope.streaming.analysis.compare import compare_runs
-    from interactscope.streaming.analysis.output import write_table
 
     try:
         c = compare_runs(
@@ -79,8 +81,6 @@ def report(
     Roles come from run.json: scene=none runs feed the request/timing priors and the scene
     ablation, history.n/cooldown_s runs the T8-A policy controls, grid.step_s runs the schedule
     control, each paired with the main run of the same model. See OUT/report.md."""
-    from interactscope.stats import BootstrapOptions
-    from interactscope.streaming.analysis.report import build_report
 
     try:
         opts = BootstrapOptions.of(n_resamples=resamples, seed=seed)
@@ -141,7 +141,6 @@ def _control_command(spec: Any) -> Any:
     """A typer command running one registered control from its declared parameters."""
 
     def command(**kwargs: Any) -> None:
-        from interactscope.stats import BootstrapOptions
 
         out, resamples = kwargs.pop("out"), kwargs.pop("resamples")
         try:
@@ -159,7 +158,6 @@ def _control_command(spec: Any) -> Any:
 
 
 def _register_controls() -> None:
-    from interactscope.streaming.analysis.controls.registry import registered
 
     for spec in registered():
         control_app.command(spec.name)(_control_command(spec))

@@ -6,10 +6,26 @@ from collections import Counter
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 
 from interactscope.cli.app import App, app
-from interactscope.cli.common import fail
+from interactscope.cli.common import fail, parse_sets
 from interactscope.core.text import plural
+from interactscope.egobench import (
+    list_variants,
+    load_variant,
+    package_data_dir,
+    score_log,
+    write_score,
+)
+from interactscope.egobench.checks import load_known, validate_folder
+from interactscope.egobench.import_official import import_official, summary_lines
+from interactscope.egobench.profiles import PROFILES, profile
+from interactscope.egobench.report import markdown, write_report
+from interactscope.egobench.run_folder import load_run
+from interactscope.egobench.run_score import run_profile
+from interactscope.egobench.scorer import PRINTED_COLUMNS
+from interactscope.egobench.settings import ScoreSettings
 
 ego_app = App(
     no_args_is_help=True,
@@ -24,7 +40,6 @@ _DATA = typer.Option(
 
 
 def _data(data: Path | None) -> Path:
-    from interactscope.egobench import package_data_dir
 
     d = data or package_data_dir()
     if not (d / "tasks").is_dir():
@@ -50,8 +65,6 @@ def validate(
     files of a scenario this version does not play are reported, not checked.
 
     Exit 0 when there is no new problem and no unknown variant, else 1."""
-    from interactscope.egobench import list_variants
-    from interactscope.egobench.checks import load_known, validate_folder
 
     d = _data(data)
     shipped = list_variants(d)
@@ -113,7 +126,6 @@ def import_official_cmd(
     """Convert an official EgoBench repository (tasks, tool schemas, seed databases read from
     tools/*/*_init.py as literals, never executed) into a data folder for --data, and say what
     was converted (OUT/import_report.json)."""
-    from interactscope.egobench.import_official import import_official, summary_lines
 
     rep = import_official(path, out, video_dir=video_dir)
     for line in summary_lines(rep):
@@ -127,10 +139,6 @@ def import_official_cmd(
 
 def _score_settings(set_: list[str], reference: str):
     """The scorer's settings: reference profile ``reference`` with ``--set`` applied."""
-    from pydantic import ValidationError
-
-    from interactscope.cli.common import parse_sets
-    from interactscope.egobench.profiles import PROFILES, profile
 
     if reference not in PROFILES:
         fail(f"--reference {reference!r}: expected one of {', '.join(PROFILES)}")
@@ -148,12 +156,6 @@ def _run_score_settings(run: Path, set_: list[str], reference: str | None):
         return None
     if reference is not None:
         return _score_settings(set_, reference)
-    from pydantic import ValidationError
-
-    from interactscope.cli.common import parse_sets
-    from interactscope.egobench.run_folder import load_run
-    from interactscope.egobench.run_score import run_profile
-    from interactscope.egobench.settings import ScoreSettings
 
     try:
         base = run_profile(load_run(run)[0].settings)
@@ -201,19 +203,13 @@ def score(
     `ego score RUN` scores a run folder of `ego run` instead (per variant, plus the simulated
     user's health)."""
     if run is not None:
+        # circular: cli.ego_run registers its commands on ego_app
         from interactscope.cli.ego_run import score_run_with
 
         score_run_with(run, out, data, _run_score_settings(run, set_, reference), strict)
         return
     if log is None or variant is None or out is None:
         fail("ego score: give a run folder (ego score RUN) or all of --log, --variant and --out")
-
-    from interactscope.egobench import (
-        load_variant,
-        score_log,
-        write_score,
-    )
-    from interactscope.egobench.scorer import PRINTED_COLUMNS
 
     settings = _score_settings(set_, reference or "ours")
     v = load_variant(_data(data), variant)
@@ -245,7 +241,6 @@ def report(
     cluster-bootstrap intervals (cluster = task; across variants cluster = variant), error
     classes, pooled and per-file MicroAcc, and every other agent's paired difference against the
     first run's agent on the tasks both played."""
-    from interactscope.egobench.report import markdown, write_report
 
     table, paths, notes = write_report(outs, out, n_resamples=resamples, seed=seed, pool=pool)
     typer.echo(markdown(table))

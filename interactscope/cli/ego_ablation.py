@@ -10,6 +10,12 @@ import typer
 
 from interactscope.cli.common import fail
 from interactscope.cli.ego import ego_app
+from interactscope.egobench.egointeract.ablation import (
+    ablation_table,
+    load_policy,
+    markdown,
+    write_ablation,
+)
 
 
 @ego_app.command("ablation")
@@ -24,12 +30,6 @@ def ablation(
     seed: int = typer.Option(0, "--seed"),
 ) -> None:
     """Score each run (into RUN/scores) and write the ablation table; print it as Markdown."""
-    from interactscope.egobench.egointeract.ablation import (
-        ablation_table,
-        load_policy,
-        markdown,
-        write_ablation,
-    )
 
     if cluster not in ("task", "variant"):
         fail(f"--cluster {cluster!r}: expected task or variant")

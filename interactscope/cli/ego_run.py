@@ -7,10 +7,23 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import ValidationError
+from tqdm.auto import tqdm
 
-from interactscope.cli.common import disk_errors, fail, interrupts, parse_sets, setup_logging
+from interactscope.cli.common import (
+    EXIT_INCOMPLETE,
+    disk_errors,
+    fail,
+    interrupts,
+    parse_sets,
+    setup_logging,
+)
 from interactscope.cli.ego import ego_app
 from interactscope.core.text import plural
+from interactscope.egobench import list_variants, package_data_dir
+from interactscope.egobench.run_folder import merge_runs, read_manifest
+from interactscope.egobench.run_score import headline, score_run
+from interactscope.egobench.runner import RunRequest, execute, prepare
 
 DEMO_TASKS = "1-3"
 """Tasks of every shipped variant the demo plays."""
@@ -31,10 +44,6 @@ def _run(
     trials: int = 1,
     max_concurrency: int = 1,
 ) -> object:
-    from pydantic import ValidationError
-
-    from interactscope.egobench import package_data_dir
-    from interactscope.egobench.runner import RunRequest, execute, prepare
 
     try:
         req = RunRequest(
@@ -84,7 +93,6 @@ def _policy_spec(agent: str, agent_model: str | None, auditor_model: str | None)
 
 def _progress(rec: object) -> None:
     """One line per episode on stderr, above the progress bar when there is one."""
-    from tqdm.auto import tqdm
 
     trial = f" trial {rec.trial}" if rec.trial > 1 else ""
     n = len(rec.calls)
@@ -204,7 +212,6 @@ def score_run_with(
 ) -> None:
     """``ego score RUN``: score and print; ``settings`` (a ``ScoreSettings``) overrides the run's
     own profile; ``strict``: exit ``EXIT_INCOMPLETE`` (4) when planned episodes are missing."""
-    from interactscope.egobench.run_score import headline, score_run
 
     score = score_run(run, out, data=data, settings=settings)
     for name, r in score.results.items():
@@ -243,8 +250,6 @@ def score_run_with(
 def _warn_incomplete(run: Path, scored: int, strict: bool) -> None:
     """As ``score`` on a streaming run: a warning (stderr) when planned episodes are missing,
     "no episodes scored" when all are; exit 0, or ``EXIT_INCOMPLETE`` with ``--strict``."""
-    from interactscope.cli.common import EXIT_INCOMPLETE
-    from interactscope.egobench.run_folder import read_manifest
 
     planned = len(read_manifest(run).keys())
     if scored >= planned:
@@ -268,7 +273,6 @@ def merge(
 ) -> None:
     """Join the shards of one EgoBench run into one folder (refuses gaps, overlaps and shards
     with other settings)."""
-    from interactscope.egobench.run_folder import merge_runs
 
     m = merge_runs(runs, out)
     typer.echo(
@@ -289,8 +293,6 @@ def demo(
     """Play a few shipped tasks of every variant (oracle agent, scripted user by default),
     score them and print the result in two lines."""
     setup_logging(False)
-    from interactscope.egobench import list_variants, package_data_dir
-    from interactscope.egobench.run_score import headline, score_run
 
     variants = list_variants(package_data_dir())
     if mode != "easy" or agent != "oracle" or user != "scripted":

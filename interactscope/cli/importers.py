@@ -9,8 +9,14 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import disk_errors, fail, parse_sets
+from interactscope.core.errors import first_problem
 from interactscope.core.files import write_atomic
 from interactscope.core.text import plural
+from interactscope.streaming.bench import BenchmarkError, load_benchmark
+from interactscope.streaming.importers import audit_exposure, import_benchmark
+from interactscope.streaming.importers.exposure import format_table, write_csv
+from interactscope.streaming.importers.peer_scoring import VARIANTS, score_peer
+from interactscope.streaming.schema import ResponseRecord, RunManifest
 
 PEER_SCORES_DIR = "peer-scores"
 
@@ -40,7 +46,6 @@ def import_cmd(
     OUT/import-report.json (converted, dropped and why, fields ignored) and validate it.
 
     Missing videos are listed, not fatal. Exit code 1 when the result has other problems."""
-    from interactscope.streaming.importers import import_benchmark
 
     with disk_errors(out):
         rep = import_benchmark(
@@ -90,8 +95,6 @@ def audit_exposure_cmd(
 ) -> None:
     """How many seconds of media after the query/probe time the peer's own pipeline shows the
     model, and whether the reference is in its prompt: mean, max, share of items affected."""
-    from interactscope.streaming.importers import audit_exposure
-    from interactscope.streaming.importers.exposure import format_table, write_csv
 
     rows, summary = audit_exposure(format_name, src, videos=videos, pipeline=pipeline)
     if out is not None:
@@ -113,13 +116,6 @@ def score_peer_cmd(
 ) -> None:
     """Score a run with a peer benchmark's own rule (substring match, ±2 s without allocation,
     ...); writes RUN/peer-scores/VARIANT.json and prints the rate."""
-    from interactscope.core.errors import first_problem
-    from interactscope.streaming.bench import BenchmarkError, load_benchmark
-    from interactscope.streaming.importers.peer_scoring import (
-        VARIANTS,
-        score_peer,
-    )
-    from interactscope.streaming.schema import ResponseRecord, RunManifest
 
     if variant == "list":
         for name, (_, desc) in VARIANTS.items():

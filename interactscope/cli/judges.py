@@ -9,6 +9,7 @@ import typer
 from interactscope.cli.app import app
 from interactscope.cli.common import fail, setup_logging
 from interactscope.core.files import write_atomic
+from interactscope.streaming.analysis.judge_agreement import compare_judges, format_agreement
 
 
 @app.command("compare-judges")
@@ -32,7 +33,6 @@ def compare_judges_cmd(
     pairs, and the pairs they judged differently (text, both outcomes, a link into RUN/view.html
     when it exists). Writes nothing but the verdict cache (and --out)."""
     setup_logging(verbose)
-    from interactscope.streaming.analysis.judge_agreement import compare_judges, format_agreement
 
     try:
         rep = compare_judges(

@@ -10,12 +10,12 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, interrupts
+from interactscope.core.model_configs import list_models
+from interactscope.streaming.panel import GROUP_TITLES, PanelRow, load_panel, row_status, run_panel
 
 
 def _rows(panel_name: str) -> list[dict]:
     """One dict per config: the panel row naming it (if any), its group, what it lacks here."""
-    from interactscope.core.model_configs import list_models
-    from interactscope.streaming.panel import PanelRow, load_panel, row_status
 
     panel = load_panel(panel_name)
     by_model = {r.model: r for r in panel.rows if r.model}
@@ -50,7 +50,6 @@ def models(
     Use a name with `interactscope collect --model NAME`, or run the rows that can run with
     `interactscope collect --panel paper`; copy a bundled file into ./configs/models/ to change
     it (the local copy then shadows the bundled one)."""
-    from interactscope.streaming.panel import GROUP_TITLES
 
     rows = _rows(panel)
     if as_json:
@@ -77,7 +76,6 @@ def collect_panel(
     then the paper's tables over the panel (OUT/report/) and a leaderboard; one line per
     skipped row; each row's progress bar; Ctrl-C / SIGTERM print the resume line (a re-run
     resumes every row's folder). Exit 3 when a row failed to collect."""
-    from interactscope.streaming.panel import load_panel, run_panel
 
     with interrupts(out), disk_errors(out):
         res = run_panel(

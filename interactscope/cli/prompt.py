@@ -11,6 +11,13 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import fail, parse_sets
+from interactscope.streaming.adapters.base import AdapterError
+from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+from interactscope.streaming.bench import BenchmarkError, load_benchmark
+from interactscope.streaming.collect import resolve_settings
+from interactscope.streaming.protocol.observation import Observer
+from interactscope.streaming.protocol.preview import format_preview, preview_online, preview_prompt
+from interactscope.streaming.protocol.requests import interaction_grid
 
 
 def build_previews(
@@ -24,11 +31,6 @@ def build_previews(
     ``frames_as``, its own part rewrite, frames at its consumer side; Online Rolling
     (``protocol: online``) as turn 1 and the turn at t (default: the second decision point).
     Raises ``typer.Exit`` with one line on any bad input."""
-    from interactscope.streaming.adapters.registry import load_model_config
-    from interactscope.streaming.bench import BenchmarkError, load_benchmark
-    from interactscope.streaming.collect import resolve_settings
-    from interactscope.streaming.protocol.observation import Observer
-    from interactscope.streaming.protocol.requests import interaction_grid
 
     try:
         name, config = load_model_config(model)
@@ -76,7 +78,6 @@ def _check_at(it: Any, t: float, duration_s: float | None) -> None:
 
 
 def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: bool, view: dict):
-    from interactscope.streaming.protocol.preview import preview_prompt
 
     return preview_prompt(
         b,
@@ -91,7 +92,6 @@ def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: boo
 
 
 def _online(b: Any, it: Any, t: float | None, settings: Any, obs: Any, text_only: bool, view: dict):
-    from interactscope.streaming.protocol.preview import preview_online
 
     return preview_online(
         b, it, t, settings, observer=obs, text_only=text_only, frames_as=view["frames_as"]
@@ -107,8 +107,6 @@ def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, A
     that cannot be built here (e.g. vLLM without its package) is read from its config
     (``frames_as``) and a warning says the frame size and labels may differ. Raises
     ``typer.Exit`` when the protocol is online and the backend does not support it."""
-    from interactscope.streaming.adapters.base import AdapterError
-    from interactscope.streaming.adapters.registry import build_adapter
 
     try:
         adapter = build_adapter(name, config, settings)
@@ -146,7 +144,6 @@ def _find(b: Any, iid: str) -> Any:
 
 def echo_previews(previews: list[Any], as_json: bool) -> None:
     """Print previews as text (one block each) or as one JSON list."""
-    from interactscope.streaming.protocol.preview import format_preview
 
     if as_json:
         typer.echo(json.dumps([p.model_dump() for p in previews], indent=2))

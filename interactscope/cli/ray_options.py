@@ -15,6 +15,8 @@ from typing import Any
 import typer
 
 from interactscope.cli.common import fail
+from interactscope.streaming.collect import run_collect
+from interactscope.streaming.distributed import LOCAL, RayOptions, run_collect_ray
 
 INSTALL_HINT = "pip install 'interactscope[distributed]'"
 
@@ -55,7 +57,6 @@ def ray_options(
         return None
     if importlib.util.find_spec("ray") is None:
         fail(f"--ray needs Ray, which is not installed: {INSTALL_HINT}")
-    from interactscope.streaming.distributed import LOCAL, RayOptions
 
     return RayOptions(
         address=address or LOCAL,
@@ -68,9 +69,6 @@ def collector(options: Any | None) -> Callable[..., Any]:
     """``run_collect`` without Ray options, else ``run_collect_ray`` bound to them (both take
     the same keyword arguments)."""
     if options is None:
-        from interactscope.streaming.collect import run_collect
-
         return run_collect
-    from interactscope.streaming.distributed import run_collect_ray
 
     return partial(run_collect_ray, ray_options=options)

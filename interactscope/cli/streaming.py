@@ -24,8 +24,33 @@ from interactscope.cli.common import (
     setup_logging,
     split_list,
 )
+from interactscope.cli.models import collect_panel
+from interactscope.cli.prompt import build_previews, echo_previews
+from interactscope.core.records import StageTimings
 from interactscope.core.resources import demo_benchmark_dir
 from interactscope.core.text import plural
+from interactscope.media import AsrSettings
+from interactscope.media import observe as observe_media
+from interactscope.runs.common import RunLockedError, RunLogError, run_lock
+from interactscope.streaming.adapters.base import AdapterError
+from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+from interactscope.streaming.bench import (
+    BenchmarkError,
+    benchmark_json_schema,
+    load_benchmark,
+    packaged_media,
+    write_json_schemas,
+)
+from interactscope.streaming.collect import resolve_settings, run_collect, run_merge
+from interactscope.streaming.demo import DemoSettings, run_panel
+from interactscope.streaming.environments.scores import (
+    environment_warning,
+    read_environment_scores,
+    write_environment_scores,
+)
+from interactscope.streaming.runlog import RunFolder
+from interactscope.streaming.scoring.completeness import incomplete_warnings, run_completeness
+from interactscope.streaming.scoring.run import score_run
 
 DEMO_BENCH = demo_benchmark_dir()  # package data: works from any directory after `pip install .`
 DEFAULT_DEMO_JUDGE = "embedding"
@@ -49,7 +74,6 @@ def validate(
     Video files that do not exist are listed in one warning (an imported benchmark whose videos
     are fetched later still validates); `collect` refuses such a benchmark. Exit code 0 when
     clean, 1 when there are problems."""
-    from interactscope.streaming.bench import BenchmarkError, load_benchmark
 
     missing = "raise" if strict_media else "report"
     quiet = logging.getLogger("interactscope.streaming.bench")
@@ -92,7 +116,6 @@ def schema(
 ) -> None:
     """Print the JSON Schema of benchmark.json and of one interactions.jsonl line (or, with
     --out, write them as two files any JSON Schema validator can use)."""
-    from interactscope.streaming.bench import benchmark_json_schema, write_json_schemas
 
     if out is None:
         typer.echo(json.dumps(benchmark_json_schema(), indent=2))
@@ -179,8 +202,6 @@ def collect(
     setting. Killing and re-running the same command resumes without duplicates or gaps."""
     setup_logging(verbose)
     if panel is not None:
-        from interactscope.cli.models import collect_panel
-
         return collect_panel(panel, bench, out, limit, progress=not no_progress)
     if model is None:
         fail("collect needs --model NAME (or --panel NAME); `interactscope models` lists them")
@@ -214,9 +235,6 @@ def collect(
 def _whole_run_line(out: Path) -> None:
     """After a resumed collect: the whole run over every invocation (``run.json``'s
     ``summary``), beside the line of this invocation."""
-    from interactscope.core.records import StageTimings
-    from interactscope.core.text import plural
-    from interactscope.streaming.runlog import RunFolder
 
     m = RunFolder(out).manifest
     if len(m.invocations) < 2 or not m.summary:
@@ -239,13 +257,10 @@ def _dry_run(
 ) -> None:
     """``collect --dry-run``: the prompt of each selected interaction's first decision point
     (``--only`` / ``--task`` select as they do for a collect)."""
-    from interactscope.cli.prompt import build_previews, echo_previews
 
     points: list[tuple[str | None, None]] = [(None, None)]
     ids, tasks = split_list(only, "--only") or [], split_list(task, "--task") or []
     if ids or tasks:
-        from interactscope.streaming.bench import load_benchmark
-
         b = load_benchmark(bench, media_errors="record")
         chosen = [
             it.id
@@ -272,7 +287,6 @@ def _subset(only: str | None, task: str | None, *, ray: bool) -> dict[str, list[
 
 def _exit_on_record_errors(out: Path) -> None:
     """After the summary: name the interactions whose records carry errors, exit non-zero."""
-    from interactscope.streaming.runlog import RunFolder
 
     totals = RunFolder(out).manifest.summary or {}
     failed = totals.get("failed_interactions") or {}
@@ -295,9 +309,6 @@ def run_guard(run: Path, purpose: str) -> Iterator[Any]:
     """Lock a run folder for ``purpose``, warn when it is incomplete, and turn a full disk into
     one line (used by ``score``). Yields the run's completeness (``None`` when it could not be
     checked)."""
-    from interactscope.runs.common import RunLockedError, RunLogError, run_lock
-    from interactscope.streaming.bench import BenchmarkError
-    from interactscope.streaming.scoring.completeness import incomplete_warnings, run_completeness
 
     if not run.is_dir():
         fail(f"{run}: not a run folder (no such folder)")
@@ -408,7 +419,6 @@ def score(
     (byte-identical on re-score) and prints the paper's tables. Targets whose decision points
     all carry infrastructure errors are left out of every score and named in a warning."""
     setup_logging(verbose)
-    from interactscope.streaming.scoring.run import score_run
 
     try:
         with run_guard(run, "score") as completeness:
@@ -453,7 +463,6 @@ def _warn_and_exit(
 
 def _environment_warning(doc: dict[str, Any] | None) -> str | None:
     """The environment columns' infrastructure-error warning (``None`` without errors)."""
-    from interactscope.streaming.environments.scores import environment_warning
 
     return None if doc is None else environment_warning(doc["totals"])
 
@@ -463,10 +472,6 @@ def _environment_scores(
 ) -> tuple[list[str], dict[str, Any] | None]:
     """Environment interactions' scores beside the paper's (``environment_scores.json``): the
     printable lines and the file's content; ``([], None)`` without environments."""
-    from interactscope.streaming.environments.scores import (
-        read_environment_scores,
-        write_environment_scores,
-    )
 
     try:
         done = write_environment_scores(run, out, tolerance, merge_s, infra_rule)
@@ -508,7 +513,6 @@ def merge(
     Refuses shards with different settings, models, benchmarks or N, overlapping interactions,
     and (unless --allow-incomplete) missing shards, unfinished shards or missing decision
     points, listing what is missing."""
-    from interactscope.streaming.collect import run_merge
 
     with disk_errors(out):
         m = run_merge([str(r) for r in runs], out, allow_incomplete=allow_incomplete)
@@ -542,7 +546,6 @@ def demo(
 
     With --model NAME: collect and score that model alone (e.g. --model oracle, scores 1.0)."""
     setup_logging(False)
-    from interactscope.streaming.collect import run_collect
 
     if model is None:
         _demo_panel(out or Path("runs") / "demo", judge, cpu_limit, resamples)
@@ -558,7 +561,6 @@ def demo(
 
 
 def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
-    from interactscope.streaming.demo import DemoSettings, run_panel
 
     settings = DemoSettings(judge=judge, cpu_limit=cpu_limit, resamples=resamples)
     res = run_panel(DEMO_BENCH, out, settings, command=sys.argv, echo=typer.echo)
@@ -608,13 +610,10 @@ def observe(
 ) -> None:
     """Print what a model would receive at time t: frame times, frame size, audio samples,
     transcript. For checking causality by hand (docs/protocol.md, causal observation)."""
-    from interactscope.media import AsrSettings
-    from interactscope.media import observe as observe_media
 
     asr = AsrSettings(
         backend=asr_backend, model=str(asr_model) if asr_model else None, strict=asr_strict
     )
-    from interactscope.streaming.bench import packaged_media
 
     side, rule = _model_frame_budget(model) if model else (None, "source size")
     try:
@@ -653,9 +652,6 @@ def _model_frame_budget(model: str) -> tuple[Any, str]:
     adapter built from the config (no weights loaded). An adapter that cannot be built here
     (e.g. vLLM without its package) gives the source size and a warning. Raises
     ``typer.Exit`` with one line on a bad config."""
-    from interactscope.streaming.adapters.base import AdapterError
-    from interactscope.streaming.adapters.registry import build_adapter, load_model_config
-    from interactscope.streaming.collect import resolve_settings
 
     name, config = load_model_config(model)
     settings = resolve_settings(config, {})

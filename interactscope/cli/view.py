@@ -5,9 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import typer
+from pydantic import ValidationError
 
 from interactscope.cli.app import app
 from interactscope.cli.common import fail, setup_logging
+from interactscope.view import ViewSettings, write_view
 
 _OPTION = {"max_thumbnails": "--max-thumbs", "thumbs_per_point": "--thumbs-per-point",
            "thumb_px": "--thumb-px", "resamples": "--resamples"}  # fmt: skip
@@ -40,9 +42,6 @@ def view(
     task the dialogue, tool calls with results, auditor verdicts, stop reason, error class and
     the final state diff against the ground truth."""
     setup_logging(verbose)
-    from pydantic import ValidationError
-
-    from interactscope.view import ViewSettings, write_view
 
     try:
         settings = ViewSettings(

@@ -16,6 +16,7 @@ from interactscope.egobench.data import (
     DataProblem,
     EgoBenchError,
     load_variant,
+    package_data_dir,
     read_json,
     scenario_of,
     variant_files,
@@ -250,7 +251,6 @@ def load_known(data_dir: str | Path) -> list[KnownDefect]:
 
     Raises:
         EgoBenchError: the file is not a YAML list of entries (one line naming it)."""
-    from interactscope.egobench.data import package_data_dir
 
     path = Path(data_dir) / KNOWN_FILE
     if not path.exists():

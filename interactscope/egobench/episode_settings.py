@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from interactscope.core.settings import apply_overrides
+from interactscope.egobench.profiles import PROFILES
 
 Mode = Literal["easy", "hard", "static"]
 
@@ -112,7 +113,6 @@ class EpisodeSettings(_Group):
     @field_validator("reference")
     @classmethod
     def _known_profile(cls, v: str) -> str:
-        from interactscope.egobench.profiles import PROFILES
 
         if v not in PROFILES:
             raise ValueError(

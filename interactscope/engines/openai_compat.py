@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeVar
 
 import numpy as np
+import soundfile as sf
 from pydantic import Field, field_validator
 
 from interactscope.core.records import ToolSpec
@@ -125,7 +126,7 @@ def encode_image_jpeg(image: Any, quality: int = 90) -> str:
     Raises:
         EngineError: the array has an unsupported shape.
     """
-    from PIL import Image
+    from PIL import Image  # optional dependency ([openai])
 
     if isinstance(image, Image.Image):
         pil = image.convert("RGB")
@@ -150,7 +151,6 @@ def encode_audio_wav(audio: Any, sampling_rate: int) -> str:
         audio: 1-D float array; samples outside [-1, 1] are clipped.
         sampling_rate: Hz.
     """
-    import soundfile as sf
 
     arr = np.asarray(audio, dtype=np.float32).reshape(-1)
     buf = io.BytesIO()
@@ -430,7 +430,7 @@ class OpenAIEngine:
         with self._lock:
             if self._client is None:
                 try:
-                    import openai
+                    import openai  # optional dependency ([openai])
                 except ImportError as exc:
                     raise EngineError(
                         "backend 'openai' needs the openai package: "

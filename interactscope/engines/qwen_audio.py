@@ -90,7 +90,7 @@ class LogMelCache:
         return ((log_spec + 4.0) / 4.0).numpy()
 
     def _mel_power(self, fe: Any, x: np.ndarray) -> Any:
-        import torch
+        import torch  # optional dependency ([transformers])
 
         n_fft, hop = int(fe.n_fft), int(fe.hop_length)
         half = n_fft // 2

@@ -208,8 +208,10 @@ class _Proxy:
         return out
 
     def _assemble(self, pieces: list[list[list[np.ndarray]]], kw: dict) -> Any:
-        import torch
-        from transformers.feature_extraction_utils import BatchFeature
+        import torch  # optional dependency ([transformers])
+        from transformers.feature_extraction_utils import (
+            BatchFeature,  # optional dependency ([transformers])
+        )
 
         pix, grids = [], []
         for item in pieces:

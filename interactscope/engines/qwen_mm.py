@@ -147,7 +147,7 @@ def host_threads(n: int | None) -> Iterator[None]:
     if not n:
         yield
         return
-    import torch
+    import torch  # optional dependency ([transformers])
 
     prev = torch.get_num_threads()
     if prev == n:
@@ -219,7 +219,7 @@ def collate_left(
     Raises:
         ValueError: a media key whose tensors differ beyond the first axis (torch's message).
     """
-    import torch
+    import torch  # optional dependency ([transformers])
 
     width = max(int(r["input_ids"].shape[1]) for r in rows)
     ids = torch.full((len(rows), width), pad_id, dtype=rows[0]["input_ids"].dtype)
@@ -251,7 +251,7 @@ frame axis to the longest; the audio encoder reads only the frames inside the ma
 
 
 def _right_pad(vals: list[Any]) -> list[Any]:
-    import torch
+    import torch  # optional dependency ([transformers])
 
     width = max(int(v.shape[-1]) for v in vals)
     return [
@@ -262,7 +262,7 @@ def _right_pad(vals: list[Any]) -> list[Any]:
 
 def _join(parts: list[Any], key: str, buffers: dict[str, Any] | None) -> Any:
     """``torch.cat(parts)``, written into ``buffers[key]`` when it fits (see :func:`collate_left`)."""
-    import torch
+    import torch  # optional dependency ([transformers])
 
     first = parts[0]
     if (
@@ -355,8 +355,8 @@ class QwenEngine:
 
     def _model_class(self, ckpt: str) -> tuple[Any, str, str]:
         """(model class, family, model_type) of ``ckpt`` from its config (read offline)."""
-        import transformers
-        from transformers import AutoConfig
+        import transformers  # optional dependency ([transformers])
+        from transformers import AutoConfig  # optional dependency ([transformers])
 
         try:
             hf_cfg = AutoConfig.from_pretrained(
@@ -393,8 +393,8 @@ class QwenEngine:
             self._finish_load()
             return
         try:
-            import torch
-            from transformers import AutoProcessor
+            import torch  # optional dependency ([transformers])
+            from transformers import AutoProcessor  # optional dependency ([transformers])
         except ImportError as exc:
             raise EngineError(
                 f"model {self.name}: backend 'transformers' needs torch and transformers "
@@ -588,7 +588,7 @@ class QwenEngine:
 
     def _on_device(self, inputs: Any) -> Any:
         """Processor outputs on the model's device, float inputs in the model's dtype."""
-        import torch
+        import torch  # optional dependency ([transformers])
 
         if hasattr(inputs, "to"):
             inputs = inputs.to(self.device)
@@ -624,7 +624,7 @@ class QwenEngine:
         Raises:
             EngineError: see :meth:`load` and :meth:`render`.
         """
-        import torch
+        import torch  # optional dependency ([transformers])
 
         if self.generator is None:
             self.load()
@@ -740,7 +740,7 @@ class QwenEngine:
         """One batched ``generate`` over processed ``rows`` (index, rendering, processor output);
         fills ``results`` at each row's index. ``process_s``: each row's own processing seconds
         (by index); the joining of the rows is shared out equally on top."""
-        import torch
+        import torch  # optional dependency ([transformers])
 
         pad = self._pad_id()
         t_join = time.perf_counter()
@@ -773,7 +773,7 @@ class QwenEngine:
 
     def describe(self) -> dict[str, Any]:
         """Facts for ``run.json``."""
-        import transformers
+        import transformers  # optional dependency ([transformers])
 
         return {
             "checkpoint": self.options.checkpoint,

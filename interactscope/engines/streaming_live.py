@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from interactscope.engines.base import EngineError
+from interactscope.engines.causal_lm import _cache_kwarg
 
 __all__ = ["LiveStream", "letterbox", "load_live_llama"]
 
@@ -35,7 +36,7 @@ __all__ = ["LiveStream", "letterbox", "load_live_llama"]
 def letterbox(image: np.ndarray, side: int) -> np.ndarray:
     """(side, side, 3) uint8: ``image`` scaled so its long side is ``side`` px, centred on
     black (ffmpeg's scale + pad, as VideoLLM-online's preprocessing)."""
-    from PIL import Image
+    from PIL import Image  # optional dependency ([openai])
 
     h, w = image.shape[:2]
     s = side / max(h, w)
@@ -57,9 +58,13 @@ def load_live_llama(llm: str, lora: str, vision: str, device: str | None, dtype:
         EngineError: torch/transformers/peft missing or a checkpoint not loadable.
     """
     try:
-        import torch
-        from peft import PeftModel
-        from transformers import AutoModel, AutoTokenizer, LlamaForCausalLM
+        import torch  # optional dependency ([transformers])
+        from peft import PeftModel  # optional dependency (not a declared dependency)
+        from transformers import (  # optional dependency ([transformers])
+            AutoModel,
+            AutoTokenizer,
+            LlamaForCausalLM,
+        )
     except ImportError as exc:
         raise EngineError(
             "VideoLLM-online needs torch, transformers and peft "
@@ -127,7 +132,7 @@ class LiveStream:
 
     def frame_embeds(self, image: np.ndarray) -> Any:
         """(n, hidden) LM inputs of one (H, W, 3) uint8 frame."""
-        import torch
+        import torch  # optional dependency ([transformers])
 
         sq = letterbox(image, self.resolution)
         x = torch.from_numpy(sq).permute(2, 0, 1)[None].float() / 255.0
@@ -153,10 +158,8 @@ class LiveStream:
         Raises:
             EngineError: the forward pass failed.
         """
-        import torch
-        from transformers import DynamicCache
-
-        from interactscope.engines.causal_lm import _cache_kwarg
+        import torch  # optional dependency ([transformers])
+        from transformers import DynamicCache  # optional dependency ([transformers])
 
         t0 = time.perf_counter()
         try:

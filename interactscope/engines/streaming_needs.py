@@ -32,7 +32,7 @@ def gpu_present() -> bool:
     """A CUDA device is visible to torch (False when torch is not installed)."""
     if importlib.util.find_spec("torch") is None:
         return False
-    import torch
+    import torch  # optional dependency ([transformers])
 
     return bool(torch.cuda.is_available())
 

@@ -65,8 +65,11 @@ def load_qwen_vl(checkpoint: str, device: str | None, dtype: str | None) -> tupl
             names the checkpoint and the download command).
     """
     try:
-        import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        import torch  # optional dependency ([transformers])
+        from transformers import (  # optional dependency ([transformers])
+            AutoModelForImageTextToText,
+            AutoProcessor,
+        )
     except ImportError as exc:
         raise EngineError(
             "streaming Qwen models need torch and transformers "
@@ -139,7 +142,7 @@ class TokenStream:
         return dict(self.processor(**kw))
 
     def _positions(self, inputs: dict[str, Any], n: int) -> Any:
-        import torch
+        import torch  # optional dependency ([transformers])
 
         if self.cache is not None and self.positions == "cache_delta":
             return (torch.arange(n) + self.next_pos).view(1, 1, -1).expand(3, 1, -1)
@@ -160,8 +163,8 @@ class TokenStream:
         return pos + self.next_pos
 
     def _forward(self, ids: Any, pos: Any, media: dict[str, Any]) -> Any:
-        import torch
-        from transformers import DynamicCache
+        import torch  # optional dependency ([transformers])
+        from transformers import DynamicCache  # optional dependency ([transformers])
 
         if self.cache is None:
             self.cache = DynamicCache(config=self.model.config)
@@ -182,7 +185,7 @@ class TokenStream:
         return out.logits[0, -1].float()
 
     def _penalize(self, logits: Any) -> Any:
-        import torch
+        import torch  # optional dependency ([transformers])
 
         if self.penalty is None or not self.ids:
             return logits
@@ -209,7 +212,7 @@ class TokenStream:
         Raises:
             EngineError: the forward pass failed (the session's cache is dropped).
         """
-        import torch
+        import torch  # optional dependency ([transformers])
 
         ids = inputs["input_ids"]
         n = int(ids.shape[1])

@@ -51,7 +51,7 @@ def import_vllm() -> Any:
         EngineError: vLLM is not installed (it needs a CUDA GPU).
     """
     try:
-        import vllm
+        import vllm  # optional dependency ([vllm])
     except ImportError as exc:
         raise EngineError(
             "backend 'vllm' needs the vllm package and a CUDA GPU: "
@@ -234,7 +234,7 @@ class VLLMEngine:
         return self.vllm.SamplingParams(**kwargs)
 
     def _processor(self) -> Any | None:
-        from transformers import AutoProcessor
+        from transformers import AutoProcessor  # optional dependency ([transformers])
 
         trust = bool(self.options.engine_args.get("trust_remote_code", False))
         trust = trust or self.options.trust_remote_code

@@ -214,7 +214,7 @@ _MODELS_LOCK = threading.Lock()
 
 def _faster_whisper_model(settings: AsrSettings) -> Any:
     try:
-        from faster_whisper import WhisperModel
+        from faster_whisper import WhisperModel  # optional dependency ([asr])
     except ImportError as exc:
         raise AsrError("ASR needs faster-whisper: pip install 'interactscope[asr]'") from exc
     folder = Path(settings.model) if settings.model else default_model_path()
@@ -267,7 +267,7 @@ def _openai_whisper_checkpoint(settings: AsrSettings) -> Path:
 
 def _openai_whisper_model(settings: AsrSettings) -> Any:
     try:
-        import whisper
+        import whisper  # optional dependency (not a declared dependency)
     except ImportError as exc:
         raise AsrError("the openai-whisper backend needs: pip install openai-whisper") from exc
     ckpt = _openai_whisper_checkpoint(settings)

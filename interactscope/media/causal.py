@@ -35,11 +35,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import av
 import numpy as np
+import soundfile as sf
 
+from interactscope.media.asr import AsrSettings, Transcript, transcribe
 from interactscope.media.probe import (
     MediaError,
     MediaInfo,
@@ -50,9 +51,6 @@ from interactscope.media.probe import (
     open_container,
     rotation_of,
 )
-
-if TYPE_CHECKING:
-    from interactscope.media.asr import AsrSettings, Transcript
 
 log = logging.getLogger(__name__)
 
@@ -262,8 +260,6 @@ def load_audio(
     p = Path(path)
     _check_file(p)
     try:
-        import soundfile as sf
-
         data, sr = sf.read(str(p), dtype="float32", always_2d=True)
         return _resample_array(data, int(sr), sample_rate), 0.0, "soundfile"
     except MediaError:
@@ -595,8 +591,6 @@ class CausalMedia:
     def _load(self) -> None:
         # Plain audio files first through libsndfile (it refuses video containers).
         try:
-            import soundfile as sf
-
             sfi = sf.info(str(self.path))
         except Exception:  # noqa: BLE001 - not a libsndfile format
             sfi = None
@@ -937,7 +931,6 @@ class CausalMedia:
         Raises:
             AsrError: the ASR backend or its model is unavailable.
         """
-        from interactscope.media.asr import AsrSettings, Transcript, transcribe
 
         self._ensure()
         with self._lock:
@@ -968,7 +961,6 @@ class CausalMedia:
                 audio, whose transcript is empty).
             ValueError: t < 0 or NaN.
         """
-        from interactscope.media.asr import AsrSettings, Transcript, transcribe
 
         if not t >= 0:
             raise ValueError(f"t must be >= 0, got {t}")

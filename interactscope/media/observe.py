@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import soundfile
+
 from interactscope.media.asr import AsrSettings
 from interactscope.media.causal import CausalMedia
 
@@ -123,8 +125,7 @@ def _save(folder: Path, frames: list[Any], wav: Any, sample_rate: int) -> list[s
     Raises:
         OSError: the folder cannot be written.
     """
-    import soundfile
-    from PIL import Image
+    from PIL import Image  # optional dependency ([openai])
 
     folder.mkdir(parents=True, exist_ok=True)
     paths = []

@@ -59,7 +59,7 @@ def resolve_detector(name: AudioDetector) -> Literal["silero", "energy"]:
 
 
 def _silero_starts(audio: np.ndarray, sr: int) -> list[float]:
-    from faster_whisper.vad import VadOptions, get_speech_timestamps
+    from faster_whisper.vad import VadOptions, get_speech_timestamps  # optional dependency ([asr])
 
     if sr != 16000:  # Silero runs at 16 kHz; the observation's rate is a setting
         n = int(round(len(audio) * 16000 / sr))

@@ -23,11 +23,13 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from interactscope.core import files
 from interactscope.core.errors import InteractScopeError
 from interactscope.core.text import plural
+from interactscope.media import MediaError, probe
 from interactscope.streaming.schema import Interaction, ToolSpec, VideoRecord, panel_of, storable
 
 log = logging.getLogger(__name__)
@@ -144,7 +146,6 @@ def _is_missing_video(p: Problem) -> bool:
 def _missing_summary(missing: list[Problem], show: int) -> str:
     """``N video files missing: a, b, ... (+K more); put them under FOLDER`` (FOLDER: the
     deepest folder shared by their paths, inside the benchmark folder)."""
-    import os
 
     paths = [p.message.rsplit(": file not found", 1)[0] for p in missing]
     root = Path(missing[0].file).parent
@@ -385,7 +386,6 @@ def _read_benchmark_file(st: _State, raw: bytes) -> BenchmarkFile | None:
 def _measure(st: _State, v: VideoRecord, full: Path) -> str | None:
     """Probe one video: set its measured duration/audio; warn on a duration mismatch. Returns
     an error text or None."""
-    from interactscope.media import MediaError, probe
 
     try:
         info = probe(full)
@@ -521,7 +521,6 @@ def _check_environments(st: _State, bdata: BenchmarkFile) -> None:
 def _check_env_calls(ctx: _Ctx) -> None:
     """Expected ``calls`` of T1 targets: known tools of the environment (else of the catalogue)
     and arguments valid under the tool's JSON Schema."""
-    import jsonschema
 
     env = ctx.st.environments.get(ctx.it.query.environment or "")
     if ctx.it.query.environment is not None and env is None:

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from interactscope.core.errors import InteractScopeError
 from interactscope.core.model_configs import ModelConfig
+from interactscope.media import asr
 from interactscope.runs.common import (
     LOCK,
     MANIFEST,
@@ -36,6 +37,7 @@ from interactscope.streaming.adapters.registry import (
     require_online_support,
 )
 from interactscope.streaming.bench import Benchmark, BenchmarkError, load_benchmark
+from interactscope.streaming.environments.execution import StreamEnvironments
 from interactscope.streaming.protocol.driver import CollectSummary, collect, interaction_grid
 from interactscope.streaming.runlog import RESPONSES, RunFolder, merge_runs, open_run
 from interactscope.streaming.schema import BenchmarkInfo, Invocation, RunManifest
@@ -225,7 +227,6 @@ def _check_audio_mode(name: str, settings: Settings) -> None:
 
     Raises:
         CollectError: the extra is not installed (one line naming it)."""
-    from interactscope.media import asr
 
     if settings.audio.mode == "asr" and not asr.default_model_available():
         raise CollectError(
@@ -373,7 +374,6 @@ def tool_executor(b: Benchmark) -> Any:
     """Executes environment interactions' calls (docs/protocol.md#environments), else None."""
     if not b.environments:
         return None
-    from interactscope.streaming.environments.execution import StreamEnvironments
 
     return StreamEnvironments(b)
 

@@ -25,12 +25,17 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.streaming.adapters.registry import load_model_config
+from interactscope.streaming.analysis.report import build_report
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.environments.scores import (
     EnvTotals,
     read_environment_scores,
     write_environment_scores,
 )
+from interactscope.streaming.judges import make_judge
+from interactscope.streaming.runlog import RunFolder
+from interactscope.streaming.scoring.run import score_run
 from interactscope.view import ViewSettings, write_view
 
 __all__ = ["DemoResult", "DemoSettings", "leaderboard", "run_panel"]
@@ -162,9 +167,6 @@ def run_panel(
         interactscope.streaming.analysis.errors.CompareError: the report cannot be built.
         interactscope.streaming.judges.JudgeError: the judge is unavailable.
     """
-    from interactscope.streaming.analysis.report import build_report
-    from interactscope.streaming.judges import make_judge
-    from interactscope.streaming.scoring.run import score_run
 
     s = settings or DemoSettings()
     judge = make_judge(s.judge)  # loaded once for the panel
@@ -209,7 +211,6 @@ def _environment_totals(run: Path) -> EnvTotals | None:
 
 def _cpu_overrides(name: str, s: DemoSettings) -> dict[str, Any] | None:
     """``adapter.decision`` for the CPU model when its backend is ``cascade``, else None."""
-    from interactscope.streaming.adapters.registry import load_model_config
 
     try:
         backend = load_model_config(name)[1].get("backend")
@@ -219,7 +220,6 @@ def _cpu_overrides(name: str, s: DemoSettings) -> dict[str, Any] | None:
 
 
 def _coverage(runs: dict[str, Path]) -> list[str]:
-    from interactscope.streaming.runlog import RunFolder
 
     out = []
     for path in runs.values():

@@ -52,7 +52,11 @@ from tqdm.auto import tqdm
 
 from interactscope.runs.common import RunLogError, run_lock
 from interactscope.streaming.adapters.base import AdapterError
-from interactscope.streaming.adapters.registry import adapter_class, require_online_support
+from interactscope.streaming.adapters.registry import (
+    adapter_class,
+    build_adapter,
+    require_online_support,
+)
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.collect import (
     CollectError,
@@ -84,7 +88,7 @@ def require_ray() -> Any:
         CollectError: Ray is not installed (the message says how to install it).
     """
     try:
-        import ray
+        import ray  # optional dependency ([distributed])
     except ImportError as exc:
         raise CollectError(f"--ray needs Ray, which is not installed: {INSTALL_HINT}") from exc
     return ray
@@ -327,7 +331,6 @@ class InteractionWorker:
         batch: int,
         setup: str | None = None,
     ):
-        from interactscope.streaming.adapters.registry import build_adapter
 
         self.bench = bench
         self.settings = Settings.model_validate(settings)
@@ -347,7 +350,7 @@ class InteractionWorker:
 
     def info(self) -> dict[str, Any]:
         """Host, PID, GPU ids and the adapter's ``describe()`` (or the start-up error)."""
-        import ray
+        import ray  # optional dependency ([distributed])
 
         gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU", [])
         return {

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
+import pandas as pd
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -36,6 +37,11 @@ from interactscope.engines.streaming_needs import (
     hf_cached,
     missing_packages,
 )
+from interactscope.streaming.analysis.report import build_report
+from interactscope.streaming.collect import CollectError, run_collect
+from interactscope.streaming.demo import _coverage, leaderboard
+from interactscope.streaming.judges import make_judge
+from interactscope.streaming.scoring.run import score_run
 
 __all__ = [
     "GROUPS",
@@ -242,9 +248,6 @@ def run_panel(
         interactscope.streaming.judges.JudgeError: the judge is unavailable.
         interactscope.streaming.analysis.errors.CompareError: the report cannot be built.
     """
-    from interactscope.streaming.collect import CollectError, run_collect
-    from interactscope.streaming.judges import make_judge
-    from interactscope.streaming.scoring.run import score_run
 
     res = PanelResult()
     rows = [r for r in panel.rows if not only or r.model in only]
@@ -276,10 +279,6 @@ def run_panel(
 
 def _report(res: PanelResult, out: Path, resamples: int) -> None:
     """The paper's tables over the panel's runs and the leaderboard (``streaming.demo``'s)."""
-    import pandas as pd
-
-    from interactscope.streaming.analysis.report import build_report
-    from interactscope.streaming.demo import _coverage, leaderboard
 
     rep = build_report(list(res.runs.values()), out / "report", n_resamples=resamples)
     res.report = rep.out

@@ -29,6 +29,7 @@ from interactscope.runs.folder import (
 )
 from interactscope.runs.folder import dedupe as _dedupe
 from interactscope.runs.folder import read_manifest as _read_manifest
+from interactscope.streaming.bench import load_benchmark
 from interactscope.streaming.schema import ResponseRecord, RunManifest, StageTimings
 from interactscope.streaming.settings import diff_settings
 
@@ -127,7 +128,6 @@ class RunFolder:
 
     def benchmark(self, **kwargs: Any):
         """Load the benchmark this run was collected on, checking its fingerprint."""
-        from interactscope.streaming.bench import load_benchmark
 
         m = self.manifest
         bench = load_benchmark(m.benchmark.path, **kwargs)

@@ -18,6 +18,7 @@ from interactscope.egobench.agents.base import (
 from interactscope.egobench.agents.baselines import NoneAgent, OracleAgent
 from interactscope.egobench.agents.model import ModelAgent, engine_has_native_tools
 from interactscope.egobench.agents.visual import VideoMissingError, load_visual, video_path
+from interactscope.egobench.chat_models import load_chat_engine
 
 __all__ = [
     "AGENTS",
@@ -64,7 +65,6 @@ def build_agent(spec: str) -> tuple[Agent, dict[str, Any]]:
 
     Raises:
         ChatModelError: a model that cannot be resolved or cannot chat (one line)."""
-    from interactscope.egobench.chat_models import load_chat_engine
 
     head, _, rest = spec.partition(":")
     if plugins.registered(KIND, head):

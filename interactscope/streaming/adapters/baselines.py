@@ -32,6 +32,7 @@ from interactscope.media.onsets import (
 )
 from interactscope.streaming.adapters.base import (
     Adapter,
+    AdapterError,
     AdapterOutput,
     DecisionRequest,
     options_of,
@@ -232,8 +233,6 @@ class ChangeDetectorAdapter(BlindFireAdapter):
         try:
             self.detector = resolve_detector(self.options.audio_detector)
         except ValueError as exc:
-            from interactscope.streaming.adapters.base import AdapterError
-
             raise AdapterError(f"{name}: {exc}") from None
 
     def describe(self) -> dict[str, Any]:

@@ -51,6 +51,7 @@ from interactscope.streaming.adapters.base import (
     where_of,
 )
 from interactscope.streaming.bench import Benchmark
+from interactscope.streaming.protocol.prompts import SPEAK_PROMPT_VERSION, render_speak, render_text
 from interactscope.streaming.settings import Settings
 
 __all__ = [
@@ -173,7 +174,6 @@ class CascadeAdapter(LocalEngineAdapter):
         """The two-step strategy's settings for ``run.json`` (nothing for ``direct``)."""
         if self.options.decision == "direct":
             return {}
-        from interactscope.streaming.protocol.prompts import SPEAK_PROMPT_VERSION
 
         return {
             "decision": self.options.decision,
@@ -183,7 +183,6 @@ class CascadeAdapter(LocalEngineAdapter):
 
     def messages(self, request: DecisionRequest) -> list[dict[str, str]]:
         """The text-only chat messages of one request (string contents)."""
-        from interactscope.streaming.protocol.prompts import render_text
 
         return render_text(request)
 
@@ -200,7 +199,6 @@ class CascadeAdapter(LocalEngineAdapter):
     def _two_step(self, request: DecisionRequest) -> AdapterOutput:
         """Step 1: p(yes) of the speak-now question; step 2 (the answer) only when
         p(yes) >= ``speak_threshold``, else a silent record."""
-        from interactscope.streaming.protocol.prompts import SPEAK_PROMPT_VERSION, render_speak
 
         with adapter_errors(where_of(request)):
             logp, first = self.engine.next_token_logprobs(

@@ -29,7 +29,7 @@ import numpy as np
 from pydantic import Field
 
 from interactscope.engines.streaming_qwen import TokenStream
-from interactscope.streaming.adapters.base import adapter_errors
+from interactscope.streaming.adapters.base import adapter_errors, smart_resize
 from interactscope.streaming.adapters.native_stream import (
     NativeOptions,
     NativeSession,
@@ -152,9 +152,7 @@ LiveCCAdapter.session_class = LiveCCSession
 def _resized(video: np.ndarray, max_pixels: int) -> np.ndarray:
     """Frames resized to Qwen-VL's ``smart_resize`` size under ``max_pixels`` (LiveCC's video
     reader resizes so before the processor), (T, H, W, 3) uint8."""
-    from PIL import Image
-
-    from interactscope.streaming.adapters.base import smart_resize
+    from PIL import Image  # optional dependency ([openai])
 
     t, h, w, _ = video.shape
     nh, nw = smart_resize(h, w, 28, 3136, max_pixels)

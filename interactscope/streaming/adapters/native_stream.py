@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import av
 import numpy as np
 from pydantic import Field
 
@@ -113,7 +114,6 @@ class StreamFrames:
     """
 
     def __init__(self, path: Path, fps: float, max_side: int | None):
-        import av
 
         self.fps = float(fps)
         self.images: list[np.ndarray] = []

@@ -69,6 +69,7 @@ from interactscope.streaming.adapters.base import (
     where_of,
 )
 from interactscope.streaming.bench import Benchmark
+from interactscope.streaming.protocol.prompts import build_prompt, online_prompt
 from interactscope.streaming.protocol.types import FatalAdapterError
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import Settings
@@ -206,7 +207,6 @@ class OpenAIAdapter(FrameConsumer, Adapter):
         return rule
 
     def _build(self, request: DecisionRequest) -> list[Message]:
-        from interactscope.streaming.protocol.prompts import build_prompt
 
         return build_prompt(request)
 
@@ -343,7 +343,6 @@ class OpenAISession(Session):
         Raises:
             AdapterError: as :meth:`OpenAIAdapter.ask`.
         """
-        from interactscope.streaming.protocol.prompts import online_prompt
 
         a = self.adapter
         with adapter_errors(where_of(request)):

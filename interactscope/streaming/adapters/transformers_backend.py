@@ -46,6 +46,7 @@ from typing import Any, ClassVar
 from interactscope.engines.base import ImagePart, Message, Part, TextPart, VideoPart
 from interactscope.engines.qwen_mm import MODEL_TYPES, QwenEngine, Rendered
 from interactscope.engines.qwen_options import QwenOptions
+from interactscope.engines.qwen_session import KeptCache
 from interactscope.streaming.adapters.base import (
     AdapterError,
     AdapterOutput,
@@ -59,6 +60,7 @@ from interactscope.streaming.adapters.base import (
     where_of,
 )
 from interactscope.streaming.bench import Benchmark
+from interactscope.streaming.protocol.prompts import build_prompt, online_prompt
 from interactscope.streaming.schema import Interaction, VideoRecord
 from interactscope.streaming.settings import Settings
 
@@ -183,7 +185,6 @@ class TransformersAdapter(LocalEngineAdapter):
         return output_of(res)
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
-        from interactscope.streaming.protocol.prompts import build_prompt
 
         return self.generate(build_prompt(request, frames_as=self.frames_as), request)
 
@@ -192,7 +193,6 @@ class TransformersAdapter(LocalEngineAdapter):
         ``chat_batch``: left padding, greedy answers equal to :meth:`respond`'s); a request whose
         prompt cannot be built or processed gets its :class:`AdapterError` in its slot.
         ``adapter.batch_size`` (the driver's chunk) bounds the batch; 1 answers one at a time."""
-        from interactscope.streaming.protocol.prompts import build_prompt
 
         out: list[AdapterOutput | Exception | None] = [None] * len(requests)
         convs, slots = [], []
@@ -259,8 +259,6 @@ class TransformersSession(Session):
         self.results_shown = 0
         self.kept: Any = None
         if o.session_cache:
-            from interactscope.engines.qwen_session import KeptCache
-
             self.kept = KeptCache(adapter.engine, o.session_audio_padding, evict=self.evict)
 
     def _answer(self, request: DecisionRequest) -> AdapterOutput:
@@ -273,7 +271,6 @@ class TransformersSession(Session):
         )
 
     def step(self, request: DecisionRequest) -> AdapterOutput:
-        from interactscope.streaming.protocol.prompts import online_prompt
 
         if request.interaction.id != self.interaction.id:
             raise AdapterError(

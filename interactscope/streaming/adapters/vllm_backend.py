@@ -94,6 +94,7 @@ from interactscope.engines.base import (
 )
 from interactscope.engines.qwen_options import QwenOptions
 from interactscope.engines.vllm_engine import Rendered, VLLMEngine
+from interactscope.media import Frame, probe
 from interactscope.streaming.adapters.base import (
     Adapter,
     AdapterError,
@@ -106,6 +107,8 @@ from interactscope.streaming.adapters.base import (
     smart_resize,
     where_of,
 )
+from interactscope.streaming.protocol.observation import AttachmentView, Observation, Observer
+from interactscope.streaming.protocol.prompts import build_prompt, layout_of
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.schema import ResponseRecord
 from interactscope.streaming.settings import Settings
@@ -140,7 +143,7 @@ def _downscale(image: np.ndarray, max_side: int | None) -> np.ndarray:
     long_side = max(h, w)
     if long_side <= max_side:
         return image
-    from PIL import Image
+    from PIL import Image  # optional dependency ([openai])
 
     scale = max_side / long_side
     size = (max(1, round(w * scale)), max(1, round(h * scale)))
@@ -270,7 +273,6 @@ class VLLMAdapter(FrameConsumer, Adapter):
         prompt builder's own video part, its label after the media as the layout wants it; with
         the classic layout (v1) image parts that :meth:`_as_video` joins as before (recorded v1
         runs keep their prompts)."""
-        from interactscope.streaming.protocol.prompts import build_prompt
 
         if self.frames_as == "video" and not self.joins_video_itself():
             return build_prompt(request, frames_as="video")
@@ -279,7 +281,6 @@ class VLLMAdapter(FrameConsumer, Adapter):
     def joins_video_itself(self) -> bool:
         """True when :meth:`_as_video` turns image parts into the video (``frames_as: video``
         with the classic layout, v1); False when the prompt builder makes the video part."""
-        from interactscope.streaming.protocol.prompts import layout_of
 
         return self.frames_as == "video" and layout_of(self.settings.prompt_version) != "prefix"
 
@@ -402,7 +403,6 @@ class VLLMAdapter(FrameConsumer, Adapter):
 
     def _observer(self, bench: Any, video: Any, observer: Any) -> Any:
         """An Observer of ``video`` (the previous one reused when it is the same file)."""
-        from interactscope.streaming.protocol.observation import Observer
 
         if observer is not None and observer.path == bench.media_path(video):
             return observer
@@ -412,8 +412,6 @@ class VLLMAdapter(FrameConsumer, Adapter):
 
     def _synthetic_observation(self, bench: Any, it: Any, t: float) -> Any:
         """An Observation with the shapes the real one would have at ``t`` (zero-memory arrays)."""
-        from interactscope.media import Frame, probe
-        from interactscope.streaming.protocol.observation import AttachmentView, Observation
 
         s = self.settings
         video = bench.video_of(it)

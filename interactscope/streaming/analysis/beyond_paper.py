@@ -29,6 +29,8 @@ from interactscope.stats import BootstrapOptions
 from interactscope.streaming.analysis.compare import paired_table
 from interactscope.streaming.analysis.errors import AnalysisError
 from interactscope.streaming.analysis.runs import ScoredRun, rescore, run_inputs
+from interactscope.streaming.judges import JudgeItem, VerdictCache, make_judge, run_judge
+from interactscope.streaming.judges.toolset import toolset_match
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.allocation import (
     TargetAllocation,
@@ -140,7 +142,6 @@ def allocate_lenient(
 def _content_fn(
     inter: Interaction, recs: Sequence[ResponseRecord], verdicts: Mapping[tuple[str, str, int], Any]
 ) -> Callable[[int, int], Verdict]:
-    from interactscope.streaming.judges.toolset import toolset_match
 
     def content(k: int, j: int) -> Verdict:
         tg = inter.targets[k]
@@ -156,7 +157,6 @@ def _in_window_items(
     inters: Sequence[Interaction], by_id: Mapping[str, list[ResponseRecord]], tolerance_s: float
 ) -> list[Any]:
     """Every in-window (text target, candidate response) pair, for the judge."""
-    from interactscope.streaming.judges import JudgeItem
 
     items = []
     for it in inters:
@@ -176,7 +176,6 @@ def _in_window_items(
 
 
 def _verdicts(path: Path, judge: str, items: list[Any]) -> Mapping[tuple[str, str, int], Any]:
-    from interactscope.streaming.judges import VerdictCache, make_judge, run_judge
 
     if not items:
         return {}

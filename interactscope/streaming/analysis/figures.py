@@ -8,6 +8,8 @@ import io
 from pathlib import Path
 from typing import Any
 
+import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -17,10 +19,8 @@ __all__ = ["sequence_figure", "tolerance_figure"]
 
 
 def _plt():
-    import matplotlib
 
     matplotlib.use("Agg", force=True)
-    import matplotlib.pyplot as plt
 
     return plt
 

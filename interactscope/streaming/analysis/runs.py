@@ -19,6 +19,7 @@ from pydantic import BaseModel
 
 from interactscope.runs.common import RunLogError
 from interactscope.streaming.analysis.errors import AnalysisError
+from interactscope.streaming.judges import VerdictCache, make_judge
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import ResponseRecord, RunManifest
 from interactscope.streaming.scoring.results import (
@@ -27,7 +28,8 @@ from interactscope.streaming.scoring.results import (
     ScoringSettings,
     SummaryError,
 )
-from interactscope.streaming.scoring.run import RunInputs, load_run_inputs
+from interactscope.streaming.scoring.run import RunInputs, load_run_inputs, score_collection
+from interactscope.streaming.settings import Settings, flatten
 
 __all__ = [
     "RunDescription",
@@ -129,8 +131,6 @@ _DEFAULTS: dict[str, Any] | None = None
 def _flat_defaults() -> dict[str, Any]:
     global _DEFAULTS
     if _DEFAULTS is None:
-        from interactscope.streaming.settings import Settings, flatten
-
         _DEFAULTS = flatten(Settings().model_dump())
     return _DEFAULTS
 
@@ -138,7 +138,6 @@ def _flat_defaults() -> dict[str, Any]:
 def non_default_settings(settings: Mapping[str, Any]) -> dict[str, Any]:
     """Dotted settings whose value differs from :class:`interactscope.streaming.settings.Settings`
     defaults (``adapter.*`` included), e.g. ``{"scene": "none", "cooldown_s": 10.0}``."""
-    from interactscope.streaming.settings import flatten
 
     d = _flat_defaults()
     flat = flatten(dict(settings))
@@ -237,8 +236,6 @@ def rescore(
     Raises:
         AnalysisError: not a run folder.
     """
-    from interactscope.streaming.judges import VerdictCache, make_judge
-    from interactscope.streaming.scoring.run import score_collection
 
     path = Path(run_dir)
     inputs = run_inputs(path, tasks=tasks)

@@ -38,6 +38,7 @@ from interactscope.egobench.matching import ParamComparer, clean_calls, match_ca
 from interactscope.egobench.settings import ScoreSettings
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.environments.execution import fresh_environment
+from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import Interaction, ResponseRecord
 from interactscope.streaming.scoring.allocation import allocate_first_response
 from interactscope.streaming.scoring.core import infra_outcome
@@ -247,7 +248,6 @@ def write_environment_scores(
 ) -> tuple[Path, list[str]] | None:
     """Score a run folder's environment interactions into ``OUT/environment_scores.json``;
     returns (path, printable lines), or ``None`` when the benchmark declares no environment."""
-    from interactscope.streaming.runlog import RunFolder
 
     folder = RunFolder(run)
     bench = folder.benchmark(probe_media=False, media_errors="record")

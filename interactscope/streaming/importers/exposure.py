@@ -30,6 +30,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from interactscope.core.files import write_atomic
+from interactscope.media import MediaError, probe
 from interactscope.streaming.importers import omnimmi, ovo, proassist, streamingbench
 from interactscope.streaming.importers.common import (
     ImporterError,
@@ -325,7 +326,6 @@ def video_files(format_name: str, raw: list) -> dict[str, str]:
 def measure_durations(videos: Path, files: dict[str, str]) -> dict[str, float]:
     """Durations (s) of the videos present under ``videos``, measured from the decoded streams;
     absent or unreadable files are left out."""
-    from interactscope.media import MediaError, probe
 
     out = {}
     for vid, name in files.items():

@@ -30,7 +30,15 @@ from interactscope.streaming.judges.base import (
     parse_verdict,
 )
 from interactscope.streaming.judges.cache import VerdictCache, cache_key
-from interactscope.streaming.judges.lexical import LexicalJudge
+from interactscope.streaming.judges.embedding import DEFAULT_EMBEDDING_THRESHOLD, EmbeddingJudge
+from interactscope.streaming.judges.file import FileJudge
+from interactscope.streaming.judges.lexical import DEFAULT_THRESHOLD, LexicalJudge
+from interactscope.streaming.judges.llm import (
+    LocalJudge,
+    OpenAIJudge,
+    local_frames_judge,
+    openai_frames_judge,
+)
 from interactscope.streaming.judges.runner import JudgeReport, run_judge
 from interactscope.streaming.judges.toolset import tool_names, toolset_match
 
@@ -104,12 +112,8 @@ def _looking_judge(name: str, backend: str, arg: str, looks: set[str], options: 
             f"judge {name!r}: +audio goes with +frames, e.g. openai:MODEL+frames+audio"
         )
     if backend == "openai":
-        from interactscope.streaming.judges.llm import openai_frames_judge
-
         return openai_frames_judge(arg or "gpt-4o", audio="audio" in looks, **options)
     if backend == "local":
-        from interactscope.streaming.judges.llm import local_frames_judge
-
         if not arg:
             raise JudgeError("local frames judge needs a path: --judge local:PATH+frames")
         if "audio" in looks:
@@ -119,28 +123,21 @@ def _looking_judge(name: str, backend: str, arg: str, looks: set[str], options: 
 
 
 def _lexical(arg: str, **_options: object) -> Judge:
-    from interactscope.streaming.judges.lexical import DEFAULT_THRESHOLD
 
     return LexicalJudge(_threshold(arg, DEFAULT_THRESHOLD))
 
 
 def _embedding(arg: str, **_options: object) -> Judge:
-    from interactscope.streaming.judges.embedding import (
-        DEFAULT_EMBEDDING_THRESHOLD,
-        EmbeddingJudge,
-    )
 
     return EmbeddingJudge(_threshold(arg, DEFAULT_EMBEDDING_THRESHOLD))
 
 
 def _openai(arg: str, **options: object) -> Judge:
-    from interactscope.streaming.judges.llm import OpenAIJudge
 
     return OpenAIJudge(arg or "gpt-4o", **options)  # type: ignore[arg-type]
 
 
 def _local(arg: str, **options: object) -> Judge:
-    from interactscope.streaming.judges.llm import LocalJudge
 
     if not arg:
         raise JudgeError("local judge needs a path: --judge local:PATH")
@@ -148,7 +145,6 @@ def _local(arg: str, **options: object) -> Judge:
 
 
 def _file(arg: str, **_options: object) -> Judge:
-    from interactscope.streaming.judges.file import FileJudge
 
     if not arg:
         raise JudgeError("file judge needs a path: --judge file:PATH")

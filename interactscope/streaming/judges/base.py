@@ -141,6 +141,7 @@ class Judge:
         """Cache key of a unit: :func:`~interactscope.streaming.judges.cache.cache_key` of (backend,
         model, prompt version, request, reference, candidate), plus the content hash of the media
         a looking judge attaches (``unit.media_sha256``)."""
+        # circular: judges.cache stores this module's Verdict
         from interactscope.streaming.judges.cache import cache_key
 
         media = getattr(unit, "media_sha256", None)

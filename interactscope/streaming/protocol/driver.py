@@ -26,7 +26,9 @@ from tqdm.auto import tqdm
 
 from interactscope.core.secrets import redact
 from interactscope.core.text import plural
+from interactscope.replies import parse_response
 from interactscope.streaming.bench import Benchmark
+from interactscope.streaming.protocol.observation import ArrayBytes, Observer
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.protocol.tools import InteractionTools, ToolExecutor, results_so_far
 from interactscope.streaming.protocol.types import (
@@ -37,7 +39,12 @@ from interactscope.streaming.protocol.types import (
     RecordSink,
 )
 from interactscope.streaming.schema import Interaction, ResponseRecord, StageTimings, ToolCall
-from interactscope.streaming.settings import Settings, collection_strategy, shows_results
+from interactscope.streaming.settings import (
+    Settings,
+    batch_max_bytes,
+    collection_strategy,
+    shows_results,
+)
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +110,6 @@ def to_record(
         return ResponseRecord(
             interaction_id=interaction_id, t=t, silent=False, error=_error_text(out)
         )
-    from interactscope.replies import parse_response
 
     parsed = parse_response(out.text or "", settings.silence_token)
     tool_calls: list[ToolCall] = (
@@ -140,8 +146,6 @@ class _Observations:
     def get(self, interaction: Interaction) -> Any:
         video = self.bench.video_of(interaction)
         if video.id not in self._cache:
-            from interactscope.streaming.protocol.observation import Observer
-
             self._cache.clear()  # interactions are grouped by video: keep one decoded file
             self._cache[video.id] = Observer(
                 self.bench.media_path(video),
@@ -390,8 +394,6 @@ def _by_strategy(
     batches at ``batch_size`` points and before their requests' distinct host arrays
     (:class:`~interactscope.streaming.protocol.observation.ArrayBytes`) pass ``adapter.batch_max_mb``
     (a point larger than the bound goes alone)."""
-    from interactscope.streaming.protocol.observation import ArrayBytes
-    from interactscope.streaming.settings import batch_max_bytes
 
     s = ctx.settings
     strategy = collection_strategy(s, environment=requests.show_results)

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from interactscope.core.errors import InteractScopeError
+from interactscope.media import AsrSettings, CausalMedia, load_audio, transcribe
 from interactscope.streaming.schema import Interaction
 from interactscope.streaming.settings import Settings
 
@@ -194,7 +195,7 @@ def _n_samples(t: float, sr: int) -> int:
 def _load_image(path: Path) -> np.ndarray:
     """(H, W, 3) uint8 RGB of an image file (Pillow, else PyAV)."""
     try:
-        from PIL import Image
+        from PIL import Image  # optional dependency ([openai])
 
         with Image.open(path) as im:
             return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
@@ -239,7 +240,6 @@ class Observer:
         media: Any | None = None,
         consumer_side: Callable[[int, int], int | None] | None = None,
     ) -> None:
-        from interactscope.media import AsrSettings, CausalMedia
 
         self.path = Path(media_path)
         self.settings = settings
@@ -302,8 +302,6 @@ class Observer:
     def _attachment_audio(self, path: Path) -> np.ndarray:
         key = ("audio", str(path))
         if key not in self._attachment_cache:
-            from interactscope.media import load_audio
-
             wav, _start, _backend = load_audio(path, self.sample_rate)
             self._attachment_cache[key] = np.asarray(wav, dtype=np.float32).reshape(-1)
         return self._attachment_cache[key]
@@ -311,8 +309,6 @@ class Observer:
     def _attachment_words(self, path: Path) -> tuple[Any, ...]:
         key = ("words", str(path))
         if key not in self._attachment_cache:
-            from interactscope.media import AsrSettings, transcribe
-
             wav = self._attachment_audio(path)
             tr = transcribe(
                 wav,

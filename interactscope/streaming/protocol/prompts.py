@@ -54,6 +54,7 @@ from interactscope.engines.base import (
     VideoPart,
     prompt_dicts,
 )
+from interactscope.streaming.protocol.tools import fmt_results
 
 if TYPE_CHECKING:  # pragma: no cover
     from interactscope.streaming.protocol.observation import Observation
@@ -440,8 +441,6 @@ def build_prompt(
     parts = _body_parts(request, obs, tp, text_only, tp.stream_header, frames_as)
     parts.extend(_history_parts(request.history, tp))
     if request.tool_results:
-        from interactscope.streaming.protocol.tools import fmt_results
-
         parts.append(_text(fmt_results(request.tool_results)))
     parts.append(_text(tp.now.format(t=fmt_time(request.t), token=s.silence_token)))
     return [
@@ -632,7 +631,6 @@ def _new_results(
 
 def _results_parts(executed: list[dict[str, Any]], previous: Observation | None) -> list[Part]:
     """One text part listing ``executed`` under :data:`ONLINE_RESULTS_HEADER` (none if empty)."""
-    from interactscope.streaming.protocol.tools import fmt_results
 
     if not executed:
         return []

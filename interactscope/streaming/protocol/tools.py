@@ -8,6 +8,7 @@ the record (``tool_results``) and the final state hash on the last decision poin
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
 from interactscope.streaming.schema import Interaction, ResponseRecord, ToolCall
@@ -45,7 +46,6 @@ def results_so_far(spoken: list[ResponseRecord]) -> list[dict[str, Any]]:
 
 def fmt_results(executed: list[dict[str, Any]]) -> str:
     """The prompt text of executed calls and their results (``environment.show_results``)."""
-    import json
 
     lines = ["Tool calls you made so far in this stream and their results:"]
     for e in executed:

@@ -26,6 +26,7 @@ import pandas as pd
 
 from interactscope.core.files import write_atomic
 from interactscope.stats import BootstrapOptions
+from interactscope.streaming.analysis.beyond_paper import beyond_table
 from interactscope.streaming.analysis.compare import run_table
 from interactscope.streaming.analysis.controls.base import ReportInputs
 from interactscope.streaming.analysis.controls.priors import BLIND_FIRE_DELAYS
@@ -188,7 +189,6 @@ def _sequence_figure(rep: Report, mains: list[ScoredRun], opts: BootstrapOptions
 
 
 def _beyond(rep: Report, mains: list[ScoredRun], judge: str | None, opts: BootstrapOptions):
-    from interactscope.streaming.analysis.beyond_paper import beyond_table
 
     try:
         bt = beyond_table(mains, judge=judge, options=opts)
