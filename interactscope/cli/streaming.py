@@ -311,7 +311,9 @@ def run_guard(run: Path, purpose: str) -> Iterator[Any]:
         try:
             completeness = run_completeness(run)
             lines = incomplete_warnings(run, completeness)
-        except (RunLogError, BenchmarkError) as exc:
+        except RunLogError:  # scoring reads the same records: one error, not a warning first
+            raise
+        except BenchmarkError as exc:
             completeness = None
             lines = [f"{run}: cannot check completeness ({str(exc).splitlines()[0]})"]
         for line in lines:
