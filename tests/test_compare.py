@@ -74,8 +74,14 @@ def test_refuses_different_interaction_sets(runs, tmp_path):
     part = tmp_path / "part"
     run_collect(model="silent", bench=DEMO, out=part, limit=3, progress=False)
     score_run(part, judge="lexical")
-    with pytest.raises(CompareError, match="different interactions"):
+    with pytest.raises(CompareError, match="different interactions") as err:
         compare_runs(runs["oracle"], part, n_resamples=B)
+    msg = str(err.value)
+    # a --limit 3 run is no shard: say what it covers (3 of the demo's 11) and how to pair them
+    assert "shard" not in msg
+    assert f"{part} covers 3 of 11 interactions" in msg
+    assert f"{runs['oracle']} is a full run (11 interactions)" in msg
+    assert "to compare on the 3 common interactions" in msg and "--only " in msg
 
 
 def test_refuses_different_benchmarks(runs, tmp_path):

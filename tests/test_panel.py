@@ -229,3 +229,25 @@ def test_server_url_env_only_for_loopback_or_server_rows() -> None:
     assert server_url_env({"base_url_env": "O"}) is None  # the client's own public default
     assert server_url_env({"base_url_env": "O"}, server=True) == "O"
     assert server_url_env({"base_url": "http://127.0.0.1:8000/v1"}) is None
+
+
+def test_models_lists_cascade_apart_from_the_no_model_baselines() -> None:
+    """cascade runs a model (ASR + SmolLM2-135M): it is no "baseline (no model)"."""
+    out = runner.invoke(app, ["models"]).output
+    lines = out.splitlines()
+    base = lines.index("baselines (no model)")
+    cpu = next(i for i, x in enumerate(lines) if x.startswith("CPU reference model"))
+    cascade = next(i for i, x in enumerate(lines) if x.strip().startswith("cascade "))
+    oracle = next(i for i, x in enumerate(lines) if x.strip().startswith("oracle "))
+    assert cpu < cascade < base < oracle
+    rows = json.loads(runner.invoke(app, ["models", "--json"]).output)
+    assert next(r for r in rows if r["name"] == "cascade")["group"] == "cpu"
+
+
+def test_demo_help_names_every_baseline_of_the_panel() -> None:
+    from interactscope.streaming.demo import BASELINES
+
+    text = " ".join(runner.invoke(app, ["demo", "--help"], terminal_width=200).output.split())
+    assert "change-detector" in BASELINES
+    for name in BASELINES:
+        assert name in text, name

@@ -204,3 +204,41 @@ def test_cli_view_and_errors(pair, tmp_path):
 def test_no_runs_is_an_error():
     with pytest.raises(ViewError, match="no run folders"):
         build_view([])
+
+
+def test_run_card_and_score_column_say_how_many_interactions_a_run_covers(pair, tmp_path):
+    """A `collect --limit 4` run covers 4 of the demo's 11 interactions: the page says so in its
+    run card and score column header, as the demo leaderboard's `interactions` column does."""
+    from interactscope.streaming.collect import run_collect
+    from tests.helpers.foundation_fixtures import DEMO
+
+    part = tmp_path / "part"
+    run_collect(model="silent", bench=DEMO, out=part, limit=4, progress=False)
+    page = build_view([pair[0], part], ViewSettings(resamples=200))
+    assert [r.interactions for r in page.runs] == ["11 of 11 interactions", "4 of 11 interactions"]
+    html = render_page(page)
+    assert '"interactions":"4 of 11 interactions"' in html.replace(": ", ":")
+    js = (Path(__file__).parents[1] / "interactscope/view/templates/streaming.js").read_text()
+    card = next(x for x in js.splitlines() if 'class="runcard"' in x)
+    head = next(x for x in js.splitlines() if "metric (%; 95% CI)" in x)
+    assert "r.interactions" in card and "r.interactions" in head
+
+
+def test_score_cells_round_as_the_leaderboard():
+    """blind-fire's Avg(6) interval [6.25, 12.5]: Python's one-decimal format gives 6.2 (6.25 is
+    exact in binary, ties go to even); JavaScript's toFixed(1) gave 6.3. The page prints the
+    text Python formatted, so it equals the leaderboard's cell."""
+    import pandas as pd
+
+    from interactscope.streaming.demo import _cell
+    from interactscope.view.model import ScoreCell
+
+    cell = ScoreCell(metric="Avg(6)", estimate=10.0, low=6.25, high=12.5)
+    assert (cell.text, cell.interval) == ("10.0", "[6.2, 12.5]")
+    assert cell.model_dump()["interval"] == "[6.2, 12.5]"
+    row = pd.Series({"estimate": 10.0, "low": 6.25, "high": 12.5})
+    assert _cell(row) == "10.0 [6.2, 12.5]" == f"{cell.text} {cell.interval}"
+    assert ScoreCell(metric="T2", estimate=None).text == "—"
+    js = (Path(__file__).parents[1] / "interactscope/view/templates/streaming.js").read_text()
+    ci = js[js.index("function ciCell") : js.index("function runCell")]
+    assert "c.interval" in ci and "c.text" in ci and "fmt(c.low)" not in ci

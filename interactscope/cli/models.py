@@ -42,8 +42,8 @@ def models(
     panel: str = typer.Option("paper", "--panel", help="The panel whose groups to list by."),
 ) -> None:
     """List the model configs (bundled with the package, ./configs/models,
-    $INTERACTSCOPE_CONFIGS) grouped as the paper does (API / open prompted / streaming /
-    baselines): name, the paper's row, backend, what each sees and hears, and whether it can
+    $INTERACTSCOPE_CONFIGS) grouped as the paper does (API / open prompted / streaming), then
+    the CPU reference model (cascade) and the baselines (no model): name, the paper's row, backend, what each sees and hears, and whether it can
     run here (package installed, API key variable set, GPU present, weights in the local HF
     cache; nothing is downloaded, no key is printed).
 

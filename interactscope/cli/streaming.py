@@ -322,7 +322,9 @@ def run_guard(run: Path, purpose: str) -> Iterator[Any]:
         try:
             completeness = run_completeness(run)
             lines = incomplete_warnings(run, completeness)
-        except (RunLogError, BenchmarkError) as exc:
+        except RunLogError:  # scoring reads the same records: one error, not a warning first
+            raise
+        except BenchmarkError as exc:
             completeness = None
             lines = [f"{run}: cannot check completeness ({str(exc).splitlines()[0]})"]
         for line in lines:
@@ -539,8 +541,9 @@ def demo(
     ),
     resamples: int = typer.Option(10_000, "--resamples", help="Bootstrap resamples B."),
 ) -> None:
-    """Collect, score and compare a panel on the bundled demo benchmark: oracle (perfect),
-    blind-fire (timing prior), silent, and the CPU default model `cascade` (ASR transcript +
+    """Collect, score and compare a panel on the bundled demo benchmark: the baselines oracle
+    (perfect), blind-fire (timing prior), change-detector (answers at visual change points and
+    audio onsets) and silent, and the CPU default model `cascade` (ASR transcript +
     SmolLM2-135M; it SEES NO PIXELS) on its first --cpu-limit interactions. Prints one
     leaderboard with 95% intervals; writes the report and one viewer page for the panel.
 

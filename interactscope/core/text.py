@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-__all__ = ["plural"]
+__all__ = ["one_decimal", "plural"]
 
 
 def plural(n: int | float, noun: str, many: str | None = None) -> str:
@@ -15,3 +15,16 @@ def plural(n: int | float, noun: str, many: str | None = None) -> str:
     ('1 decision point', '0 errors', '2 interactions')
     """
     return f"{n} {noun if n == 1 else (many or noun + 's')}"
+
+
+def one_decimal(x: float | None) -> str:
+    """``x`` with one decimal as Python formats it (``f"{x:.1f}"``: the exact binary value,
+    ties to even, so 6.25 is "6.2"), "—" for ``None`` or NaN: the one rounding rule of the
+    leaderboard and the viewer (JavaScript's ``toFixed`` would print 6.25 as "6.3").
+
+    >>> one_decimal(6.25), one_decimal(12.5), one_decimal(None)
+    ('6.2', '12.5', '—')
+    """
+    if x is None or x != x:
+        return "—"
+    return f"{x:.1f}"

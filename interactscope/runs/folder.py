@@ -35,6 +35,10 @@ from interactscope.runs.common import MANIFEST, RunLogError, parse_shard, run_lo
 
 log = logging.getLogger(__name__)
 
+# torn last lines already warned about in this process: one command (e.g. `score`) reads the
+# same records file several times, and one warning each is enough
+_TORN_WARNED: set[tuple[str, int, int]] = set()
+
 R = TypeVar("R", bound=BaseModel)
 M = TypeVar("M", bound=BaseModel)
 
@@ -104,13 +108,16 @@ def read_records(path: Path, fmt: RunFormat[R, M], *, repair: bool = False) -> l
         if chunk.strip():
             rec = _parse_line(path, lineno, chunk, fmt, last=nl < 0 or not data[nl + 1 :].strip())
             if rec is None or nl < 0:
-                log.warning(
-                    "%s:%d: dropping a half-written last line (%d bytes)%s",
-                    path,
-                    lineno,
-                    len(chunk),
-                    fmt.torn_note,
-                )
+                key = (str(path.resolve()), len(data), lineno)
+                if key not in _TORN_WARNED:
+                    _TORN_WARNED.add(key)
+                    log.warning(
+                        "%s:%d: dropping a half-written last line (%d bytes)%s",
+                        path,
+                        lineno,
+                        len(chunk),
+                        fmt.torn_note,
+                    )
                 if repair:
                     _truncate(path, pos)
                 break

@@ -25,6 +25,7 @@ from typing import Any, Literal
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
+from interactscope.core.text import one_decimal
 from interactscope.streaming.adapters.registry import load_model_config
 from interactscope.streaming.analysis.report import build_report
 from interactscope.streaming.collect import run_collect
@@ -97,7 +98,8 @@ class DemoResult(BaseModel):
 def _cell(row: pd.Series | None) -> str:
     if row is None or pd.isna(row["estimate"]):
         return "—"
-    return f"{row['estimate']:.1f} [{row['low']:.1f}, {row['high']:.1f}]"
+    est, low, high = (one_decimal(row[k]) for k in ("estimate", "low", "high"))
+    return f"{est} [{low}, {high}]"
 
 
 def leaderboard(

@@ -2,12 +2,12 @@
 every row this machine can run (``interactscope collect --panel NAME``, ``interactscope models``).
 
 A panel file is a list of rows: the paper's name for the row, its group (``api``, ``prompted``,
-``streaming``, ``baseline``), the model config that runs it (or ``missing``: why there is none),
-whether it needs a GPU or a local server, memory and licence notes. :func:`row_status` says,
-without the network, whether a row can run here: its packages installed, its API key variable
-set (the key itself is never read into output), the base-URL variable of a server it needs
-set (:func:`server_url_env`), a GPU present, its weights in the local HF
-cache. :func:`run_panel` collects every runnable row into ``OUT/<model>/``, scores it, and
+``streaming``, ``cpu``, ``baseline``), the model config that runs it (or ``missing``: why there
+is none), whether it needs a GPU or a local server, memory and licence notes.
+:func:`row_status` says, without the network, whether a row can run here: its packages
+installed, its API key variable set (the key itself is never read into output), the base-URL
+variable of a server it needs set (:func:`server_url_env`), a GPU present, its weights in the
+local HF cache. :func:`run_panel` collects every runnable row into ``OUT/<model>/``, scores it, and
 writes the paper's tables over the panel (``OUT/report/``) and one leaderboard; each skipped row
 is one line saying what is missing.
 
@@ -57,11 +57,12 @@ __all__ = [
 ]
 
 
-GROUPS = ("api", "prompted", "streaming", "baseline")
+GROUPS = ("api", "prompted", "streaming", "cpu", "baseline")
 GROUP_TITLES = {
     "api": "API (proprietary; Offline Probing)",
     "prompted": "open prompted models (Offline Probing)",
     "streaming": "streaming models (own loop; Online Rolling)",
+    "cpu": "CPU reference model (runs a small model; not in the paper)",
     "baseline": "baselines (no model)",
     "other": "other configs (not in the panel)",
 }
@@ -77,7 +78,7 @@ class PanelRow(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     row: str
-    group: Literal["api", "prompted", "streaming", "baseline"]
+    group: Literal["api", "prompted", "streaming", "cpu", "baseline"]
     model: str | None = None
     missing: str | None = None
     gpu: bool = False

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, computed_field
+
+from interactscope.core.text import one_decimal
 
 
 def isolate(text: str) -> str:
@@ -161,6 +163,20 @@ class ScoreCell(_Model):
     counts: str = ""
     note: str = ""
 
+    @computed_field  # the page prints these, so it rounds as the leaderboard does
+    @property
+    def text(self) -> str:
+        """The estimate with one decimal (:func:`~interactscope.core.text.one_decimal`)."""
+        return one_decimal(self.estimate)
+
+    @computed_field
+    @property
+    def interval(self) -> str:
+        """``"[low, high]"`` with one decimal each, "" without an interval."""
+        if self.low is None:
+            return ""
+        return f"[{one_decimal(self.low)}, {one_decimal(self.high)}]"
+
 
 class RunSummary(_Model):
     label: str
@@ -170,6 +186,8 @@ class RunSummary(_Model):
     judge: str = ""
     approximation: str | None = None
     scored: bool = False
+    interactions: str = ""
+    """The interactions the run covers, as the leaderboard says it: "4 of 11 interactions"."""
     settings: dict[str, Any] = Field(default_factory=dict)
     health: dict[str, Any] = Field(default_factory=dict)
     scores: list[ScoreCell] = Field(default_factory=list)

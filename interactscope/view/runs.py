@@ -104,8 +104,13 @@ def load_run(path: str | Path, label: str | None = None) -> LoadedRun:
         folder = RunFolder(path)
         manifest = folder.manifest
         records = folder.responses()
-    except RunLogError as exc:
-        raise ViewError(f"{exc}; give a folder made by `interactscope collect`") from None
+    except RunLogError as exc:  # a folder collect made (run.json there) needs no such hint
+        hint = (
+            ""
+            if (path / "run.json").is_file()
+            else "; give a folder made by `interactscope collect`"
+        )
+        raise ViewError(f"{exc}{hint}") from None
     except (ValueError, OSError) as exc:
         raise ViewError(f"{path}: unreadable run folder ({exc})") from None
     try:

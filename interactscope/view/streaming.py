@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from interactscope.core.text import plural
 from interactscope.streaming.schema import Interaction
 from interactscope.view.classify import classify_interaction
 from interactscope.view.environment import env_cells
@@ -27,6 +28,15 @@ _NOT_RESPONSES = ("error", "suppressed", "ignored")
 """Mark classes that are no response after q (a run with none of the others was silent)."""
 
 
+def _coverage(run: LoadedRun) -> str:
+    """ "4 of 11 interactions": what the run covers of its benchmark (``run.json``), as the
+    demo leaderboard's ``interactions`` column counts it."""
+    m = run.manifest
+    total = m.benchmark.n_interactions
+    n = len(m.interaction_ids) if m.interaction_ids is not None else total
+    return f"{n} of {plural(total, 'interaction')}"
+
+
 def _summary(run: LoadedRun, view: ViewSettings) -> RunSummary:
     s = run.summary
     judge = s.get("settings", {}).get("judge", {})
@@ -38,6 +48,7 @@ def _summary(run: LoadedRun, view: ViewSettings) -> RunSummary:
         judge=str(judge.get("name", "")) if isinstance(judge, dict) else str(judge),
         approximation=s.get("approximation"),
         scored=run.scored,
+        interactions=_coverage(run),
         settings=run.manifest.settings.model_dump(mode="json"),
         health=s.get("health", {}),
     )

@@ -36,6 +36,7 @@ __all__ = [
     "RunInputs",
     "ScoredRun",
     "check_comparable",
+    "coverage",
     "load_scored",
     "non_default_settings",
     "rescore",
@@ -275,6 +276,37 @@ def _benchmark_line(run: ScoredRun) -> str:
     return f"{run.path} is {b.name} v{b.version} (fingerprint {b.fingerprint})"
 
 
+def coverage(run: ScoredRun) -> str:
+    """What part of its benchmark ``run`` covers, in words: ``"PATH is shard 2/4"``, ``"... is a
+    subset (--only/--task)"``, ``"... covers 4 of 11 interactions"`` (e.g. ``collect --limit``) or
+    ``"... is a full run (11 interactions)"``; counts from ``scores/interactions.csv`` and
+    ``run.json``'s ``benchmark.n_interactions``."""
+    m, n = run.manifest, len(run.interactions)
+    total = m.benchmark.n_interactions
+    if m.shard:
+        return f"{run.path} is shard {m.shard} ({n} of {total} interactions)"
+    if (m.model_extra or {}).get("subset"):
+        return f"{run.path} is a subset (--only/--task: {n} of {total} interactions)"
+    if n < total:
+        return f"{run.path} covers {n} of {total} interactions"
+    return f"{run.path} is a full run ({n} interactions)"
+
+
+def _pairing_fix(a: ScoredRun, b: ScoredRun, common: set[str]) -> str:
+    """How to get two runs onto the same interactions (there is no compare-on-common option:
+    paired differences over a silently smaller set would misreport the benchmark)."""
+    if a.manifest.shard or b.manifest.shard:
+        return "merge shards with `interactscope merge` first"
+    if not common:
+        return "they share no interaction"
+    ids = ",".join(sorted(common)) if len(common) <= 20 else None
+    how = f"--only {ids}" if ids else "the same --limit/--only"
+    return (
+        f"to compare on the {len(common)} common interactions, collect the larger run's model "
+        f"again with {how} into a new folder, score it and compare that"
+    )
+
+
 def check_comparable(a: ScoredRun, b: ScoredRun) -> list[str]:
     """Refuse runs that cannot be paired; return warnings for those that can with caveats.
 
@@ -296,7 +328,7 @@ def check_comparable(a: ScoredRun, b: ScoredRun) -> list[str]:
             f"the runs cover different interactions ({len(ia)} vs {len(ib)}): "
             f"only in {a.path}: {only_a[:5]}{' …' if len(only_a) > 5 else ''}; "
             f"only in {b.path}: {only_b[:5]}{' …' if len(only_b) > 5 else ''} "
-            "(a shard cannot be paired with a full run; merge shards first)"
+            f"({coverage(a)}; {coverage(b)}; {_pairing_fix(a, b, ia & ib)})"
         )
     ca = a.interactions.set_index("interaction_id")["cluster"].astype(str)
     cb = b.interactions.set_index("interaction_id")["cluster"].astype(str)

@@ -6,8 +6,9 @@ const W = 960, PAD = 30;
 
 function ciCell(c) {
   if (!c) return "<td>—</td>";
-  const ci = c.low == null ? "" : ` <span class="ci">[${fmt(c.low)}, ${fmt(c.high)}]</span>`;
-  return `<td title="${iso(c.counts)}${c.note ? " — " + iso(c.note) : ""}">${fmt(c.estimate)}${ci}</td>`;
+  // text/interval come formatted from Python: the same rounding as the leaderboard (6.25 -> 6.2)
+  const ci = c.interval ? ` <span class="ci">${esc(c.interval)}</span>` : "";
+  return `<td title="${iso(c.counts)}${c.note ? " — " + iso(c.note) : ""}">${esc(c.text)}${ci}</td>`;
 }
 
 // A run without score files gets the neutral "not scored" cell, never a number.
@@ -16,7 +17,7 @@ function runCell(r, c) { return r.scored ? ciCell(c) : `<td class="not-scored">$
 function envCell(r, c) {
   if (!r.scored) return runCell(r, c);
   if (!c) return `<td title="no environment interaction in this run">—</td>`;
-  return `<td title="${iso(c.note)}">${fmt(c.estimate)} <span class="ci">(${esc(c.counts)})</span></td>`;
+  return `<td title="${iso(c.note)}">${esc(c.text)} <span class="ci">(${esc(c.counts)})</span></td>`;
 }
 
 function envRows(runs) {
@@ -33,7 +34,7 @@ function renderSummary(root) {
     const h = r.health || {}, j = h.judge || {};
     const health = r.scored ? `infrastructure errors ${h.infrastructure_errors ?? 0}, suppressed ${h.suppressed_records ?? 0}, ` +
       `parse errors ${h.parse_errors ?? 0}, unparseable verdicts ${j.unparseable_pairs ?? 0}, unjudged targets ${j.unjudged_targets ?? 0}` : "";
-    return `<div class="runcard" data-run="${i}"><b>${bdi(r.label)}</b> — model ${bdi(r.model)}, ${bdi(r.protocol)} protocol` +
+    return `<div class="runcard" data-run="${i}"><b>${bdi(r.label)}</b> — model ${bdi(r.model)}, ${bdi(r.protocol)} protocol, ${bdi(r.interactions)}` +
       (r.judge ? `, judge ${bdi(r.judge)}` : "") + `<br><span class="ci">${bdi(r.path)}</span>` +
       (r.approximation ? `<br><span class="ci">judge approximation: ${bdi(r.approximation)}</span>` : "") +
       (health ? `<br>health: ${health}` : "") +
@@ -41,7 +42,7 @@ function renderSummary(root) {
   }).join("");
   const metrics = [];
   runs.forEach(r => r.scores.forEach(c => { if (!metrics.includes(c.metric)) metrics.push(c.metric); }));
-  const head = "<tr><th>metric (%; 95% CI)</th>" + runs.map(r => `<th>${bdi(r.label)}</th>`).join("") + "</tr>";
+  const head = "<tr><th>metric (%; 95% CI)</th>" + runs.map(r => `<th>${bdi(r.label)}<br><span class="ci">${bdi(r.interactions)}</span></th>`).join("") + "</tr>";
   const rows = metrics.map(m => `<tr><td>${bdi(m)}</td>` + runs.map(r => runCell(r, r.scores.find(c => c.metric === m))).join("") + "</tr>").join("");
   const table = metrics.length ? `<table class="scores" id="score-table">${head}${rows}${envRows(runs)}</table>` :
     `<p id="no-scores">${stateBadge("unscored")} no run is scored yet: run <code>interactscope score RUN</code> to see outcomes</p>`;
