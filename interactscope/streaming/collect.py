@@ -323,7 +323,9 @@ def run_collect(
                 _add_build_time(summary, build_s)
                 writer.manifest.adapter = adapter.describe()
                 writer.finish(summary.as_dict())
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt) and writer.done:  # Ctrl-C / SIGTERM
+                    writer.interrupted(time.perf_counter() - t_build)
                 writer.close()
                 if created and not writer.done:
                     remove_new_run(outp)
