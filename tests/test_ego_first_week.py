@@ -358,3 +358,39 @@ def test_interrupted_collect_records_its_wall_time(tmp_path, monkeypatch) -> Non
     assert m["invocations"][1]["summary"]["written"] == 49  # 89 - 40
     assert "whole run (2 invocations): 89 decision points" in second.output
     assert "untimed" not in second.output
+
+
+# --------------------------------------------------- --set typos name the valid keys (trial 3)
+def test_ego_run_set_typo_lists_the_group_and_the_close_match(tmp_path) -> None:
+    res = CliRunner().invoke(app, ["ego", "run", "--agent", "oracle", "--variant", "retail1",
+                                   "--out", str(tmp_path / "r"), "--set", "limits.max_user_turn=5"])  # fmt: skip
+    assert res.exit_code == 1
+    # LimitSettings has exactly these two fields (episode_settings.py)
+    assert "unknown episode setting 'limits.max_user_turn'; valid here: limits.max_user_turns, " \
+           "limits.max_tool_calls; did you mean limits.max_user_turns?" in res.output  # fmt: skip
+    assert SETTINGS_DOCS in res.output
+    with pytest.raises(
+        ValueError, match=r"'limit'; valid here: mode, runner, limits, .*did you mean limits\?"
+    ):
+        build_settings("easy", {"limit.max_user_turns": 5})
+
+
+def test_ego_score_set_typo_says_unknown_and_the_close_match(tmp_path) -> None:
+    out = tmp_path / "r"
+    execute(prepare(_req(out, tasks="1")))
+    for extra in ([], ["--reference", "paper"]):
+        res = CliRunner().invoke(app, ["ego", "score", str(out), *extra, "--set", "float_tolerence=0.1"])  # fmt: skip
+        assert res.exit_code == 1, res.output
+        assert "--set float_tolerence: unknown scorer setting; valid here: " in res.output
+        assert res.output.rstrip().endswith("did you mean float_tolerance?")
+        assert "Extra inputs are not permitted" not in res.output
+
+
+def test_collect_set_typo_also_offers_the_close_match() -> None:
+    from interactscope.streaming.collect import CollectError, resolve_settings
+
+    with pytest.raises(
+        CollectError,
+        match=r"grid\.stepp: unknown setting; valid here: grid\.step_s.*did you mean grid\.step_s\?",
+    ):
+        resolve_settings({}, {"grid.stepp": 1})

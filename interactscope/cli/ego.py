@@ -137,8 +137,20 @@ def _score_settings(set_: list[str], reference: str):
     try:
         return profile(reference, **parse_sets(set_))
     except ValidationError as exc:
-        e = exc.errors()[0]
-        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+        fail(_score_set_problem(exc))
+
+
+def _score_set_problem(exc) -> str:
+    """One line for a bad scorer ``--set``: an unknown key lists the valid ones (close
+    matches first), as ``ego run --set`` and ``collect --set`` do."""
+    from interactscope.core.settings import unknown_setting_hint
+    from interactscope.egobench.settings import ScoreSettings
+
+    e = exc.errors()[0]
+    key = ".".join(map(str, e["loc"]))
+    if e["type"] == "extra_forbidden":
+        return f"--set {key}: unknown scorer setting{unknown_setting_hint(ScoreSettings, e['loc'])}"
+    return f"--set {key}: {e['msg']}"
 
 
 def _run_score_settings(run: Path, set_: list[str], reference: str | None):
@@ -159,8 +171,7 @@ def _run_score_settings(run: Path, set_: list[str], reference: str | None):
         base = run_profile(load_run(run)[0].settings)
         return ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
     except ValidationError as exc:
-        e = exc.errors()[0]
-        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+        fail(_score_set_problem(exc))
 
 
 @ego_app.command("score")
