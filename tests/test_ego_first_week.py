@@ -394,3 +394,19 @@ def test_collect_set_typo_also_offers_the_close_match() -> None:
         match=r"grid\.stepp: unknown setting; valid here: grid\.step_s.*did you mean grid\.step_s\?",
     ):
         resolve_settings({}, {"grid.stepp": 1})
+
+
+# ------------------------------------------------ --agent typo: what --agent accepts (trial 3)
+def test_unknown_agent_lists_what_agent_accepts_and_the_close_match(tmp_path) -> None:
+    res = CliRunner().invoke(app, ["ego", "run", "--agent", "orcale", "--variant", "retail1",
+                                   "--out", str(tmp_path / "r")])  # fmt: skip
+    assert res.exit_code == 1
+    line = res.output.strip().splitlines()[-1]
+    assert line.startswith("--agent 'orcale': unknown; expected one of egointeract, none, oracle")
+    assert line.endswith("did you mean oracle?")
+    # shipped configs: gpt-4o (backend openai) can chat; silent, blind-fire, change-detector
+    # and mmduet2 (streaming-only backends) cannot, so --agent does not offer them
+    assert "gpt-4o" in line
+    for streaming_only in ("silent", "blind-fire", "change-detector", "mmduet2"):
+        assert streaming_only not in line
+    assert not (tmp_path / "r").exists()

@@ -64,12 +64,15 @@ def build_agent(spec: str) -> tuple[Agent, dict[str, Any]]:
 
     Raises:
         ChatModelError: a model that cannot be resolved or cannot chat (one line)."""
-    from interactscope.egobench.chat_models import load_chat_engine
+    from interactscope.egobench.chat_models import load_chat_engine, unknown_name
 
     head, _, rest = spec.partition(":")
     if plugins.registered(KIND, head):
         agent = plugins.lookup(KIND, head, what="agent")(rest)
         return agent, {"name": spec, **agent.describe()}
+    unknown = unknown_name("--agent", spec, plugins.names(KIND))
+    if unknown is not None:
+        raise unknown
     engine, info = load_chat_engine(spec, "--agent")
     agent = ModelAgent(engine, info.name, wants_pixels=info.sees_pixels)
     return agent, {**info.model_dump(), **agent.describe()}
