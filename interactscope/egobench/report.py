@@ -296,7 +296,9 @@ def write_report(
             + _diff_markdown(diffs)
         )
         paths.append(dest / "differences.csv")
-        write_atomic(paths[-1], diffs.to_csv(index=False))
+        from interactscope.egobench.egointeract.ablation import in_percent
+
+        write_atomic(paths[-1], in_percent(diffs).to_csv(index=False))  # one unit: percent
     if notes:
         md += "\nNotes:\n" + "".join(f"- {n}\n" for n in notes)
     write_atomic(paths[0], md)
