@@ -139,6 +139,10 @@ def _calls(tasks: list[int]) -> int:
     return sum(len(v.task(t).ground_truth) for t in tasks)
 
 
+class _Killed(BaseException):
+    """Stands in for SIGKILL: no handler of ours sees it (unlike Ctrl-C / SIGTERM)."""
+
+
 def test_killed_run_resumed_summary_is_the_sum_of_both_invocations(tmp_path, monkeypatch):
     out = tmp_path / "run"
     real = runner_mod._play
@@ -146,12 +150,12 @@ def test_killed_run_resumed_summary_is_the_sum_of_both_invocations(tmp_path, mon
 
     def dies_on_the_second(*a, **kw):
         if len(played) == 1:
-            raise KeyboardInterrupt  # killed while playing task 2
+            raise _Killed  # killed while playing task 2
         played.append(1)
         return real(*a, **kw)
 
     monkeypatch.setattr(runner_mod, "_play", dies_on_the_second)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(_Killed):
         execute(prepare(_req(out, tasks="1-3")))
     monkeypatch.setattr(runner_mod, "_play", real)
     again = execute(prepare(_req(out, tasks="1-3")))
@@ -285,3 +289,124 @@ def test_a_broken_run_json_names_the_file_not_a_placeholder(tmp_path: Path) -> N
     assert res.exit_code == 1
     assert f"{run / 'run.json'}: not a valid run manifest (Invalid JSON" in res.output
     assert "<file>" not in res.output
+
+
+# ------------------------------------------------- a caught Ctrl-C / SIGTERM is timed (trial 3)
+def _interrupt_on_the_second(monkeypatch, exc: type[BaseException]) -> None:
+    real, played = runner_mod._play, []
+
+    def stops(*a, **kw):
+        if len(played) == 1:
+            raise exc  # Ctrl-C (or SIGTERM, cli.common.Terminated) while playing task 2
+        played.append(1)
+        return real(*a, **kw)
+
+    monkeypatch.setattr(runner_mod, "_play", stops)
+
+
+@pytest.mark.parametrize("signal_name", ["ctrl-c", "sigterm"])
+def test_interrupted_ego_run_records_its_wall_time(tmp_path, monkeypatch, signal_name) -> None:
+    from interactscope.cli.common import Terminated
+
+    out = tmp_path / "run"
+    _interrupt_on_the_second(
+        monkeypatch, KeyboardInterrupt if signal_name == "ctrl-c" else Terminated
+    )
+    with pytest.raises(KeyboardInterrupt):
+        execute(prepare(_req(out, tasks="1-3")))
+    m = read_manifest(out)
+    (inv,) = m.invocations
+    assert m.ended_at is None  # the run is unfinished
+    assert inv.interrupted and inv.ended_at is not None
+    assert (inv.written, inv.summary["episodes"], inv.summary["tool_calls"]) == (1, 1, _calls([1]))
+    assert inv.summary["wall_s"] is not None and inv.summary["wall_s"] >= 0
+    monkeypatch.undo()
+    again = execute(prepare(_req(out, tasks="1-3")))
+    m = read_manifest(out)
+    assert (m.summary["invocations"], m.summary["untimed"], m.summary["episodes"]) == (2, 0, 3)
+    first, second = (i.summary for i in m.invocations)
+    assert m.summary["wall_s"] == round(first["wall_s"] + second["wall_s"], 3)
+    assert "whole run (2 invocations): 3/3 episodes" in again.line()
+    assert "untimed" not in again.line()
+
+
+def test_interrupted_collect_records_its_wall_time(tmp_path, monkeypatch) -> None:
+    from interactscope.streaming.runlog import RunWriter
+
+    out, bench = tmp_path / "r", str(ROOT / "annotations" / "demo")
+    args = ["collect", "--model", "oracle", "--bench", bench, "--out", str(out), "--no-progress"]
+    real = RunWriter.append
+
+    def ctrl_c_after_40(self, record):
+        if len(self.done) == 40:
+            raise KeyboardInterrupt
+        real(self, record)
+
+    monkeypatch.setattr(RunWriter, "append", ctrl_c_after_40)
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 130, first.output  # the CLI's "interrupted" exit
+    assert "interrupted: the records written to" in first.output
+    m = json.loads((out / "run.json").read_text())
+    (inv,) = m["invocations"]
+    assert m["ended_at"] is None and inv["interrupted"] is True
+    assert inv["summary"]["written"] == 40 and inv["summary"]["decision_points"] == 40
+    assert inv["summary"]["wall_s"] > 0
+    monkeypatch.undo()
+    second = CliRunner().invoke(app, args)
+    assert second.exit_code == 0, second.output
+    m = json.loads((out / "run.json").read_text())
+    assert m["invocations"][1]["summary"]["written"] == 49  # 89 - 40
+    assert "whole run (2 invocations): 89 decision points" in second.output
+    assert "untimed" not in second.output
+
+
+# --------------------------------------------------- --set typos name the valid keys (trial 3)
+def test_ego_run_set_typo_lists_the_group_and_the_close_match(tmp_path) -> None:
+    res = CliRunner().invoke(app, ["ego", "run", "--agent", "oracle", "--variant", "retail1",
+                                   "--out", str(tmp_path / "r"), "--set", "limits.max_user_turn=5"])  # fmt: skip
+    assert res.exit_code == 1
+    # LimitSettings has exactly these two fields (episode_settings.py)
+    assert "unknown episode setting 'limits.max_user_turn'; valid here: limits.max_user_turns, " \
+           "limits.max_tool_calls; did you mean limits.max_user_turns?" in res.output  # fmt: skip
+    assert SETTINGS_DOCS in res.output
+    with pytest.raises(
+        ValueError, match=r"'limit'; valid here: mode, runner, limits, .*did you mean limits\?"
+    ):
+        build_settings("easy", {"limit.max_user_turns": 5})
+
+
+def test_ego_score_set_typo_says_unknown_and_the_close_match(tmp_path) -> None:
+    out = tmp_path / "r"
+    execute(prepare(_req(out, tasks="1")))
+    for extra in ([], ["--reference", "paper"]):
+        res = CliRunner().invoke(app, ["ego", "score", str(out), *extra, "--set", "float_tolerence=0.1"])  # fmt: skip
+        assert res.exit_code == 1, res.output
+        assert "--set float_tolerence: unknown scorer setting; valid here: " in res.output
+        assert res.output.rstrip().endswith("did you mean float_tolerance?")
+        assert "Extra inputs are not permitted" not in res.output
+
+
+def test_collect_set_typo_also_offers_the_close_match() -> None:
+    from interactscope.streaming.collect import CollectError, resolve_settings
+
+    with pytest.raises(
+        CollectError,
+        match=r"grid\.stepp: unknown setting; valid here: grid\.step_s.*did you mean grid\.step_s\?",
+    ):
+        resolve_settings({}, {"grid.stepp": 1})
+
+
+# ------------------------------------------------ --agent typo: what --agent accepts (trial 3)
+def test_unknown_agent_lists_what_agent_accepts_and_the_close_match(tmp_path) -> None:
+    res = CliRunner().invoke(app, ["ego", "run", "--agent", "orcale", "--variant", "retail1",
+                                   "--out", str(tmp_path / "r")])  # fmt: skip
+    assert res.exit_code == 1
+    line = res.output.strip().splitlines()[-1]
+    assert line.startswith("--agent 'orcale': unknown; expected one of egointeract, none, oracle")
+    assert line.endswith("did you mean oracle?")
+    # shipped configs: gpt-4o (backend openai) can chat; silent, blind-fire, change-detector
+    # and mmduet2 (streaming-only backends) cannot, so --agent does not offer them
+    assert "gpt-4o" in line
+    for streaming_only in ("silent", "blind-fire", "change-detector", "mmduet2"):
+        assert streaming_only not in line
+    assert not (tmp_path / "r").exists()

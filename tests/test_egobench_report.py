@@ -163,6 +163,9 @@ def test_report_of_run_folders_one_row_per_agent(two_agents):
     b_row = d.loc["egointeract:fake,no_rules [no_rules]"]
     assert b_row.d_Joint == pytest.approx(-37.5) and b_row.d_Joint_high <= 0 < -b_row.d_Joint_low
     assert b_row.n_tasks == 8 and math.isnan(d.loc["egointeract:fake,full"].d_Joint)
+    # one unit in the file: the levels in percent too (a 7/8, b 4/8 of the 8 shared tasks)
+    assert (d.loc["egointeract:fake,full"].Joint, b_row.Joint) == (87.5, 50.0)
+    assert b_row.Joint - d.loc["egointeract:fake,full"].Joint == pytest.approx(b_row.d_Joint)
     assert (
         "Paired differences against `egointeract:fake,full`"
         in (base / "rep" / "report.md").read_text()

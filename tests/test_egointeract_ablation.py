@@ -67,6 +67,12 @@ def test_markdown_and_files(table, tmp_path):
     assert "cluster = task, 8 clusters" in text and "against `full`" in text
     assert "\\begin{tabular}" in paths[1].read_text(encoding="utf-8")
     assert paths[2].read_text(encoding="utf-8").startswith("policy,n_tasks,run,Joint")
+    # the CSV on one scale: no_auditor's Joint 75.0 (percent) beside its d_Joint -12.5 (points)
+    import pandas as pd
+
+    csv = pd.read_csv(paths[2]).set_index("policy").loc["no_auditor"]
+    assert (csv.Joint, csv.d_Joint) == (75.0, -12.5)
+    assert t.set_index("policy").loc["no_auditor"].Joint == 0.75  # the frame keeps fractions
 
 
 def test_tasks_missing_from_a_run_are_left_out_and_noted(runs, tmp_path):

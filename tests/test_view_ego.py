@@ -306,3 +306,26 @@ def test_ego_badges_use_the_palette_and_no_episode_is_neutral(browser, ego_run_g
     assert page.locator("section.task:not([hidden])").count() == 1  # task 3 only
     assert problems == []
     page.close()
+
+
+def test_comparison_title_says_an_equal_mode_once(ego_run, oracle_run):
+    # both runs are easy mode (ego run's default): once, not "easy / easy"
+    assert build_view([ego_run, oracle_run]).title == "oracle vs oracle — EgoBench (easy)"
+
+
+def test_run_b_gets_the_same_chips_as_run_a(browser, ego_run, oracle_run, tmp_path):
+    """Task 3: A (the hand-made wrong write, qty 2) fails with a final state unlike the GT; B
+    (the oracle) solves it, its final state equal to the GT: B shows the state chip too."""
+    from tests.helpers.browser import _open
+
+    out = tmp_path / "two.html"
+    assert CliRunner().invoke(app, ["view", str(ego_run), str(oracle_run), "--out", str(out)]).exit_code == 0  # fmt: skip
+    page, problems = _open(browser, out)
+    head = page.locator('section.task[data-key="retail1:3"] .task-head').inner_text()
+    a, _, b = head.partition(" · B: ")
+    assert "failed" in a and "state ≠ GT" in a
+    assert "JointSucc" in b and "tools 3/3" in b and "state = GT" in b
+    chips = page.locator('section.task[data-key="retail1:1"] .task-head .badge.st-hit')
+    assert chips.count() == 6  # JointSucc, tools, state = GT for A and for B (both oracle)
+    assert problems == []
+    page.close()

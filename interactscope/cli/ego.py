@@ -10,6 +10,7 @@ from pydantic import ValidationError
 
 from interactscope.cli.app import App, app
 from interactscope.cli.common import fail, parse_sets
+from interactscope.core.settings import unknown_setting_hint
 from interactscope.core.text import plural
 from interactscope.egobench import (
     list_variants,
@@ -145,8 +146,18 @@ def _score_settings(set_: list[str], reference: str):
     try:
         return profile(reference, **parse_sets(set_))
     except ValidationError as exc:
-        e = exc.errors()[0]
-        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+        fail(_score_set_problem(exc))
+
+
+def _score_set_problem(exc) -> str:
+    """One line for a bad scorer ``--set``: an unknown key lists the valid ones (close
+    matches first), as ``ego run --set`` and ``collect --set`` do."""
+
+    e = exc.errors()[0]
+    key = ".".join(map(str, e["loc"]))
+    if e["type"] == "extra_forbidden":
+        return f"--set {key}: unknown scorer setting{unknown_setting_hint(ScoreSettings, e['loc'])}"
+    return f"--set {key}: {e['msg']}"
 
 
 def _run_score_settings(run: Path, set_: list[str], reference: str | None):
@@ -161,8 +172,7 @@ def _run_score_settings(run: Path, set_: list[str], reference: str | None):
         base = run_profile(load_run(run)[0].settings)
         return ScoreSettings(**{**base.model_dump(), **parse_sets(set_)})
     except ValidationError as exc:
-        e = exc.errors()[0]
-        fail(f"--set {'.'.join(map(str, e['loc']))}: {e['msg']}")
+        fail(_score_set_problem(exc))
 
 
 @ego_app.command("score")

@@ -3,7 +3,8 @@ one-line errors, and the human-readable difference of two settings dicts."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import difflib
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -39,6 +40,38 @@ def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
         else:
             node[leaf] = value
     return out
+
+
+def setting_choices(
+    model: type[BaseModel], loc: Sequence[str | int]
+) -> tuple[list[str], list[str]] | None:
+    """For an unknown setting at ``loc`` (a pydantic ``extra_forbidden`` error's ``loc``, e.g.
+    ``("limits", "max_user_turn")``): the dotted keys valid at that level of ``model`` and the
+    close matches among them (:func:`difflib.get_close_matches`, best first, at most 3).
+    None when ``loc`` does not run through nested settings models (no list to offer)."""
+    node: Any = model
+    try:
+        for part in loc[:-1]:
+            node = node.model_fields[part].annotation
+        fields = list(node.model_fields)
+    except (AttributeError, KeyError, TypeError):
+        return None
+    prefix = "".join(f"{p}." for p in loc[:-1])
+    valid = [prefix + k for k in fields]
+    key = ".".join(map(str, loc))
+    return valid, difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
+
+
+def unknown_setting_hint(model: type[BaseModel], loc: Sequence[str | int]) -> str:
+    """``; valid here: A, B; did you mean K?`` for an unknown setting at ``loc`` (see
+    :func:`setting_choices`; no question without a close match); empty when there is no list
+    to offer."""
+    choices = setting_choices(model, loc)
+    if choices is None:
+        return ""
+    valid, close = choices
+    mean = f"; did you mean {' or '.join(close)}?" if close else ""
+    return f"; valid here: {', '.join(valid)}{mean}"
 
 
 def options_with(

@@ -3,12 +3,17 @@ and simulated user, with a one-line error for a name or config that cannot chat.
 
 from __future__ import annotations
 
+import difflib
 from typing import Any
 
 from pydantic import BaseModel
 
 from interactscope.core.errors import InteractScopeError
-from interactscope.core.model_configs import ModelConfigError, resolve_model_config
+from interactscope.core.model_configs import (
+    ModelConfigError,
+    available_models,
+    resolve_model_config,
+)
 from interactscope.engines import ENGINES, EngineError, load_engine
 
 
@@ -25,6 +30,37 @@ class ChatModel(BaseModel):
     sha256: str
     backend: str
     sees_pixels: bool = True
+
+
+def chat_model_names() -> list[str]:
+    """Config names (``configs/models``) whose backend has a chat engine, sorted: the models
+    that can be an EgoBench agent or user (streaming-only baselines such as ``silent`` or
+    ``change-detector`` are left out; an unreadable config is left out too)."""
+    out = []
+    for name in available_models():
+        try:
+            backend = resolve_model_config(name).config.get("backend")
+        except ModelConfigError:
+            continue
+        if backend in ENGINES:
+            out.append(name)
+    return out
+
+
+def unknown_name(role: str, name: str, builtins: list[str]) -> ChatModelError | None:
+    """The error for a ``role`` name (``--agent``) that is neither one of ``builtins`` nor a
+    config name nor a ``.yaml`` path: it lists what ``role`` accepts (``builtins``, then the
+    chat models of :func:`chat_model_names`) and the close matches (difflib); None for a
+    known name."""
+    if name.endswith((".yaml", ".yml")) or "/" in name or name in available_models():
+        return None
+    models = chat_model_names()
+    close = difflib.get_close_matches(name, [*builtins, *models], n=3, cutoff=0.6)
+    mean = f"; did you mean {' or '.join(close)}?" if close else ""
+    return ChatModelError(
+        f"{role} {name!r}: unknown; expected one of {', '.join(builtins)} or a chat model "
+        f"({', '.join(models) or 'none configured'}; `interactscope models` lists them){mean}"
+    )
 
 
 def resolve_chat_model(name: str, role: str) -> tuple[ChatModel, dict[str, Any]]:

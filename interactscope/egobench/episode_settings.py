@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interactscope.core.settings import apply_overrides
+from interactscope.core.settings import apply_overrides, unknown_setting_hint
 from interactscope.egobench.profiles import PROFILES
 
 Mode = Literal["easy", "hard", "static"]
@@ -176,7 +176,8 @@ def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> Episod
         if key == "mode":
             raise ValueError(f"--mode {mode!r}: expected easy, hard or static") from None
         if e["type"] == "extra_forbidden":
+            hint = unknown_setting_hint(EpisodeSettings, e["loc"])
             raise ValueError(
-                f"unknown episode setting {key!r}; the settings are listed in {SETTINGS_DOCS}"
+                f"unknown episode setting {key!r}{hint} (every setting: {SETTINGS_DOCS})"
             ) from None
         raise ValueError(f"episode setting {key!r}: {e['msg']}") from None

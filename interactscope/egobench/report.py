@@ -18,7 +18,7 @@ from pydantic import BaseModel
 
 from interactscope.core.files import write_atomic
 from interactscope.egobench.data import EgoBenchError
-from interactscope.egobench.egointeract.ablation import PolicyScores, ablation_table
+from interactscope.egobench.egointeract.ablation import PolicyScores, ablation_table, in_percent
 from interactscope.egobench.egointeract.ablation import markdown as ablation_md
 from interactscope.egobench.errors import CLASSES
 from interactscope.egobench.metrics import EGO_METRICS, ego_metrics
@@ -295,7 +295,8 @@ def write_report(
             + _diff_markdown(diffs)
         )
         paths.append(dest / "differences.csv")
-        write_atomic(paths[-1], diffs.to_csv(index=False))
+
+        write_atomic(paths[-1], in_percent(diffs).to_csv(index=False))  # one unit: percent
     if notes:
         md += "\nNotes:\n" + "".join(f"- {n}\n" for n in notes)
     write_atomic(paths[0], md)

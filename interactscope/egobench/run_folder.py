@@ -57,13 +57,16 @@ class EgoInvocation(BaseModel):
     """One ``ego run`` invocation on the folder: times, command, episodes it wrote, and
     ``summary`` (:func:`summarise` over those episodes, plus ``wall_s``: the invocation's wall
     seconds, None for one that was killed). A killed invocation's episodes and counts are filled
-    in when the run is resumed (they are the records after the earlier invocations' ones)."""
+    in when the run is resumed (they are the records after the earlier invocations' ones).
+    ``interrupted``: it stopped on a caught Ctrl-C or SIGTERM; its summary and wall time are
+    recorded then, so only a real kill (SIGKILL, power loss) stays untimed."""
 
     started_at: str
     ended_at: str | None = None
     command: list[str] | None = None
     written: int = 0
     summary: dict[str, Any] | None = None
+    interrupted: bool = False
 
 
 class EgoRunManifest(BaseModel):
@@ -273,8 +276,19 @@ class EpisodeWriter(RecordWriter[EpisodeRecord]):
         """Record the end time, this invocation's summary and the run's (every episode of
         every invocation, :func:`run_totals`) in ``run.json``."""
         self.manifest.ended_at = now_iso()
+        self._account(self.manifest.ended_at)
+
+    def interrupted(self) -> None:
+        """Like :meth:`finish` for a caught Ctrl-C or SIGTERM: this invocation's end time,
+        episodes and wall seconds go to ``run.json`` (marked ``interrupted``), while the run
+        stays unfinished (``ended_at`` None), so resuming plays the rest."""
         inv = self.manifest.invocations[-1]
-        inv.ended_at = self.manifest.ended_at
+        inv.interrupted = True
+        self._account(now_iso())
+
+    def _account(self, ended_at: str) -> None:
+        inv = self.manifest.invocations[-1]
+        inv.ended_at = ended_at
         wall = round(time.perf_counter() - self.t0, 3)
         inv.summary = {**summarise(self.new, len(self.new)), "wall_s": wall}
         self.manifest.summary = run_totals(

@@ -360,6 +360,9 @@ def execute(
             writer.finish()
             out.invocation = writer.manifest.invocations[-1].summary or {}
             out.run = writer.manifest.summary or {}
+        except KeyboardInterrupt:  # Ctrl-C or SIGTERM (cli.common.Terminated): time it
+            writer.interrupted()
+            raise
         finally:
             if shown is not None:
                 shown.close()

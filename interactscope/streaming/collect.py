@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from interactscope.core.errors import InteractScopeError
 from interactscope.core.model_configs import ModelConfig
+from interactscope.core.settings import unknown_setting_hint
 from interactscope.media import asr
 from interactscope.runs.common import (
     LOCK,
@@ -157,15 +158,7 @@ def _setting_problem(err: Any) -> str:
     loc = tuple(err["loc"])
     if err["type"] != "extra_forbidden":
         return f"{'.'.join(map(str, loc))}: {err['msg']}"
-    model: Any = Settings
-    try:
-        for part in loc[:-1]:
-            model = model.model_fields[part].annotation
-        fields = list(model.model_fields)
-    except (AttributeError, KeyError):  # not a nested settings group: no list to offer
-        return f"{'.'.join(map(str, loc))}: unknown setting"
-    valid = ", ".join(f"{'.'.join(map(str, (*loc[:-1], k)))}" for k in fields)
-    return f"{'.'.join(map(str, loc))}: unknown setting; valid here: {valid}"
+    return f"{'.'.join(map(str, loc))}: unknown setting{unknown_setting_hint(Settings, loc)}"
 
 
 def new_manifest(
@@ -324,7 +317,9 @@ def run_collect(
                 _add_build_time(summary, build_s)
                 writer.manifest.adapter = adapter.describe()
                 writer.finish(summary.as_dict())
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt) and writer.done:  # Ctrl-C / SIGTERM
+                    writer.interrupted(time.perf_counter() - t_build)
                 writer.close()
                 if created and not writer.done:
                     remove_new_run(outp)

@@ -865,7 +865,9 @@ def _write_run(
                 inv = writer.manifest.invocations[-1]
                 inv.distributed = info.model_dump()  # type: ignore[attr-defined]
                 writer.finish(summary.as_dict())
-            except BaseException:
+            except BaseException as exc:
+                if isinstance(exc, KeyboardInterrupt) and writer.done:  # Ctrl-C / SIGTERM
+                    writer.interrupted(time.perf_counter() - job.t0)
                 writer.close()
                 if created and not writer.done:
                     remove_new_run(outp)

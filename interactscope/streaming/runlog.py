@@ -167,11 +167,13 @@ class RunWriter(RecordWriter[ResponseRecord]):
         for r in records:
             self._remember(r)
         self.totals = summarise_records(records, len(manifest.interaction_ids or []))
+        self.now = summarise_records([], 0)  # this invocation's records (for interrupted())
         super().__init__(path, FORMAT, records, sync_every=sync_every)
 
     def _appended(self, record: ResponseRecord) -> None:
         self._remember(record)
         self.totals = _add_record(self.totals, record)
+        self.now = _add_record(self.now, record)
 
     def _remember(self, r: ResponseRecord) -> None:
         if not r.silent and not r.error:
@@ -186,9 +188,27 @@ class RunWriter(RecordWriter[ResponseRecord]):
         invocation; the manifest's ``summary`` is recomputed over every record, with the
         invocations' wall and model seconds summed."""
         self.manifest.ended_at = now_iso()
+        self._account(self.manifest.ended_at, summary)
+
+    def interrupted(self, wall_s: float) -> None:
+        """A caught Ctrl-C or SIGTERM: the last invocation gets its end time and a summary of
+        the records it wrote with ``wall_s`` (s, the invocation so far), marked
+        ``interrupted``; the run stays unfinished (``ended_at`` None) and resumable. Only an
+        invocation killed outright (SIGKILL, power loss) is left untimed."""
         invs = self.manifest.invocations
         if invs:
-            invs[-1].ended_at = self.manifest.ended_at
+            invs[-1].interrupted = True
+        summary = {
+            **self.now.model_dump(),
+            "written": self.now.decision_points,
+            "wall_s": round(wall_s, 3),
+        }
+        self._account(now_iso(), summary)
+
+    def _account(self, ended_at: str, summary: dict[str, Any] | None) -> None:
+        invs = self.manifest.invocations
+        if invs:
+            invs[-1].ended_at = ended_at
             if summary is not None:
                 invs[-1].summary = summary
         totals = self.totals.model_copy()

@@ -261,6 +261,7 @@ class Invocation(BaseModel):
     retry_errors: bool = False
     summary: dict[str, Any] | None = None
     distributed: dict[str, Any] | None = None
+    interrupted: bool = False  # stopped by a caught Ctrl-C/SIGTERM (timed); a kill leaves None
 
 
 class RunManifest(BaseModel):

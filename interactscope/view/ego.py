@@ -398,7 +398,7 @@ def build_ego_comparison(a: str | Path, b: str | Path) -> EgoPageData:
     ]
     return pa.model_copy(
         update={
-            "title": f"{pa.run.agent} vs {pb.run.agent} — EgoBench ({pa.run.mode} / {pb.run.mode})",
+            "title": f"{pa.run.agent} vs {pb.run.agent} — EgoBench ({_modes(pa.run, pb.run)})",
             "tasks": pa.tasks + extra,
             "other": pb.run,
             "other_variants": pb.variants,
@@ -407,3 +407,9 @@ def build_ego_comparison(a: str | Path, b: str | Path) -> EgoPageData:
             "lost": [t.key for t in both if t.joint_succ and not t.other.joint_succ],
         }
     )
+
+
+def _modes(a: Any, b: Any) -> str:
+    """The modes of two compared runs for the title: once when equal (``easy``), else
+    ``easy / hard``."""
+    return a.mode if a.mode == b.mode else f"{a.mode} / {b.mode}"

@@ -18,7 +18,7 @@ from interactscope.egobench.agents.base import (
 from interactscope.egobench.agents.baselines import NoneAgent, OracleAgent
 from interactscope.egobench.agents.model import ModelAgent, engine_has_native_tools
 from interactscope.egobench.agents.visual import VideoMissingError, load_visual, video_path
-from interactscope.egobench.chat_models import load_chat_engine
+from interactscope.egobench.chat_models import load_chat_engine, unknown_name
 
 __all__ = [
     "AGENTS",
@@ -70,6 +70,9 @@ def build_agent(spec: str) -> tuple[Agent, dict[str, Any]]:
     if plugins.registered(KIND, head):
         agent = plugins.lookup(KIND, head, what="agent")(rest)
         return agent, {"name": spec, **agent.describe()}
+    unknown = unknown_name("--agent", spec, plugins.names(KIND))
+    if unknown is not None:
+        raise unknown
     engine, info = load_chat_engine(spec, "--agent")
     agent = ModelAgent(engine, info.name, wants_pixels=info.sees_pixels)
     return agent, {**info.model_dump(), **agent.describe()}

@@ -176,8 +176,21 @@ def markdown(table: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n"
 
 
+def in_percent(table: pd.DataFrame) -> pd.DataFrame:
+    """The table for a file: each metric's estimate and interval (fractions in
+    :func:`ablation_table`) in percent, like the ``d_`` columns (percentage points), so every
+    number of a row is on the same 0-100 scale; the frame itself is left as it is."""
+    out = table.copy()
+    for m in METRICS:
+        for c in (m, f"{m}_low", f"{m}_high"):
+            if c in out:
+                out[c] = 100 * out[c]
+    return out
+
+
 def write_ablation(table: pd.DataFrame, notes: list[str], dest: str | Path) -> list[Path]:
-    """Write ``ablation.md``, ``ablation.tex`` and ``ablation.csv`` into ``dest``."""
+    """Write ``ablation.md``, ``ablation.tex`` and ``ablation.csv`` into ``dest`` (percent
+    and percentage points throughout, :func:`in_percent`)."""
     dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     a = table.attrs
@@ -194,7 +207,8 @@ def write_ablation(table: pd.DataFrame, notes: list[str], dest: str | Path) -> l
         md += "\nNotes:\n" + "".join(f"- {n}\n" for n in notes)
     paths = [dest / "ablation.md", dest / "ablation.tex", dest / "ablation.csv"]
     write_atomic(paths[0], md)
-    cols = [c for c in table.columns if c != "run"]
-    write_atomic(paths[1], table[cols].to_latex(index=False, float_format="%.3f", na_rep=""))
-    write_atomic(paths[2], table.to_csv(index=False))
+    pct = in_percent(table)
+    cols = [c for c in pct.columns if c != "run"]
+    write_atomic(paths[1], pct[cols].to_latex(index=False, float_format="%.1f", na_rep=""))
+    write_atomic(paths[2], pct.to_csv(index=False))
     return paths

@@ -55,8 +55,10 @@ function noEpisode(run) {
   return stateBadge("unscored", "no episode", skip ? "left out of the scores (missing_log = skip)" : "counted as failed in the scores (missing_log = fail)");
 }
 
+// The same chips for run A and run B: JointSucc, tools matched, final state against the GT.
 function outcomeBadges(t) {
-  return badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`);
+  return badge(t.joint_succ, t.joint_succ ? "JointSucc" : "failed") + badge(t.tool_succ, `tools ${t.matched}/${t.total_gt}`) +
+    badge(t.result_succ, t.result_succ ? "state = GT" : "state ≠ GT");
 }
 
 function header(t) {
@@ -69,7 +71,6 @@ function headA(t) {
   const nd = t.diff.length;
   if (!t.present) return `${bdi(t.key)} ${noEpisode(DATA.run)}`;
   return `${bdi(t.key)} ` + outcomeBadges(t) +
-    badge(t.result_succ, t.result_succ ? "state = GT" : "state ≠ GT") +
     (t.error_class ? `<span class="badge neutral">${bdi(t.error_class)}</span>` : "") +
     `<span class="ci"> · stop ${bdi(t.stop_reason || "—")} · ${t.calls.length} call(s)` + (nd ? ` · diff in ${nd} table(s)` : "") + "</span>";
 }
