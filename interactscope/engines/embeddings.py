@@ -29,6 +29,7 @@ class SentenceEncoder:
 
     def __init__(self, model_dir: str | Path, *, batch_size: int = 64, max_length: int = 256):
         try:
+            # optional dependencies ([transformers]): the error below names the extra
             import torch  # noqa: F401
             from transformers import AutoModel, AutoTokenizer
         except ImportError as exc:

@@ -516,7 +516,9 @@ class QwenEngine:
         if self._wants_metadata():
             # Qwen3-VL writes each frame's timestamp into the prompt from this metadata;
             # without it it assumes 24 fps. Index k at 1 fps = stream second k.
-            from transformers.video_utils import VideoMetadata
+            from transformers.video_utils import (
+                VideoMetadata,  # optional dependency ([transformers])
+            )
 
             vk["video_metadata"] = [
                 VideoMetadata(

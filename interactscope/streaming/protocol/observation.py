@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import av
 import numpy as np
 
 from interactscope.core.errors import InteractScopeError
@@ -200,8 +201,6 @@ def _load_image(path: Path) -> np.ndarray:
         with Image.open(path) as im:
             return np.asarray(im.convert("RGB"), dtype=np.uint8).copy()
     except ImportError:  # pragma: no cover - Pillow is a transformers dependency
-        import av
-
         with av.open(str(path)) as c:
             for frame in c.decode(video=0):
                 return frame.to_ndarray(format="rgb24")
