@@ -8,8 +8,6 @@ import io
 from pathlib import Path
 from typing import Any
 
-import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -19,8 +17,12 @@ __all__ = ["sequence_figure", "tolerance_figure"]
 
 
 def _plt():
+    # heavy: matplotlib reads its font cache and writes ~/.cache, ~/.config on import; only
+    # figures need it (a Ray worker's HOME stays untouched)
+    import matplotlib
 
     matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt  # heavy: as above, after the Agg backend is chosen
 
     return plt
 
