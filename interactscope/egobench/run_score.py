@@ -17,7 +17,7 @@ from interactscope.egobench.logs import from_episode
 from interactscope.egobench.profiles import run_profile
 from interactscope.egobench.records import EpisodeRecord
 from interactscope.egobench.run_folder import fingerprint, load_run
-from interactscope.egobench.scorer import ScoreResult, gt_call_failures, score_log, write_score
+from interactscope.egobench.scorer import ScoreResult, score_log, write_score
 from interactscope.egobench.settings import ScoreSettings
 from interactscope.egobench.trials import pass_k
 from interactscope.egobench.user_sim import CRITERIA
@@ -98,8 +98,6 @@ def score_run(
         # the run's own tool rules unless told otherwise: scored state == run-time state
         s = settings or run_profile(manifest.settings)
         s = s.model_copy(update={"log_alignment": "id"})  # episodes carry their task ids
-        if failed := sum(gt_call_failures(variant, s).values()):
-            gt_failures[name] = failed
         for k in range(1, manifest.trials + 1):
             logs = [from_episode(r) for r in records if r.variant == name and r.trial == k]
             res = score_log(logs, variant, settings=s, mode=manifest.mode)
@@ -107,6 +105,8 @@ def score_run(
                 outcomes.setdefault((name, t.task_id), []).append(bool(t.joint_succ))
             if k == 1:
                 results[name] = res
+                if failed := sum(t.gt_failed_calls for t in res.tasks):
+                    gt_failures[name] = failed
             write_score(res, out / name / (f"trial-{k}" if k > 1 else ""))
     health = user_health(records)
     pixels = {

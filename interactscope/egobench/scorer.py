@@ -57,6 +57,9 @@ class TaskScore(BaseModel):
     agent_hash: str = ""
     note: str = ""
     logged: bool = True
+    gt_failed_calls: int = 0
+    """GT calls that failed when replayed under the tool rules (not a ``tasks.csv`` column;
+    see :func:`gt_call_failures`)."""
 
 
 class ReferenceView(BaseModel):
@@ -104,14 +107,17 @@ class ScoreResult(BaseModel):
         return pd.DataFrame([t.model_dump() for t in self.tasks], columns=TASK_COLUMNS)
 
 
-def _replay(variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings) -> str:
-    """The state hash after ``calls`` on a fresh database, under the profile's tool rules (the
-    same rules ``ego run`` executes with)."""
+def _replay(
+    variant: Variant, task: Task, calls: list[ToolCall], s: ScoreSettings
+) -> tuple[str, int]:
+    """(state hash, calls that failed) after ``calls`` on a fresh database, under the profile's
+    tool rules (the same rules ``ego run`` executes with)."""
+    failed = 0
     with Environment.from_variant(variant, task, rules=s.tool_rules()) as env:
         for c in calls:
             args = merge_items(c.arguments) if s.merge_before_replay else c.arguments
-            env.call(c.name, args)
-        return env.state_hash()
+            failed += not env.call(c.name, args).ok
+        return env.state_hash(), failed
 
 
 def gt_call_failures(variant: Variant, settings: ScoreSettings | None = None) -> dict[int, int]:
@@ -119,16 +125,12 @@ def gt_call_failures(variant: Variant, settings: ScoreSettings | None = None) ->
     (tasks with none are left out). A failed GT write leaves its effect out of the GT state, so
     ResultSucc then compares against a partial state: the published kitchen GT gives quantities
     as strings (``"5"``), which ``ours`` rejects unless ``coerce_numeric_strings`` is on
-    (docs/egobench.md, equality rules)."""
+    (docs/egobench.md, equality rules). Scoring counts the same on each
+    :attr:`TaskScore.gt_failed_calls`."""
     s = settings or ScoreSettings()
     out: dict[int, int] = {}
     for task in variant.tasks:
-        gt = clean_calls(task.ground_truth, variant.tools, s)
-        with Environment.from_variant(variant, task, rules=s.tool_rules()) as env:
-            failed = 0
-            for c in gt:
-                args = merge_items(c.arguments) if s.merge_before_replay else c.arguments
-                failed += not env.call(c.name, args).ok
+        _, failed = _replay(variant, task, clean_calls(task.ground_truth, variant.tools, s), s)
         if failed:
             out[task.task_id] = failed
     return out
@@ -166,11 +168,12 @@ def score_task(
     except Exception as exc:  # noqa: BLE001 - recorded on the task, never shrinks the denominator
         matched, note = 0, f"matching failed: {type(exc).__name__}: {exc}"
     try:
-        gt_hash = _replay(variant, task, gt, s)
-        agent_hash = _replay(variant, task, agent, s)
+        gt_hash, gt_failed = _replay(variant, task, gt, s)
+        agent_hash, _ = _replay(variant, task, agent, s)
         result = gt_hash == agent_hash
     except Exception as exc:  # noqa: BLE001
         gt_hash = agent_hash = ""
+        gt_failed = 0
         result, note = (
             False,
             (note + "; " if note else "") + f"replay failed: {type(exc).__name__}: {exc}",
@@ -195,6 +198,7 @@ def score_task(
         agent_hash=agent_hash,
         note=note,
         logged=logged,
+        gt_failed_calls=gt_failed,
     )
 
 
