@@ -3,11 +3,12 @@ one-line errors, and the human-readable difference of two settings dicts."""
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from interactscope.core.text import did_you_mean
 
 _Options = TypeVar("_Options", bound=BaseModel)
 
@@ -42,12 +43,9 @@ def apply_overrides(base: dict[str, Any], overrides: dict[str, Any]) -> dict[str
     return out
 
 
-def setting_choices(
-    model: type[BaseModel], loc: Sequence[str | int]
-) -> tuple[list[str], list[str]] | None:
+def setting_choices(model: type[BaseModel], loc: Sequence[str | int]) -> list[str] | None:
     """For an unknown setting at ``loc`` (a pydantic ``extra_forbidden`` error's ``loc``, e.g.
-    ``("limits", "max_user_turn")``): the dotted keys valid at that level of ``model`` and the
-    close matches among them (:func:`difflib.get_close_matches`, best first, at most 3).
+    ``("limits", "max_user_turn")``): the dotted keys valid at that level of ``model``.
     None when ``loc`` does not run through nested settings models (no list to offer)."""
     node: Any = model
     try:
@@ -57,21 +55,17 @@ def setting_choices(
     except (AttributeError, KeyError, TypeError):
         return None
     prefix = "".join(f"{p}." for p in loc[:-1])
-    valid = [prefix + k for k in fields]
-    key = ".".join(map(str, loc))
-    return valid, difflib.get_close_matches(key, valid, n=3, cutoff=0.6)
+    return [prefix + k for k in fields]
 
 
 def unknown_setting_hint(model: type[BaseModel], loc: Sequence[str | int]) -> str:
     """``; valid here: A, B; did you mean K?`` for an unknown setting at ``loc`` (see
     :func:`setting_choices`; no question without a close match); empty when there is no list
     to offer."""
-    choices = setting_choices(model, loc)
-    if choices is None:
+    valid = setting_choices(model, loc)
+    if valid is None:
         return ""
-    valid, close = choices
-    mean = f"; did you mean {' or '.join(close)}?" if close else ""
-    return f"; valid here: {', '.join(valid)}{mean}"
+    return f"; valid here: {', '.join(valid)}{did_you_mean('.'.join(map(str, loc)), valid)}"
 
 
 def options_with(

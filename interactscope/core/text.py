@@ -3,7 +3,10 @@
 
 from __future__ import annotations
 
-__all__ = ["one_decimal", "plural"]
+import difflib
+from collections.abc import Iterable
+
+__all__ = ["did_you_mean", "one_decimal", "plural"]
 
 
 def plural(n: int | float, noun: str, many: str | None = None) -> str:
@@ -28,3 +31,10 @@ def one_decimal(x: float | None) -> str:
     if x is None or x != x:
         return "—"
     return f"{x:.1f}"
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """``"; did you mean A or B?"`` for the close matches of ``name`` among ``choices``
+    (:func:`difflib.get_close_matches`, best first, at most 3, cutoff 0.6); empty without one."""
+    close = difflib.get_close_matches(name, list(choices), n=3, cutoff=0.6)
+    return f"; did you mean {' or '.join(close)}?" if close else ""

@@ -3,7 +3,6 @@ and simulated user, with a one-line error for a name or config that cannot chat.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 from pydantic import BaseModel
@@ -14,6 +13,7 @@ from interactscope.core.model_configs import (
     available_models,
     resolve_model_config,
 )
+from interactscope.core.text import did_you_mean
 from interactscope.engines import ENGINES, EngineError, load_engine
 
 
@@ -55,8 +55,7 @@ def unknown_name(role: str, name: str, builtins: list[str]) -> ChatModelError | 
     if name.endswith((".yaml", ".yml")) or "/" in name or name in available_models():
         return None
     models = chat_model_names()
-    close = difflib.get_close_matches(name, [*builtins, *models], n=3, cutoff=0.6)
-    mean = f"; did you mean {' or '.join(close)}?" if close else ""
+    mean = did_you_mean(name, [*builtins, *models])
     return ChatModelError(
         f"{role} {name!r}: unknown; expected one of {', '.join(builtins)} or a chat model "
         f"({', '.join(models) or 'none configured'}; `interactscope models` lists them){mean}"
