@@ -121,6 +121,7 @@ def test_cli_collect_against_a_wrong_model_is_one_line(stub: Stub, tmp_path: Pat
     assert not stub.requests  # no chat request was sent
 
 
+@pytest.mark.slow  # ~7 s: a real collect subprocess
 def test_collect_prints_no_request_log_without_verbose(stub: Stub, tmp_path: Path) -> None:
     """The installed openai client logs each request (``INFO httpx2: HTTP Request: ...`` with
     openai 3.x, ``httpx`` before); without ``-v`` no such line reaches stderr, with it they do."""
