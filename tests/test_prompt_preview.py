@@ -40,6 +40,28 @@ def test_text_only_model_gets_no_pixels() -> None:
     assert "image part" not in r.output
 
 
+def test_two_step_decision_previews_both_calls() -> None:
+    # adapter.decision=two_step (docs/protocol.md, "Two-step decision"): step 1 is the text
+    # prompt plus the yes/no question of speak-v1; step 2, the answer prompt, is sent only
+    # when p(yes) >= adapter.speak_threshold
+    r = _run("prompt", "--model", "cascade", "--bench", DEMO, "--id", "t1-taxi", "--at", "4",
+             "--set", "adapter.decision=two_step", "--set", "adapter.speak_threshold=0.7",
+             "--json")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    step1, step2 = json.loads(r.output)
+    assert (step1["step"], step2["step"]) == (1, 2)
+    assert step2["speak_threshold"] == 0.7
+    question = step1["messages"][-1]
+    assert question["role"] == "user"
+    assert question["parts"][0]["text"] == "Should the assistant speak now? Answer yes or no."
+    # step 1 is step 2's messages plus that one turn: the answer prompt shares its prefix
+    assert step1["messages"][:-1] == step2["messages"]
+    assert "t = 4.0 s" in step2["messages"][-1]["parts"][-1]["text"]
+    text = _run("prompt", "--model", "cascade", "--bench", DEMO, "--id", "t1-taxi", "--at", "4",
+                "--set", "adapter.decision=two_step").output  # fmt: skip
+    assert "step 2: the answer, only when p(yes) >= 0.5" in text
+
+
 @pytest.mark.slow
 def test_dry_run_prints_each_interaction_and_makes_no_folder(tmp_path, demo_bench) -> None:
     from interactscope.streaming.bench import load_benchmark

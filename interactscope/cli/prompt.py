@@ -16,7 +16,12 @@ from interactscope.streaming.adapters.registry import build_adapter, load_model_
 from interactscope.streaming.bench import BenchmarkError, load_benchmark
 from interactscope.streaming.collect import resolve_settings
 from interactscope.streaming.protocol.observation import Observer
-from interactscope.streaming.protocol.preview import format_preview, preview_online, preview_prompt
+from interactscope.streaming.protocol.preview import (
+    format_preview,
+    preview_online,
+    preview_prompt,
+    preview_two_step,
+)
 from interactscope.streaming.protocol.requests import interaction_grid
 
 
@@ -60,7 +65,7 @@ def build_previews(
                     out += _online(b, it, t, settings, obs, text_only, view)
                     continue
                 at = interaction_grid(b, it, settings)[0] if t is None else t
-                out.append(_offline(b, it, at, settings, obs, text_only, view))
+                out += _offline(b, it, at, settings, obs, text_only, view)
             except Exception as exc:  # media/ASR errors: one line naming the file
                 fail(f"{b.media_path(video)}: {type(exc).__name__}: {exc}")
     return out
@@ -78,8 +83,11 @@ def _check_at(it: Any, t: float, duration_s: float | None) -> None:
 
 
 def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: bool, view: dict):
-
-    return preview_prompt(
+    """One preview, or the two calls of the cascade's two-step decision."""
+    if view.get("decision") == "two_step":
+        threshold = view["speak_threshold"]
+        return preview_two_step(b, it, at, settings, observer=obs, speak_threshold=threshold)
+    pv = preview_prompt(
         b,
         it,
         at,
@@ -89,6 +97,7 @@ def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: boo
         frames_as=view["frames_as"],
         convert=view["convert"],
     )
+    return [pv]
 
 
 def _online(b: Any, it: Any, t: float | None, settings: Any, obs: Any, text_only: bool, view: dict):
@@ -125,10 +134,14 @@ def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, A
     # the vLLM adapter with v1 renders frames as images and joins them into one video part itself
     joins = getattr(adapter, "joins_video_itself", None)
     convert = adapter._as_video if callable(joins) and joins() else None
+    options = getattr(adapter, "options", None)
     return {
         "frames_as": "image" if convert else getattr(adapter, "frames_as", None) or "image",
         "convert": convert,
         "consumer_side": side if callable(side) else None,
+        # the cascade's adapter.decision: two_step previews both of its calls
+        "decision": getattr(options, "decision", "direct"),
+        "speak_threshold": getattr(options, "speak_threshold", None),
     }
 
 

@@ -19,7 +19,12 @@ from pydantic import BaseModel
 
 from interactscope.engines.base import Message, Part, as_messages, prompt_dicts
 from interactscope.streaming.bench import Benchmark
-from interactscope.streaming.protocol.prompts import build_messages, online_turn, render_text
+from interactscope.streaming.protocol.prompts import (
+    build_messages,
+    online_turn,
+    render_speak,
+    render_text,
+)
 from interactscope.streaming.protocol.requests import interaction_grid, request_at
 from interactscope.streaming.schema import Interaction
 from interactscope.streaming.settings import Settings
@@ -32,6 +37,7 @@ __all__ = [
     "preview_online",
     "preview_parts",
     "preview_prompt",
+    "preview_two_step",
 ]
 
 Convert = Callable[[list[Part]], list[Part]]
@@ -62,7 +68,9 @@ class MessagePreview(BaseModel):
 class PromptPreview(BaseModel):
     """The messages of one decision point and what they carry. Online Rolling: ``turn`` is the
     step (1 = the replay), ``since_s`` the previous step's time (turn > 1), and ``messages`` the
-    messages that step appends to the session's conversation."""
+    messages that step appends to the session's conversation. Two-step decision
+    (``adapter.decision=two_step``): ``step`` 1 is the speak-now question, ``step`` 2 the
+    answer prompt, generated only when p(yes) >= ``speak_threshold``."""
 
     interaction_id: str
     t: float
@@ -73,6 +81,8 @@ class PromptPreview(BaseModel):
     protocol: str = "offline"
     turn: int | None = None
     since_s: float | None = None
+    step: int | None = None
+    speak_threshold: float | None = None
 
 
 def _part(p: Any) -> PartPreview:
@@ -165,6 +175,38 @@ def preview_prompt(
     )
 
 
+def preview_two_step(
+    bench: Benchmark,
+    interaction: Interaction,
+    t: float,
+    settings: Settings,
+    *,
+    observer: Any | None,
+    speak_threshold: float,
+) -> list[PromptPreview]:
+    """The two calls of the two-step decision at ``t`` (s), text-only as the cascade adapter
+    renders them: step 1, :func:`render_speak` (the text prompt plus the yes/no question,
+    read as next-token probabilities), and step 2, the answer prompt, sent only when
+    p(yes) >= ``speak_threshold`` (docs/protocol.md, "Two-step decision").
+
+    Raises:
+        MediaError, ObservationError, AsrError: as :meth:`Observer.observe`."""
+    obs = observer.observe(t, interaction) if observer is not None else None
+    req = request_at(bench, interaction, t, settings, observation=obs)
+    common = dict(
+        interaction_id=interaction.id,
+        t=t,
+        prompt_version=settings.prompt_version,
+        text_only=True,
+        tools=[tool.name for tool in req.tools],
+        speak_threshold=speak_threshold,
+    )
+    return [
+        PromptPreview(**common, messages=preview_parts(render_speak(req)), step=1),
+        PromptPreview(**common, messages=preview_parts(render_text(req)), step=2),
+    ]
+
+
 def preview_online(
     bench: Any,
     interaction: Interaction,
@@ -247,6 +289,12 @@ def format_preview(pv: PromptPreview) -> str:
         turn = (
             f", Online Rolling turn {pv.turn} (appended after the model's earlier answers: "
             f"what is new since {pv.since_s:g} s)"
+        )
+    if pv.step == 1:
+        turn = ", two-step decision, step 1: the speak-now question (p(yes) from next-token probabilities)"
+    elif pv.step is not None:
+        turn = (
+            f", two-step decision, step 2: the answer, only when p(yes) >= {pv.speak_threshold:g}"
         )
     head = (
         f"# {pv.interaction_id} at t = {pv.t:g} s, prompt {pv.prompt_version}{turn}"
