@@ -239,8 +239,9 @@ def score_run_with(
         typer.secho(
             f"warning: {name}: {plural(n, 'ground-truth call')} fail under these tool rules, so "
             "its GT state lacks their effects and ResultSucc compares against a partial state "
-            "(kitchen's GT gives quantities as strings: --set coerce_numeric_strings=true or "
-            "--reference paper; docs/egobench.md, equality rules)",
+            "(a kitchen run from before kitchen_numeric_strings rejected the GT's string "
+            "quantities: --set kitchen_numeric_strings=float re-scores them as the official "
+            "tools take them; docs/egobench.md, equality rules)",
             fg=typer.colors.YELLOW,
             err=True,
         )
