@@ -6,8 +6,8 @@ does not publish its kitchen code), read and re-implemented here: reads look nam
 (lower-cased), a menu holds a recipe once, shopping-list adds accumulate. Where the official
 tools do something we do not (an empty user id, an ingredient outside the catalogue) a
 :class:`~interactscope.egobench.settings.ToolRules` setting chooses; quantities given as numeric
-strings become floats, as the official tools convert them (:func:`convert_arguments`). Quantities are in
-units of 100 g."""
+strings become floats, as the official tools convert them (:func:`convert_arguments`).
+Quantities are in units of 100 g."""
 
 from __future__ import annotations
 
