@@ -259,26 +259,31 @@ def test_plurals_and_no_double_colon(tmp_path) -> None:
 # ------------------------------------------------------------ GT calls that fail (trial finding)
 def test_kitchen_gt_calls_that_fail_under_ours_are_counted_and_warned(tmp_path: Path) -> None:
     """kitchen1 task 1's GT: 7 `add_to_shopping_list` calls with the quantity as a string ("5",
-    "0.5", ...; read off the task file) and one `compute_total_nutritions` with numbers. Under
-    ours (coerce_numeric_strings off) the 7 writes fail validation, so the GT state lacks them;
-    with coercion none fails; retail1's GT has no such call."""
+    "0.5", ...; read off the task file) and one `compute_total_nutritions` with numbers. The
+    official KitchenDB converts the strings to floats and so does ours now: none fails. Under
+    ours' old rule (kitchen_numeric_strings=reject, what a run from before the rule reads as)
+    the 7 writes fail validation, the GT state lacks them, and `ego score` warns; retail1's GT
+    has no such call."""
     from interactscope.egobench.scorer import gt_call_failures
     from interactscope.egobench.settings import ScoreSettings
 
     kitchen = load_variant(package_data_dir(), "kitchen1")
     one = kitchen.model_copy(update={"tasks": [kitchen.task(1)]})
-    assert gt_call_failures(one) == {1: 7}
-    assert gt_call_failures(one, ScoreSettings(coerce_numeric_strings=True)) == {}
+    assert gt_call_failures(one) == {}
+    assert gt_call_failures(one, ScoreSettings(kitchen_numeric_strings="reject")) == {1: 7}
     retail = load_variant(package_data_dir(), "retail1")
     assert gt_call_failures(retail.model_copy(update={"tasks": retail.tasks[:3]})) == {}
-    out = tmp_path / "run"
     runner = CliRunner()
-    res = runner.invoke(app, ["ego", "run", "-a", "oracle", "-v", "kitchen1", "--tasks", "1",
-                              "-o", str(out), "--quiet"])  # fmt: skip
-    assert res.exit_code == 0, res.output
-    res = runner.invoke(app, ["ego", "score", str(out)])
-    assert res.exit_code == 0, res.output
-    assert "warning: kitchen1: 7 ground-truth calls fail under these tool rules" in res.output
+    for rule, warned in (("float", False), ("reject", True)):
+        out = tmp_path / rule
+        res = runner.invoke(app, ["ego", "run", "-a", "oracle", "-v", "kitchen1", "--tasks", "1",
+                                  "-o", str(out), "--quiet",
+                                  "--set", f"kitchen_numeric_strings={rule}"])  # fmt: skip
+        assert res.exit_code == 0, res.output
+        res = runner.invoke(app, ["ego", "score", str(out)])
+        assert res.exit_code == 0, res.output
+        warning = "warning: kitchen1: 7 ground-truth calls fail under these tool rules"
+        assert (warning in res.output) is warned, res.output
 
 
 def test_a_broken_run_json_names_the_file_not_a_placeholder(tmp_path: Path) -> None:

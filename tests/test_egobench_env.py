@@ -12,6 +12,7 @@ import pytest
 
 from interactscope.egobench import Environment, load_variant, package_data_dir
 from interactscope.egobench.canonical import canonical_json, normalise
+from interactscope.egobench.settings import ToolRules
 
 DATA = package_data_dir()
 
@@ -268,16 +269,55 @@ def test_warehouse_dates_from_arguments_only(monkeypatch):
 
 
 def test_kitchen_numeric_strings_coerced_by_setting():
+    """KitchenDB (egolink2026 kitchen_db.py) turns exactly two quantities given as strings into
+    floats itself: add_to_shopping_list(quantity) and compute_total_nutritions'
+    ingredients[].quantity. Under `ours` the kitchen tools now do so too
+    (kitchen_numeric_strings=float), so kitchen1 task 1's 7 GT writes ("5", "0.5", ... read
+    off the task file) all succeed; `reject` is ours' old rule (schema validation)."""
     v = load_variant(DATA, "kitchen1")
-    call = v.task(1).ground_truth[0]
-    assert call.name == "add_to_shopping_list" and call.arguments["quantity"] == "5"
-    assert (
-        Environment.from_variant(v, 1, coerce_numeric_strings=True)
-        .call(call.name, call.arguments)
-        .ok
-    )
-    strict = Environment.from_variant(v, 1).call(call.name, call.arguments)
+    gt = v.task(1).ground_truth
+    assert [c.arguments.get("quantity") for c in gt[:7]] == [
+        "5",
+        "0.5",
+        "0.3",
+        "2",
+        "1",
+        "2.5",
+        "0.1",
+    ]
+    with Environment.from_variant(v, 1) as env:
+        assert [env.call(c.name, c.arguments).ok for c in gt] == [True] * 8
+        # cook_009's seed list is empty; each GT quantity stored as float(string)
+        assert env.state()["user_shopping_lists"]["cook_009"] == [
+            {"ingredient_name": n, "quantity": q}
+            for n, q in [("butter", 0.1), ("carrots", 0.5), ("celery", 0.3), ("chicken", 2.5),
+                         ("salt", 5.0), ("strawberry", 1.0), ("yogurt", 2.0)]
+        ]  # fmt: skip
+        gt_hash = env.state_hash()
+        first = env.call("add_to_shopping_list", {**gt[0].arguments, "quantity": "5"})
+        assert first.output["message"] == "Added 5.0 x salt to shopping list."  # float, not 5
+    with Environment.from_variant(v, 1) as env:  # the same writes with numbers: same state
+        for c in gt[:7]:
+            assert env.call(c.name, {**c.arguments, "quantity": float(c.arguments["quantity"])}).ok
+        assert env.state_hash() == gt_hash
+    with Environment.from_variant(v, 1) as env:
+        # seed nutrition per 100 g unit: salt fiber 5.8, kcal 151; celery fiber 1.2, kcal 135
+        out = env.call(
+            "compute_total_nutritions",
+            {"user_id": "cook_009", "ingredients": [{"ingredient_name": "Salt", "quantity": "5"},
+                                                     {"ingredient_name": "Celery", "quantity": 0.3}]},
+        ).output["total_nutrition"]  # fmt: skip
+        assert (out["fiber_g"], out["calories_kcal"]) == (29.36, 795.5)  # 5*5.8+.3*1.2, 755+40.5
+        for bad in ("five", "nan", "inf", ""):  # not a finite number: still a schema error
+            r = env.call("add_to_shopping_list", {**gt[0].arguments, "quantity": bad})
+            assert (r.ok, r.error_kind) == (False, "invalid_arguments"), bad
+    old = Environment.from_variant(v, 1, rules=ToolRules(kitchen_numeric_strings="reject"))
+    strict = old.call(gt[0].name, gt[0].arguments)
     assert (strict.ok, strict.error_kind) == (False, "invalid_arguments")
+    coerced = Environment.from_variant(
+        v, 1, rules=ToolRules(kitchen_numeric_strings="reject", coerce_numeric_strings=True)
+    )
+    assert coerced.call(gt[0].name, gt[0].arguments).ok  # the all-scenario override still works
 
 
 def test_restaurant_set_meal_priced_from_dishes_when_unpriced():

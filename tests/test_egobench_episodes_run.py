@@ -110,6 +110,32 @@ def test_an_old_folders_explicit_tool_rules_compare_by_effect(tmp_path: Path) ->
     assert (again.written, again.skipped) == (1, 2)
 
 
+def test_an_old_kitchen_folder_rescores_and_resumes_with_the_rule_it_ran_with(
+    tmp_path: Path,
+) -> None:
+    """A run.json from before `kitchen_numeric_strings` reads as `reject` (ours' rule then:
+    kitchen1 task 1's 7 string quantities fail validation), so `ego score` replays it as it
+    ran: the agent state equals the recorded one and the 7 GT failures are counted; resuming
+    under today's `float` is refused naming the rule, and resuming with the old rule works."""
+    out = tmp_path / "run"
+    kitchen = {"variants": ["kitchen1"], "tasks": "1-2"}
+    execute(prepare(_req(out, **kitchen, sets={"kitchen_numeric_strings": "reject"})))
+    m = json.loads((out / "run.json").read_text())
+    del m["settings"]["kitchen_numeric_strings"]  # written before the setting existed
+    (out / "run.json").write_text(json.dumps(m))
+    manifest, records = load_run(out)
+    assert manifest.settings["kitchen_numeric_strings"] == "reject"
+    task1 = score_run(out).results["kitchen1"].tasks[0]
+    assert task1.gt_failed_calls == 7
+    assert task1.agent_hash == next(r.final_state_hash for r in records if r.task_id == 1)
+    lines = (out / EPISODES).read_text().splitlines(keepends=True)
+    (out / EPISODES).write_text(lines[0])  # task 2 not yet played
+    with pytest.raises(EgoRunError, match=r"settings.kitchen_numeric_strings: 'reject' != 'float'"):
+        execute(prepare(_req(out, **kitchen)))
+    again = execute(prepare(_req(out, **kitchen, sets={"kitchen_numeric_strings": "reject"})))
+    assert (again.written, again.skipped) == (1, 1)
+
+
 def test_torn_last_line_is_dropped_and_that_episode_played_again(tmp_path: Path) -> None:
     out = tmp_path / "run"
     execute(prepare(_req(out, tasks="1-3")))

@@ -236,11 +236,19 @@ def score_run_with(
         )
     typer.echo(f"wrote {out or run / 'scores'}")
     for name, n in score.gt_failures.items():
+        s = score.results[name].summary
+        rejected = s.scenario == "kitchen" and s.settings["kitchen_numeric_strings"] == "reject"
+        hint = (
+            "kitchen_numeric_strings=reject (a run from before the rule) rejects the GT's "
+            "quantities given as strings; --set kitchen_numeric_strings=float converts them as "
+            "the official tools do; "
+            if rejected
+            else ""
+        )
         typer.secho(
             f"warning: {name}: {plural(n, 'ground-truth call')} fail under these tool rules, so "
             "its GT state lacks their effects and ResultSucc compares against a partial state "
-            "(kitchen's GT gives quantities as strings: --set coerce_numeric_strings=true or "
-            "--reference paper; docs/egobench.md, equality rules)",
+            f"({hint}docs/egobench.md, equality rules)",
             fg=typer.colors.YELLOW,
             err=True,
         )

@@ -104,7 +104,8 @@ class Environment:
         undeclared: arguments the schema does not declare are dropped (``drop``, listed in
             ``ToolResult.ignored``) or make the call invalid (``reject``).
         coerce_numeric_strings: convert numeric strings where the schema declares a number
-            before validation.
+            before validation (every scenario; a scenario's own conversion, e.g. kitchen's
+            ``kitchen_numeric_strings``, runs first).
         rules: every execution rule at once (a profile's :class:`ToolRules`, or a
             ``ScoreSettings``); when given, ``undeclared`` and ``coerce_numeric_strings`` are
             taken from it.
@@ -172,6 +173,8 @@ class Environment:
         )
         if self.undeclared == "reject" and ignored:
             raise jsonschema.ValidationError(f"undeclared parameter(s) {', '.join(ignored)}")
+        if self.definition.convert_arguments is not None:
+            args = self.definition.convert_arguments(name, args, self.rules)
         if self.coerce_numeric_strings:
             args = _coerce(args, spec.parameters)
         if self.rules.arguments == "official":

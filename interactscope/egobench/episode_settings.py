@@ -109,6 +109,11 @@ class EpisodeSettings(_Group):
     coerce_numeric_strings: bool | None = Field(
         None, description="override of the profile's numeric-string rule"
     )
+    kitchen_numeric_strings: Literal["float", "reject"] | None = Field(
+        None,
+        description="override of the profile's kitchen quantity rule (float: numeric strings "
+        "converted as the official kitchen tools do; reject: ours before the rule)",
+    )
 
     @field_validator("reference")
     @classmethod
@@ -125,6 +130,9 @@ LEGACY_DEFAULTS: dict[str, Any] = {
     # before `reference` (commit cc45199) every run executed its tools with ours' rules plus
     # its recorded undeclared_params / coerce_numeric_strings
     "reference": "ours",
+    # before kitchen's numeric-string quantities became floats (the official tools' rule), ours
+    # rejected them: kitchen GT writes failed and were missing from the GT state
+    "kitchen_numeric_strings": "reject",
 }
 """Settings added after run folders were written, each with the value that reproduces what a
 run written before it did: a ``run.json`` without the key reads as this value, so an old run

@@ -71,16 +71,21 @@ def profile(name: str = "ours", **overrides: Any) -> ScoreSettings:
     return ScoreSettings(**{**PROFILES[name], **overrides})
 
 
+TOOL_RULE_OVERRIDES = ("undeclared_params", "coerce_numeric_strings", "kitchen_numeric_strings")
+"""Episode settings that override the reference profile's tool rules (``None``: the
+profile's)."""
+
+
 def run_profile(settings: dict[str, Any] | Any) -> ScoreSettings:
     """The settings an episode run executes with and is scored with: profile
-    ``settings.reference`` (default ``ours``) with the run's non-null ``undeclared_params`` /
-    ``coerce_numeric_strings`` overrides. ``settings``: an ``EpisodeSettings`` or its dump
+    ``settings.reference`` (default ``ours``) with the run's non-null
+    :data:`TOOL_RULE_OVERRIDES`. ``settings``: an ``EpisodeSettings`` or its dump
     (``run.json``'s ``settings``).
 
     Raises:
         ValueError: unknown profile."""
     raw = settings if isinstance(settings, dict) else settings.model_dump()
-    keys = ("undeclared_params", "coerce_numeric_strings")
     return profile(
-        raw.get("reference") or "ours", **{k: raw[k] for k in keys if raw.get(k) is not None}
+        raw.get("reference") or "ours",
+        **{k: raw[k] for k in TOOL_RULE_OVERRIDES if raw.get(k) is not None},
     )

@@ -20,7 +20,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from interactscope.core.settings import diff_settings
 from interactscope.egobench.episode_settings import with_legacy_defaults
-from interactscope.egobench.profiles import run_profile
+from interactscope.egobench.profiles import TOOL_RULE_OVERRIDES, run_profile
 from interactscope.egobench.records import EpisodeRecord, Variant
 from interactscope.runs.common import (
     RunLogError,
@@ -219,10 +219,6 @@ def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
         f"settings.{d}"
         for d in diff_settings(_effective(_legacy(old, new.settings)), _effective(new.settings))
     ]
-
-
-TOOL_RULE_OVERRIDES = ("undeclared_params", "coerce_numeric_strings")
-"""Settings that override the reference profile's tool rules (``None``: the profile's)."""
 
 
 def _effective(settings: dict[str, Any]) -> dict[str, Any]:

@@ -123,10 +123,10 @@ def _replay(
 def gt_call_failures(variant: Variant, settings: ScoreSettings | None = None) -> dict[int, int]:
     """Ground-truth calls that fail when replayed under ``settings``' tool rules, per task id
     (tasks with none are left out). A failed GT write leaves its effect out of the GT state, so
-    ResultSucc then compares against a partial state: the published kitchen GT gives quantities
-    as strings (``"5"``), which ``ours`` rejects unless ``coerce_numeric_strings`` is on
-    (docs/egobench.md, equality rules). Scoring counts the same on each
-    :attr:`TaskScore.gt_failed_calls`."""
+    ResultSucc then compares against a partial state (kitchen1 under ``ours``: 3 calls, an empty
+    user id and two reads with a wrong key; 76 under ``kitchen_numeric_strings=reject``, which
+    rejects the GT's quantities given as strings, ``"5"``; docs/egobench.md, equality rules).
+    Scoring counts the same on each :attr:`TaskScore.gt_failed_calls`."""
     s = settings or ScoreSettings()
     out: dict[int, int] = {}
     for task in variant.tasks:

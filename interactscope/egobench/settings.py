@@ -5,9 +5,9 @@ profile (:mod:`interactscope.egobench.profiles`) and the official source line it
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class ToolRules(BaseModel):
@@ -40,6 +40,10 @@ class ToolRules(BaseModel):
     empty_user_id: Literal["reject", "accept"] = Field(
         "reject", description="kitchen writes with an empty user_id: refused, or executed"
     )
+    kitchen_numeric_strings: Literal["float", "reject"] = Field(
+        "float",
+        description="kitchen add_to_shopping_list quantity and compute_total_nutritions ingredients[].quantity given as a finite numeric string: converted to float before validation, as the official kitchen tools do ('5' -> 5.0), or rejected by schema validation (ours before this rule; arguments=official converts anyway)",
+    )
     shopping_names: Literal["catalogue", "any"] = Field(
         "catalogue",
         description="kitchen add_to_shopping_list: the ingredient must be in the catalogue, or any name is added",
@@ -52,6 +56,15 @@ class ToolRules(BaseModel):
         "error",
         description="order: a tool naming a restaurant that does not exist fails, or creates an empty restaurant (part of the state)",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _official_kitchen_converts(cls, data: Any) -> Any:
+        # under arguments=official KitchenDB converts the quantities itself, so `reject` would
+        # change nothing: one value, so an old paper/egolink2026 run compares equal on resume
+        if isinstance(data, dict) and data.get("arguments") == "official":
+            return {**data, "kitchen_numeric_strings": "float"}
+        return data
 
     def tool_rules(self) -> ToolRules:
         """Just the execution rules (a :class:`ScoreSettings` carries them too)."""

@@ -53,7 +53,9 @@ class ScenarioDef:
     entities that :attr:`lookup` finds intersect, else containment), ``exact`` (case-insensitive
     equality) or ``contains`` (case-insensitive containment either way). ``query_tools``: the read
     tools the error classifier inspects for visual referents. ``user_key_aliases``: parameter
-    names under which a task's ``key`` may also appear."""
+    names under which a task's ``key`` may also appear. ``convert_arguments(tool, arguments,
+    rules)``: the scenario's own conversion of a call's arguments before validation (kitchen:
+    the numeric-string quantities its official tools turn into floats)."""
 
     name: str
     ddl: str
@@ -65,6 +67,7 @@ class ScenarioDef:
     query_tools: frozenset[str]
     lookup: Callable[[sqlite3.Connection, str], set[str]] | None = None
     key_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    convert_arguments: Callable[[str, dict[str, Any], ToolRules], dict[str, Any]] | None = None
 
 
 def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Callable[..., Any]]:

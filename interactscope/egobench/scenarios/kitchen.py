@@ -4,12 +4,14 @@ Semantics follow the EgoLink 2026 challenge's kitchen tools (``KitchenDB``, a fo
 ego-link/egolink2026 ``code/track2/EgoBench/tools/kitchen/kitchen_db.py``; Wind-Flipped/EgoBench
 does not publish its kitchen code), read and re-implemented here: reads look names up exactly
 (lower-cased), a menu holds a recipe once, shopping-list adds accumulate. Where the official
-tools do something we do not (an empty user id, an ingredient outside the catalogue, numeric
-strings) a :class:`~interactscope.egobench.settings.ToolRules` setting chooses. Quantities are in
-units of 100 g."""
+tools do something we do not (an empty user id, an ingredient outside the catalogue) a
+:class:`~interactscope.egobench.settings.ToolRules` setting chooses; quantities given as numeric
+strings become floats, as the official tools convert them (:func:`convert_arguments`).
+Quantities are in units of 100 g."""
 
 from __future__ import annotations
 
+import math
 import sqlite3
 from typing import Any
 
@@ -28,6 +30,7 @@ from interactscope.egobench.scenarios.base import (
     record,
     round2,
 )
+from interactscope.egobench.settings import ToolRules
 
 DDL = """
 CREATE TABLE ingredients (name TEXT PRIMARY KEY, record TEXT NOT NULL);
@@ -159,6 +162,42 @@ def _quantity(ctx: Ctx, q: Any) -> Any:
         except ValueError:
             raise ToolError("Quantity must be a valid number.") from None
     return q
+
+
+def _finite_float(q: Any) -> Any:
+    """``float(q)`` for a string that spells a finite number (``"5"`` -> 5.0, ``" 0.5"`` ->
+    0.5), else ``q`` as it is (left to validation)."""
+    if isinstance(q, str):
+        try:
+            x = float(q)
+        except ValueError:
+            return q
+        if math.isfinite(x):
+            return x
+    return q
+
+
+def convert_arguments(tool: str, args: dict[str, Any], rules: ToolRules) -> dict[str, Any]:
+    """A call's arguments as the official tools take them, before validation: ``KitchenDB``
+    turns exactly two quantities from a string into ``float`` itself,
+    ``add_to_shopping_list(quantity)`` and ``compute_total_nutritions``'s
+    ``ingredients[].quantity`` (the schema's only numbers; the published kitchen GT gives 74
+    of them as strings). Under ``kitchen_numeric_strings=reject`` (ours before this rule)
+    nothing is converted. Non-numeric and non-finite strings stay strings: schema validation
+    rejects them (the official tools: an error, resp. the item skipped)."""
+    if rules.kitchen_numeric_strings != "float":
+        return args
+    if tool == "add_to_shopping_list" and "quantity" in args:
+        return {**args, "quantity": _finite_float(args["quantity"])}
+    if tool == "compute_total_nutritions" and isinstance(args.get("ingredients"), list):
+        items = [
+            {**i, "quantity": _finite_float(i["quantity"])}
+            if isinstance(i, dict) and "quantity" in i
+            else i
+            for i in args["ingredients"]
+        ]
+        return {**args, "ingredients": items}
+    return args
 
 
 def _get(ctx: Ctx, table: str, name: str, field: str, label: str) -> dict[str, Any]:
@@ -440,6 +479,7 @@ SCENARIO = ScenarioDef(
     name_keys=("ingredient_name", "recipe_name", "recipes"),
     name_match="exact",
     lookup=lookup,
+    convert_arguments=convert_arguments,
     query_tools=frozenset(
         set(TOOLS)
         - {
