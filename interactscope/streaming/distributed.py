@@ -45,7 +45,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 from tqdm.auto import tqdm
 
 from interactscope.streaming.adapters.base import AdapterError
@@ -130,7 +130,12 @@ class WorkerStats(BaseModel):
     interactions: int = 0
     decision_points: int = 0
     busy_s: float = 0.0
-    points_per_s: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def points_per_s(self) -> float | None:
+        """Decision points per busy second (3 decimals); ``None`` before any."""
+        return round(self.decision_points / self.busy_s, 3) if self.busy_s > 0 else None
 
 
 class DistributedInfo(BaseModel):
@@ -855,7 +860,5 @@ def _drive(
     s = driver.summary
     s.interactions, s.decision_points, s.already_present = len(interactions), total, present
     s.model_s = round(s.model_s, 3)
-    for st in pool.stats:
-        st.points_per_s = round(st.decision_points / st.busy_s, 3) if st.busy_s > 0 else None
     info.worker_stats = pool.stats
     return s
