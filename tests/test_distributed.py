@@ -22,6 +22,7 @@ from interactscope.streaming.distributed import (
     INSTALL_HINT,
     InteractionWorker,
     RayOptions,
+    WorkerStats,
     _MemorySink,
     _pending,
     check_resources,
@@ -168,6 +169,22 @@ def test_cluster_too_small_is_refused_with_the_numbers() -> None:
     with pytest.raises(CollectError, match=r"needs 4 CPU\(s\).*has 2"):
         check_resources(_FakeRay({"CPU": 2}), RayOptions(workers=4))
     check_resources(_FakeRay({"CPU": 2, "GPU": 1}), RayOptions(workers=2, gpus_per_worker=0.5))
+
+
+def test_ray_collect_refuses_a_subset_before_anything_starts(tmp_path) -> None:
+    # run_collect(ray_options=) is the Ray route of the one collect; a subset is serial-only
+    with pytest.raises(CollectError, match="only/tasks do not work with Ray"):
+        run_collect(model="oracle", bench=DEMO, out=tmp_path / "r", tasks=["T1"],
+                    ray_options=RayOptions(), progress=False)  # fmt: skip
+    assert not (tmp_path / "r").exists()
+
+
+def test_worker_throughput_is_derived_from_its_counts() -> None:
+    st = WorkerStats(slot=0, decision_points=7, busy_s=2.5)
+    assert st.points_per_s == 2.8  # 7 points / 2.5 s
+    st.decision_points, st.busy_s = 10, 3.0
+    assert st.model_dump()["points_per_s"] == 3.333  # 10 / 3, three decimals, never stale
+    assert WorkerStats(slot=1).model_dump()["points_per_s"] is None  # no busy time yet
 
 
 def _cli(*args: str):

@@ -455,12 +455,12 @@ def _summarise(
     *,
     label: str,
     n_clusters: int,
-    n_resamples: int,
-    confidence: float,
-    keep_distribution: bool,
+    opts: dict[str, Any],
     warn: bool = True,
 ) -> dict[str, Any]:
-    """Common fields of a result; raises/warns on the degenerate cases (module docstring)."""
+    """Estimate, interval and note of a result (``n_clusters``: the clusters resampled, below 2
+    none); raises/warns on the degenerate cases (module docstring)."""
+    n_resamples, confidence = opts["n_resamples"], opts["confidence"]
     if not np.isfinite(observed):
         raise UndefinedRatioError(f"{label}: denominators sum to 0, the ratio is undefined")
     if n_clusters < 2:
@@ -503,8 +503,26 @@ def _summarise(
         boot_se=float(kept.std(ddof=1)) if kept.size > 1 else 0.0,
         n_valid=int(kept.size),
         note=note,
-        distribution=kept.copy() if keep_distribution else None,
+        distribution=kept.copy() if opts["keep_distribution"] else None,
     )
+
+
+def _recorded(n_clusters: int, opts: dict[str, Any]) -> dict[str, Any]:
+    """What every result records of its design and options."""
+    return dict(
+        n_clusters=n_clusters,
+        n_resamples=opts["n_resamples"],
+        confidence=opts["confidence"],
+        seed=opts["seed"],
+    )
+
+
+def _resampled(plan: _Plan, opts: dict[str, Any]) -> tuple[_Design, np.ndarray, np.ndarray | None]:
+    """The design of ``plan``'s ratios, its observed sums and its resampled sums (``None``
+    with fewer than 2 clusters: nothing to resample)."""
+    design = _Design(plan.ratios)
+    boot = design.resample(opts["n_resamples"], opts["seed"]) if design.n_clusters >= 2 else None
+    return design, design.observed(), boot
 
 
 # --------------------------------------------------------------------------------------------
@@ -565,17 +583,10 @@ def _single_result(
         valid,
         label=label,
         n_clusters=n_cl if boot is not None else min(n_cl, 1),
+        opts=opts,
         warn=warn,
-        n_resamples=opts["n_resamples"],
-        confidence=opts["confidence"],
-        keep_distribution=opts["keep_distribution"],
     )
-    common = dict(
-        n_clusters=n_cl,
-        n_resamples=opts["n_resamples"],
-        confidence=opts["confidence"],
-        seed=opts["seed"],
-    )
+    common = _recorded(n_cl, opts)
     if spec[0] == "ratio":
         return BootstrapResult(**fields, **common)
     comps = {
@@ -595,9 +606,7 @@ def _run(
     _check_undefined(undefined)
     plan = _Plan()
     specs = {name: plan.add(m) for name, m in metrics.items()}
-    design = _Design(plan.ratios)
-    obs = design.observed()
-    boot = design.resample(opts["n_resamples"], opts["seed"]) if design.n_clusters >= 2 else None
+    design, obs, boot = _resampled(plan, opts)
     out: dict[str, BootstrapResult] = {}
     for name, spec in specs.items():
         try:
@@ -627,10 +636,7 @@ def _undefined_result(cls, exc: Exception, n_clusters: int, opts: dict[str, Any]
         boot_se=nan,
         n_valid=0,
         note=msg,
-        n_clusters=n_clusters,
-        n_resamples=opts["n_resamples"],
-        confidence=opts["confidence"],
-        seed=opts["seed"],
+        **_recorded(n_clusters, opts),
         **extra,
     )
 
@@ -751,9 +757,7 @@ def _paired_run(
             rb = [plan.ratios[j] for j in _cols(sb)]
             _check_same_clusters(name, ra, rb)
         specs[name] = (sa, sb)
-    design = _Design(plan.ratios)
-    obs = design.observed()
-    boot = design.resample(opts["n_resamples"], opts["seed"]) if design.n_clusters >= 2 else None
+    design, obs, boot = _resampled(plan, opts)
     out: dict[str, PairedDifference] = {}
     for name, (sa, sb) in specs.items():
         try:
@@ -815,10 +819,8 @@ def _paired_result(
         valid,
         label=label,
         n_clusters=n_cl if boot is not None else min(n_cl, 1),
+        opts=opts,
         warn=warn,
-        n_resamples=opts["n_resamples"],
-        confidence=opts["confidence"],
-        keep_distribution=opts["keep_distribution"],
     )
     comps = None
     if sa[0] == "balanced":
@@ -838,10 +840,7 @@ def _paired_result(
         }
     return PairedDifference(
         **fields,
-        n_clusters=n_cl,
-        n_resamples=opts["n_resamples"],
-        confidence=opts["confidence"],
-        seed=opts["seed"],
+        **_recorded(n_cl, opts),
         estimate_a=est_a,
         estimate_b=est_b,
         components=comps,

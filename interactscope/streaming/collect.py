@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -40,7 +41,7 @@ from interactscope.streaming.adapters.registry import (
 from interactscope.streaming.bench import Benchmark, BenchmarkError, load_benchmark
 from interactscope.streaming.environments.execution import StreamEnvironments
 from interactscope.streaming.protocol.driver import CollectSummary, collect, interaction_grid
-from interactscope.streaming.runlog import RESPONSES, RunFolder, merge_runs, open_run
+from interactscope.streaming.runlog import RESPONSES, RunFolder, RunWriter, merge_runs, open_run
 from interactscope.streaming.schema import BenchmarkInfo, Invocation, RunManifest
 from interactscope.streaming.scoring.completeness import (
     Completeness,
@@ -57,11 +58,15 @@ from interactscope.streaming.settings import (
 )
 from interactscope.streaming.tasks import TASKS
 
+if TYPE_CHECKING:  # distributed imports this module
+    from interactscope.streaming.distributed import RayOptions
+
 log = logging.getLogger(__name__)
 
 __all__ = [
     "Completeness",
     "CollectError",
+    "CollectJob",
     "Subset",
     "expected_grids",
     "incomplete_warnings",
@@ -272,6 +277,7 @@ def run_collect(
     command: list[str] | None = None,
     only: Sequence[str] | None = None,
     tasks: Sequence[str] | None = None,
+    ray_options: RayOptions | None = None,
 ) -> CollectSummary:
     """Create or resume the run folder ``out`` and collect every pending decision point.
 
@@ -279,6 +285,8 @@ def run_collect(
     record, a folder this call created is removed again. ``only`` (interaction ids) and
     ``tasks`` (task ids) restrict the run to a subset, recorded in ``run.json`` (``subset``);
     resuming needs the same subset. They apply after ``shard`` and before ``limit``.
+    ``ray_options``: spread the collection over Ray workers into the same run folder
+    (:func:`interactscope.streaming.distributed.collect_ray`, docs/distributed.md; no subset).
 
     Returns:
         This invocation's counts; ``run.json``'s ``summary`` holds the counts of every record.
@@ -286,50 +294,130 @@ def run_collect(
     Raises:
         CollectError: with a message naming what is wrong (benchmark problems, unknown model,
             invalid settings, a run folder holding different settings or locked by another
-            process).
+            process; with ``ray_options`` also what ``collect_ray`` raises).
     """
     overrides = dict(overrides or {})
     if protocol is not None:
         overrides["protocol"] = protocol
     sub = Subset.of(only, tasks)
+    if sub is not None and ray_options is not None:
+        raise CollectError("only/tasks do not work with Ray yet; use limit or shard")
     b, mc, settings, interactions = prepare_run(model, bench, overrides, shard, limit, subset=sub)
-    name, config = mc.name, dict(mc.config)
+    job = CollectJob(
+        bench=b,
+        model=mc,
+        settings=settings,
+        interactions=interactions,
+        out=Path(out),
+        shard=shard,
+        command=command,
+        retry_errors=retry_errors,
+        progress=progress,
+        batch_size=batch_size or int(mc.config.get("batch_size", 16)),
+        subset=sub,
+    )
+    if ray_options is not None:
+        # distributed imports this module (the shared steps below); Ray itself loads lazily.
+        from interactscope.streaming.distributed import collect_ray
+
+        return collect_ray(job, ray_options)
+    return _collect_serial(job)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CollectJob:
+    """One ``collect`` invocation, resolved: the benchmark, model config and settings, the
+    interactions to collect (shard, subset and limit applied), the run folder ``out`` and the
+    adapter batch size (``--batch-size``, else the config's ``batch_size``, else 16)."""
+
+    bench: Benchmark
+    model: ModelConfig
+    settings: Settings
+    interactions: list[Any]
+    out: Path
+    shard: str | None
+    command: list[str] | None
+    retry_errors: bool
+    progress: bool
+    batch_size: int
+    subset: Subset | None = None
+
+    def manifest(self) -> RunManifest:
+        """A fresh ``run.json`` for this invocation (started now)."""
+        return new_manifest(
+            self.bench,
+            self.model,
+            self.settings,
+            self.interactions,
+            self.shard,
+            self.command,
+            self.retry_errors,
+            subset=self.subset,
+        )
+
+
+def _collect_serial(job: CollectJob) -> CollectSummary:
+    """Build the adapter in this process and drive it over every pending decision point."""
     t_build = time.perf_counter()
-    adapter = _build(name, config, settings)
+    adapter = _build(job.model.name, dict(job.model.config), job.settings)
     build_s = time.perf_counter() - t_build
-    manifest = new_manifest(b, mc, settings, interactions, shard, command, retry_errors, subset=sub)
-    outp = Path(out)
+
+    def fill(writer: RunWriter) -> CollectSummary:
+        summary = collect(
+            job.bench,
+            adapter,
+            writer,
+            job.settings,
+            job.interactions,
+            batch_size=job.batch_size,
+            progress=job.progress,
+            tool_executor=tool_executor(job.bench),
+        )
+        _add_build_time(summary, build_s)
+        writer.manifest.adapter = adapter.describe()
+        return summary
+
+    try:
+        return write_run(job, job.manifest(), t_build, fill)
+    except AdapterError as exc:  # e.g. a preflight or key check in prepare()
+        raise CollectError(str(exc)) from exc
+    finally:
+        adapter.close()
+
+
+def write_run(
+    job: CollectJob,
+    manifest: RunManifest,
+    t0: float,
+    fill: Callable[[RunWriter], CollectSummary],
+) -> CollectSummary:
+    """Lock and open ``job.out`` with ``manifest``, let ``fill`` write the records, finish
+    ``run.json`` with the counts ``fill`` returns. On Ctrl-C / SIGTERM the invocation is marked
+    interrupted (``t0``: its start, ``time.perf_counter``); a folder this call created and
+    wrote no record into is removed again. Serial and Ray collection both write through it.
+
+    Raises:
+        CollectError: the folder is locked by another process or holds another run.
+    """
+    outp = job.out
     created = not outp.exists()
     try:
         with run_lock(outp, "collect"):
-            writer = open_run_folder(outp, manifest, b, settings, interactions, retry_errors)
+            writer = open_run_folder(
+                outp, manifest, job.bench, job.settings, job.interactions, job.retry_errors
+            )
             try:
-                summary = collect(
-                    b,
-                    adapter,
-                    writer,
-                    settings,
-                    interactions,
-                    batch_size=batch_size or int(config.get("batch_size", 16)),
-                    progress=progress,
-                    tool_executor=tool_executor(b),
-                )
-                _add_build_time(summary, build_s)
-                writer.manifest.adapter = adapter.describe()
+                summary = fill(writer)
                 writer.finish(summary.as_dict())
             except BaseException as exc:
                 if isinstance(exc, KeyboardInterrupt) and writer.done:  # Ctrl-C / SIGTERM
-                    writer.interrupted(time.perf_counter() - t_build)
+                    writer.interrupted(time.perf_counter() - t0)
                 writer.close()
                 if created and not writer.done:
                     remove_new_run(outp)
                 raise
     except RunLogError as exc:
         raise CollectError(str(exc)) from exc
-    except AdapterError as exc:  # e.g. a preflight or key check in prepare()
-        raise CollectError(str(exc)) from exc
-    finally:
-        adapter.close()
     return summary
 
 

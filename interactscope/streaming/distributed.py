@@ -43,14 +43,11 @@ import time
 from collections import deque
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 from tqdm.auto import tqdm
 
-from interactscope.runs.common import RunLogError, run_lock
 from interactscope.streaming.adapters.base import AdapterError
 from interactscope.streaming.adapters.registry import (
     adapter_class,
@@ -60,11 +57,10 @@ from interactscope.streaming.adapters.registry import (
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.collect import (
     CollectError,
-    new_manifest,
-    open_run_folder,
-    prepare_run,
-    remove_new_run,
+    CollectJob,
+    run_collect,
     tool_executor,
+    write_run,
 )
 from interactscope.streaming.protocol.driver import CollectSummary, collect
 from interactscope.streaming.protocol.requests import interaction_grid
@@ -134,7 +130,12 @@ class WorkerStats(BaseModel):
     interactions: int = 0
     decision_points: int = 0
     busy_s: float = 0.0
-    points_per_s: float | None = None
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def points_per_s(self) -> float | None:
+        """Decision points per busy second (3 decimals); ``None`` before any."""
+        return round(self.decision_points / self.busy_s, 3) if self.busy_s > 0 else None
 
 
 class DistributedInfo(BaseModel):
@@ -761,25 +762,24 @@ def _check_model(name: str, config: dict[str, Any], settings: Settings) -> None:
 
 
 def run_collect_ray(
-    *,
-    model: str,
-    bench: str | Path,
-    out: str | Path,
-    ray_options: RayOptions | None = None,
-    protocol: str | None = None,
-    overrides: dict[str, Any] | None = None,
-    shard: str | None = None,
-    limit: int | None = None,
-    batch_size: int | None = None,
-    retry_errors: bool = False,
-    progress: bool = True,
-    command: list[str] | None = None,
+    *, ray_options: RayOptions | None = None, **collect_args: Any
 ) -> CollectSummary:
-    """``run_collect`` spread over Ray workers: same arguments, same run folder, same records.
+    """``run_collect`` spread over Ray workers: the same keyword arguments (``only`` / ``tasks``
+    excepted), the same run folder, the same records; ``ray_options`` default: two local
+    workers. See :func:`collect_ray`.
 
-    Each of ``ray_options.workers`` actors builds the adapter once; interactions go to the
-    first free worker, longest decision grid first. The run folder is created only once every
-    worker has built its adapter, and is locked while the driver writes it.
+    Raises:
+        CollectError: what :func:`collect_ray` raises.
+    """
+    return run_collect(ray_options=ray_options or RayOptions(), **collect_args)
+
+
+def collect_ray(job: CollectJob, opts: RayOptions) -> CollectSummary:
+    """Collect ``job`` over ``opts.workers`` Ray actors (``run_collect(..., ray_options=)``).
+
+    Each actor builds the adapter once; interactions go to the first free worker, longest
+    decision grid first. The run folder is created only once every worker has built its
+    adapter, and is locked while the driver writes it.
 
     Returns:
         This invocation's counts; ``run.json``'s last invocation gets a ``distributed`` entry
@@ -789,20 +789,16 @@ def run_collect_ray(
         CollectError: what ``run_collect`` raises, plus: Ray not installed (with the install
             command), the cluster unreachable or too small, a worker unable to build the model.
     """
-    opts = ray_options or RayOptions()
-    overrides = dict(overrides or {})
-    if protocol is not None:
-        overrides["protocol"] = protocol
-    b, mc, settings, interactions = prepare_run(model, bench, overrides, shard, limit)
-    name, config = mc.name, dict(mc.config)
+    b, settings, interactions = job.bench, job.settings, job.interactions
+    name, config = job.model.name, dict(job.model.config)
     _check_model(name, config, settings)
-    manifest = new_manifest(b, mc, settings, interactions, shard, command, retry_errors)
-    batch = batch_size or int(config.get("batch_size", 16))
+    manifest = job.manifest()
     t0 = time.perf_counter()
     with ray_instance(opts) as ray:
         check_resources(ray, opts)
         settings_json = settings.model_dump(mode="json")
-        pool = _Pool(ray, opts, (ray.put(b), name, config, settings_json, batch, opts.setup))
+        setup = (ray.put(b), name, config, settings_json, job.batch_size, opts.setup)
+        pool = _Pool(ray, opts, setup)
         try:
             describe = pool.ready()
             info = DistributedInfo(
@@ -812,27 +808,19 @@ def run_collect_ray(
                 gpus_per_worker=opts.gpus_per_worker,
                 start_s=round(time.perf_counter() - t0, 3),
             )
-            job = _Job(b, settings, interactions, manifest, retry_errors, progress, t0, batch,
-                       _solo(settings, interactions))  # fmt: skip
-            return _write_run(Path(out), job, pool, info, describe)
+            solo = _solo(settings, interactions)
+
+            def fill(writer: RunWriter) -> CollectSummary:
+                summary = _drive(job, writer, pool, info, solo)
+                summary.wall_s = round(time.perf_counter() - t0, 3)
+                writer.manifest.adapter = describe
+                inv = writer.manifest.invocations[-1]
+                inv.distributed = info.model_dump()  # type: ignore[attr-defined]
+                return summary
+
+            return write_run(job, manifest, t0, fill)
         finally:
             pool.close()
-
-
-@dataclass
-class _Job:
-    """What one ``--ray`` invocation collects; ``t0`` is its start (``time.perf_counter``)."""
-
-    bench: Benchmark
-    settings: Settings
-    interactions: list[Any]
-    manifest: Any
-    retry_errors: bool
-    progress: bool
-    t0: float
-    batch_size: int
-    solo: frozenset[str] = frozenset()
-    """Interactions never grouped with others (see :func:`_solo`)."""
 
 
 def _solo(settings: Settings, interactions: list[Any]) -> frozenset[str]:
@@ -845,40 +833,11 @@ def _solo(settings: Settings, interactions: list[Any]) -> frozenset[str]:
     return frozenset(it.id for it in interactions if it.query.environment)
 
 
-def _write_run(
-    outp: Path, job: _Job, pool: _Pool, info: DistributedInfo, describe: dict[str, Any] | None
+def _drive(
+    job: CollectJob, writer: RunWriter, pool: _Pool, info: DistributedInfo, solo: frozenset[str]
 ) -> CollectSummary:
-    """Lock and open the run folder, drive the pool over the pending interactions, finish.
-
-    Online Rolling redoes partially collected interactions from q (a session cannot be
-    restored mid-interaction), as a serial resume does."""
-    created = not outp.exists()
-    try:
-        with run_lock(outp, "collect"):
-            writer = open_run_folder(
-                outp, job.manifest, job.bench, job.settings, job.interactions, job.retry_errors
-            )
-            try:
-                summary = _drive(job, writer, pool, info)
-                summary.wall_s = round(time.perf_counter() - job.t0, 3)
-                writer.manifest.adapter = describe
-                inv = writer.manifest.invocations[-1]
-                inv.distributed = info.model_dump()  # type: ignore[attr-defined]
-                writer.finish(summary.as_dict())
-            except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and writer.done:  # Ctrl-C / SIGTERM
-                    writer.interrupted(time.perf_counter() - job.t0)
-                writer.close()
-                if created and not writer.done:
-                    remove_new_run(outp)
-                raise
-    except RunLogError as exc:
-        raise CollectError(str(exc)) from exc
-    return summary
-
-
-def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> CollectSummary:
-    """Collect every pending interaction through the pool; the invocation's counts."""
+    """Collect every pending interaction through the pool (``solo``: interactions never
+    grouped with others, see :func:`_solo`); the invocation's counts."""
     b, settings, interactions = job.bench, job.settings, job.interactions
     grids = {it.id: interaction_grid(b, it, settings) for it in interactions}
     total = sum(len(g) for g in grids.values())
@@ -893,7 +852,7 @@ def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> 
         dynamic_ncols=True,
     )
     plain = collection_strategy(settings) == "batched"
-    driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1, solo=job.solo)
+    driver = _Driver(pool, writer, info, bar, job.batch_size if plain else 1, solo=solo)
     try:
         driver.run(tasks)
     finally:
@@ -901,7 +860,5 @@ def _drive(job: _Job, writer: RunWriter, pool: _Pool, info: DistributedInfo) -> 
     s = driver.summary
     s.interactions, s.decision_points, s.already_present = len(interactions), total, present
     s.model_s = round(s.model_s, 3)
-    for st in pool.stats:
-        st.points_per_s = round(st.decision_points / st.busy_s, 3) if st.busy_s > 0 else None
     info.worker_stats = pool.stats
     return s

@@ -85,42 +85,32 @@ class TaskSpec(BaseModel):
     description: str
 
 
-def _spec(
-    id: str,
-    description: str,
-    *,
-    six: bool = False,
-    tools: bool = False,
-    sequences: bool = False,
-) -> TaskSpec:
-    assistance = id.startswith("T8")
-    return TaskSpec(
-        id=id,
-        panel="assistance" if assistance else "explicit",
-        scoring_rule="matching" if assistance else "allocation",
+_TABLE = (
+    # id, in Avg(6), content is the tool-name set, ordered steps, what it asks;
+    # T8-* are the assistance panel (matching), the others explicit (allocation)
+    ("T1", True, True, False, "call the requested tools when the asked-for moment comes"),
+    ("T2", True, False, False, "notify when the announced event happens"),
+    ("T3", True, False, False, "interject on a risk or an error as it happens"),
+    ("T4", True, False, False, "report a cumulative state (a count, a total) when it is reached"),
+    ("T5", False, False, False, "answer when a stated time condition holds"),
+    ("T6", True, False, False, "react to a non-verbal or workflow cue"),
+    ("T7", True, False, False, "respond continuously, each time the condition recurs"),
+    ("T8-A", False, False, False, "remind without being asked (query-free reminders)"),
+    ("T8-B", False, False, False, "answer a question whose answer appears later in the stream"),
+    ("T8-C", False, False, True, "guide through ordered steps, each when it is due"),
+)
+
+TASK_SPECS: dict[str, TaskSpec] = {
+    task: TaskSpec(
+        id=task,
+        panel="assistance" if task.startswith("T8") else "explicit",
+        scoring_rule="matching" if task.startswith("T8") else "allocation",
         content_check="toolset" if tools else "judge",
         in_six_task_mean=six,
         has_sequences=sequences,
         description=description,
     )
-
-
-TASK_SPECS: dict[str, TaskSpec] = {
-    s.id: s
-    for s in (
-        _spec(
-            "T1", "call the requested tools when the asked-for moment comes", six=True, tools=True
-        ),
-        _spec("T2", "notify when the announced event happens", six=True),
-        _spec("T3", "interject on a risk or an error as it happens", six=True),
-        _spec("T4", "report a cumulative state (a count, a total) when it is reached", six=True),
-        _spec("T5", "answer when a stated time condition holds"),
-        _spec("T6", "react to a non-verbal or workflow cue", six=True),
-        _spec("T7", "respond continuously, each time the condition recurs", six=True),
-        _spec("T8-A", "remind without being asked (query-free reminders)"),
-        _spec("T8-B", "answer a question whose answer appears later in the stream"),
-        _spec("T8-C", "guide through ordered steps, each when it is due", sequences=True),
-    )
+    for task, six, tools, sequences, description in _TABLE
 }
 """Task id → :class:`TaskSpec`, in the paper's order."""
 

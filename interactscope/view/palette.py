@@ -11,7 +11,7 @@ background, so a run without scores never reads as a failure.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -57,41 +57,42 @@ class State(BaseModel):
 
 
 _OI = OKABE_ITO
-STATES: dict[str, State] = {
-    "hit": State(label="hit", glyph="✓", fill=_OI["bluish green"], ink="#000000",
-                 meaning="inside the window, right content / tool set"),
-    "premature": State(label="premature", glyph="◂", fill=_OI["orange"], ink="#000000",
-                       meaning="before the window"),
-    "wrong": State(label="wrong", glyph="✗", fill=_OI["vermillion"], ink="#000000",
-                   meaning="in the window, wrong content or tools"),
-    "late": State(label="late", glyph="▸", fill=_OI["reddish purple"], ink="#000000",
-                  meaning="after the window"),
-    "missed": State(label="missed", glyph="○", fill=_OI["black"], ink="#FFFFFF",
-                    meaning="no response in its region"),
-    "silent": State(label="silent", glyph="∅", fill=_OI["blue"], ink="#FFFFFF",
-                    meaning="the run gave no response after q in this interaction"),
-    "unjudged": State(label="unjudged", glyph="?", fill=_OI["sky blue"], ink="#000000",
-                      meaning="the judge's verdict was unparseable (left out of the score)"),
-    "infra_error": State(label="infra_error", glyph="⚠", fill=_OI["yellow"], ink="#000000",
-                         outline="1px solid #8a7d00",
-                         meaning="every decision point that could answer it failed "
-                         "(left out of the score)"),
-    "unscored": State(label="not scored", glyph="◌", fill=None, ink="#555555",
-                      outline="1px dashed #777777",
-                      meaning="no score files: run `interactscope score RUN`"),
+_DARK, _LIGHT = "#000000", "#FFFFFF"  # ink on light / dark fills
+
+
+def _state(
+    key: str, glyph: str, fill: str | None, ink: str, meaning: str, **rest: Any
+) -> tuple[str, State]:
+    """``(key, State)``; the label is the key unless ``rest`` names another."""
+    return key, State(label=rest.pop("label", key), glyph=glyph, fill=fill, ink=ink,
+                      meaning=meaning, **rest)  # fmt: skip
+
+
+STATES: dict[str, State] = dict((
+    _state("hit", "✓", _OI["bluish green"], _DARK, "inside the window, right content / tool set"),
+    _state("premature", "◂", _OI["orange"], _DARK, "before the window"),
+    _state("wrong", "✗", _OI["vermillion"], _DARK, "in the window, wrong content or tools"),
+    _state("late", "▸", _OI["reddish purple"], _DARK, "after the window"),
+    _state("missed", "○", _OI["black"], _LIGHT, "no response in its region"),
+    _state("silent", "∅", _OI["blue"], _LIGHT,
+           "the run gave no response after q in this interaction"),
+    _state("unjudged", "?", _OI["sky blue"], _DARK,
+           "the judge's verdict was unparseable (left out of the score)"),
+    _state("infra_error", "⚠", _OI["yellow"], _DARK,
+           "every decision point that could answer it failed (left out of the score)",
+           outline="1px solid #8a7d00"),
+    _state("unscored", "◌", None, "#555555", "no score files: run `interactscope score RUN`",
+           label="not scored", outline="1px dashed #777777"),
     # record classes a timeline mark can have besides the outcomes above
-    "unmatched": State(label="unmatched", glyph="−", fill="#AAAAAA", ink="#000000",
-                       meaning="a response that counted for no target", kind="mark"),
-    "ignored": State(label="before q", glyph="«", fill="#E4E4E4", ink="#000000",
-                     meaning="a response before the request (ignored)", kind="mark"),
-    "suppressed": State(label="suppressed", glyph="⊘", fill="#FFFFFF", ink="#000000",
-                        outline="1px solid #000000",
-                        meaning="a record the adapter suppressed (counts as silent)",
-                        kind="mark"),
-    "error": State(label="error record", glyph="!", fill="#FFFFFF", ink="#000000",
-                   outline="2px solid " + _OI["vermillion"],
-                   meaning="an infrastructure error (no response)", kind="mark"),
-}  # fmt: skip
+    _state("unmatched", "−", "#AAAAAA", _DARK, "a response that counted for no target",
+           kind="mark"),
+    _state("ignored", "«", "#E4E4E4", _DARK, "a response before the request (ignored)",
+           label="before q", kind="mark"),
+    _state("suppressed", "⊘", _LIGHT, _DARK, "a record the adapter suppressed (counts as silent)",
+           outline="1px solid #000000", kind="mark"),
+    _state("error", "!", _LIGHT, _DARK, "an infrastructure error (no response)",
+           label="error record", outline="2px solid " + _OI["vermillion"], kind="mark"),
+))  # fmt: skip
 """State -> style, in legend order. Target outcomes (``scores/targets.csv``), the ``silent``
 run and EgoBench success (``hit`` / ``wrong``) use the first eight, ``unscored`` is the neutral
 'not scored'; the last four are record classes of timeline marks only."""

@@ -1,9 +1,11 @@
-"""Writing analysis tables: ``NAME.csv`` (raw numbers), ``NAME.md``, ``NAME.tex``, ``NAME.json``."""
+"""Writing analysis tables: ``NAME.csv`` (raw numbers), ``NAME.md``, ``NAME.tex``, ``NAME.json``;
+the :class:`Report` that sections of ``interactscope report`` (controls included) write into."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -65,3 +67,47 @@ def jsonable(obj: Any) -> Any:
     if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
         return jsonable(obj.item())
     return obj
+
+
+@dataclass
+class Report:
+    """What ``interactscope report`` wrote (:func:`~interactscope.streaming.analysis.report.build_report`;
+    a control's report section writes into it as ``ReportSink``): ``files`` (table/figure name → paths), ``meta`` (the
+    content of ``report.json``), ``markdown`` (sections of ``report.md``), ``skipped``."""
+
+    out: Path
+    files: dict[str, list[Path]] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
+    markdown: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+
+    def add_table(
+        self,
+        name: str,
+        title: str,
+        display: pd.DataFrame,
+        raw: pd.DataFrame | None = None,
+        meta: dict[str, Any] | None = None,
+        note: str = "",
+    ) -> None:
+        """Write ``name.csv/.md/.tex`` (and ``.json`` with ``meta``) and add a report section."""
+        md = display.to_markdown(index=False)
+        tail = f"\n{note}\n" if note else ""
+        paths = write_table(
+            raw if raw is not None else display,
+            self.out,
+            name,
+            markdown=f"### {title}\n\n{md}\n" + tail,
+            latex=latex_table(display, title),
+            meta=meta,
+        )
+        self.add_files(name, sorted(paths.values()), f"## {title}\n\n{md}\n" + tail)
+
+    def add_files(self, name: str, paths: Sequence[Path], markdown: str | None = None) -> None:
+        """Record files written by a section (and its ``report.md`` text)."""
+        self.files[name] = list(paths)
+        if markdown is not None:
+            self.markdown.append(markdown)
+
+    def skip(self, message: str) -> None:
+        self.skipped.append(message)

@@ -110,6 +110,32 @@ def ceil_cut(t: float, duration: float | None) -> tuple[float, float, Bound]:
     return end, _ms(end - t), "upper"
 
 
+def _row(
+    fmt: str,
+    ids: tuple[str, str],
+    task: str,
+    times: tuple[float, float | None, float],
+    bound: Bound,
+    ref: RefInPrompt,
+    pipeline: str,
+) -> ExposureRow:
+    """The row of one decision of format ``fmt``: ``ids`` = (source id, interaction id),
+    ``times`` = (decision, media end, exposure) in s."""
+    (source_id, interaction_id), (decision_s, media_end_s, exposure_s) = ids, times
+    return ExposureRow(
+        format=fmt,
+        source_id=source_id,
+        interaction_id=interaction_id,
+        task=task,
+        decision_s=decision_s,
+        media_end_s=media_end_s,
+        exposure_s=exposure_s,
+        bound=bound,
+        reference_in_prompt=ref,
+        pipeline=pipeline,
+    )
+
+
 def audit_streamingbench(raw: list, durations: dict[str, float]) -> list[ExposureRow]:
     """One row per question: the clip of every poll ends at the poll time -> 0 s."""
     rows = []
@@ -121,18 +147,12 @@ def audit_streamingbench(raw: list, durations: dict[str, float]) -> list[Exposur
         except ValueError:
             continue
         polls = max(0, t_event + 4 - t_query)
+        end = float(t_query + 1) if polls else float(t_query)
+        how = f"{polls} polls t=q+1..g+4, clip [q, t] each"
+        ids = (sid, f"streamingbench-po-{sid}")
         rows.append(
-            ExposureRow(
-                format="streamingbench-po",
-                source_id=sid,
-                interaction_id=f"streamingbench-po-{sid}",
-                task="PO",
-                decision_s=float(t_query),
-                media_end_s=float(t_query + 1) if polls else float(t_query),
-                exposure_s=0.0,
-                bound="exact",
-                reference_in_prompt="verbatim",
-                pipeline=f"{polls} polls t=q+1..g+4, clip [q, t] each",
+            _row(
+                "streamingbench-po", ids, "PO", (float(t_query), end, 0.0), "exact", "verbatim", how
             )
         )
     return rows
@@ -161,20 +181,8 @@ def _ovo_rows(
             ref = "verbatim" if head.task == "SSR" else "no"
         for suffix, t in times:
             end, exp, bound = ceil_cut(t, d)
-            rows.append(
-                ExposureRow(
-                    format=fmt,
-                    source_id=f"{head.id}{suffix}",
-                    interaction_id=f"ovo-{head.id}",
-                    task=head.task,
-                    decision_s=t,
-                    media_end_s=end,
-                    exposure_s=exp,
-                    bound=bound,
-                    reference_in_prompt=ref,
-                    pipeline="clip [0, ceil(t)]",
-                )
-            )
+            ids = (f"{head.id}{suffix}", f"ovo-{head.id}")
+            rows.append(_row(fmt, ids, head.task, (t, end, exp), bound, ref, "clip [0, ceil(t)]"))
     return rows
 
 
@@ -194,19 +202,7 @@ def _omnimmi_row(
     """The row of OmniMMI item ``pos`` of ``task`` (PA / SI); ``times`` = (decision, media end,
     exposure) in s. The reference is never in the prompt."""
     fmt = f"omnimmi-{task.lower()}"
-    decision_s, media_end_s, exposure_s = times
-    return ExposureRow(
-        format=fmt,
-        source_id=str(pos),
-        interaction_id=f"{fmt}-{pos}",
-        task=task,
-        decision_s=decision_s,
-        media_end_s=media_end_s,
-        exposure_s=exposure_s,
-        bound=bound,
-        reference_in_prompt="no",
-        pipeline=pipeline,
-    )
+    return _row(fmt, (str(pos), f"{fmt}-{pos}"), task, times, bound, "no", pipeline)
 
 
 def audit_omnimmi_pa(raw: list, durations: dict[str, float]) -> list[ExposureRow]:
@@ -279,20 +275,10 @@ def audit_proassist(raw: list, durations: dict[str, float]) -> list[ExposureRow]
                 if turn.role != "assistant":
                     continue
                 last_frame = (idx - 1) / 2.0
-                rows.append(
-                    ExposureRow(
-                        format="proassist",
-                        source_id=f"{base}/{k}",
-                        interaction_id=base,
-                        task=d.user_type,
-                        decision_s=turn.time,
-                        media_end_s=last_frame,
-                        exposure_s=_ms(max(0.0, last_frame - turn.time)),
-                        bound="exact",
-                        reference_in_prompt="no",
-                        pipeline="frames [previous turn, floor(2t)) at 2 fps",
-                    )
-                )
+                times = (turn.time, last_frame, _ms(max(0.0, last_frame - turn.time)))
+                how = "frames [previous turn, floor(2t)) at 2 fps"
+                ids = (f"{base}/{k}", base)
+                rows.append(_row("proassist", ids, d.user_type, times, "exact", "no", how))
     return rows
 
 

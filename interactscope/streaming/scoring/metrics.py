@@ -140,50 +140,62 @@ def _task_score(task: str) -> Metric:
     )
 
 
-def _task_volume(task: str) -> Metric:
-    """Output volume of one task (responses per probed minute), summary.json only."""
+def _rate(
+    name: str, display: str, tasks: tuple[str, ...], key: str, ratio: str, panel: bool
+) -> Metric:
+    """Output volume = Σ responses / Σ probed minutes over ``tasks``, in ``summary.json`` at
+    ``key.ratio`` (with ``key.responses``, ``key.probed_min``). A ``panel`` one (all tasks, one
+    panel) is a paper-table column always written; a single task's is summary.json only."""
     return Metric(
-        name=f"{task} output volume",
-        display=f"{task} per min",
-        numerator="responses",
-        denominator="probed_s",
-        denominator_divisor=60.0,
-        tasks=(task,),
-        kind="rate",
-        section="volume",
-        summary=(f"tasks.{task}.responses_per_min",),
-        summary_numerator=(f"tasks.{task}.responses",),
-        summary_denominator=(f"tasks.{task}.probed_min",),
-        reported=False,
-    )
-
-
-def _volume(panel: str | None) -> Metric:
-    tasks = TASKS if panel is None else EXPLICIT_TASKS if panel == "explicit" else ASSISTANCE_TASKS
-    key = "output_volume" + ("" if panel is None else f".{panel}")
-    return Metric(
-        name="Output volume" + ("" if panel is None else f" {panel}"),
-        display=f"per min ({'all' if panel is None else _PANEL_LABEL[panel]})",
+        name=name,
+        display=display,
         numerator="responses",
         denominator="probed_s",
         denominator_divisor=60.0,
         tasks=tasks,
         kind="rate",
         section="volume",
-        table="volume",
-        summary=(f"{key}.per_min",),
+        table="volume" if panel else None,
+        summary=(f"{key}.{ratio}",),
         summary_numerator=(f"{key}.responses",),
         summary_denominator=(f"{key}.probed_min",),
-        summary_always=True,
+        summary_always=panel,
+        reported=panel,
     )
+
+
+def _task_volume(task: str) -> Metric:
+    """Output volume of one task (responses per probed minute), summary.json only."""
+    return _rate(
+        f"{task} output volume", f"{task} per min", (task,), f"tasks.{task}", "responses_per_min",
+        panel=False,
+    )  # fmt: skip
+
+
+def _panel(panel: str | None) -> tuple[tuple[str, ...], str, str]:
+    """The tasks of ``panel`` (``None``: all), the metric-name suffix and the column label."""
+    if panel is None:
+        return TASKS, "", "all"
+    return (
+        (EXPLICIT_TASKS if panel == "explicit" else ASSISTANCE_TASKS),
+        f" {panel}",
+        _PANEL_LABEL[panel],
+    )
+
+
+def _volume(panel: str | None) -> Metric:
+    """Output volume of a panel (``None``: every task), a column of the paper's volume table."""
+    tasks, suffix, label = _panel(panel)
+    key = "output_volume" + ("" if panel is None else f".{panel}")
+    return _rate(f"Output volume{suffix}", f"per min ({label})", tasks, key, "per_min", panel=True)
 
 
 def _precision(panel: str | None) -> Metric:
     """Output precision: matched outputs / non-silent outputs (each hit matches one response)."""
-    tasks = TASKS if panel is None else EXPLICIT_TASKS if panel == "explicit" else ASSISTANCE_TASKS
+    tasks, suffix, label = _panel(panel)
     return Metric(
-        name="Output precision" + ("" if panel is None else f" {panel}"),
-        display=f"precision % ({'all' if panel is None else _PANEL_LABEL[panel]})",
+        name=f"Output precision{suffix}",
+        display=f"precision % ({label})",
         numerator="hits",
         denominator="responses",
         tasks=tasks,
@@ -193,42 +205,31 @@ def _precision(panel: str | None) -> Metric:
     )
 
 
+_T1_SPLIT = (
+    # (name, display, numerator, denominator, summary key under T1.)
+    ("T1 on-time", "T1 On-time", "on_time", "targets", "on_time"),
+    ("T1 joint", "T1 Joint", "hits", "targets", "joint"),
+    ("T1 conditional", "T1 Cond.", "hits", "on_time", "conditional"),
+)
+
+
 def _t1_metrics() -> list[Metric]:
-    """T1 on-time / joint / conditional (the tool-call task's timing and content split)."""
-    t1 = ("T1",)
+    """T1 on-time / joint / conditional (the tool-call task's timing and content split); the two
+    over all targets also carry their counts in ``summary.json``."""
     return [
         Metric(
-            name="T1 on-time",
-            display="T1 On-time",
-            numerator="on_time",
-            denominator="targets",
-            tasks=t1,
+            name=name,
+            display=display,
+            numerator=numerator,
+            denominator=denominator,
+            tasks=("T1",),
             section=_EXPLICIT,
             table="explicit",
-            summary=("T1.on_time",),
-            summary_numerator=("T1.on_time_count",),
-            summary_denominator=("T1.targets",),
-        ),
-        Metric(
-            name="T1 joint",
-            display="T1 Joint",
-            denominator="targets",
-            tasks=t1,
-            section=_EXPLICIT,
-            table="explicit",
-            summary=("T1.joint",),
-            summary_numerator=("T1.joint_count",),
-            summary_denominator=("T1.targets",),
-        ),
-        Metric(
-            name="T1 conditional",
-            display="T1 Cond.",
-            denominator="on_time",
-            tasks=t1,
-            section=_EXPLICIT,
-            table="explicit",
-            summary=("T1.conditional",),
-        ),
+            summary=(f"T1.{key}",),
+            summary_numerator=(f"T1.{key}_count",) if denominator == "targets" else (),
+            summary_denominator=("T1.targets",) if denominator == "targets" else (),
+        )
+        for name, display, numerator, denominator, key in _T1_SPLIT
     ]
 
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import pandas as pd
 
 from interactscope.stats import BootstrapOptions
-from interactscope.streaming.analysis.output import write_table
+from interactscope.streaming.analysis.output import Report, write_table
 from interactscope.streaming.analysis.runs import ScoredRun, non_default_settings
 
 __all__ = [
@@ -67,22 +67,9 @@ class ReportInputs:
         return [p for p in self.pairs if p[0] in roles]
 
 
-class ReportSink(Protocol):
-    """Where a report section puts what it made (implemented by the report)."""
-
-    def add_table(
-        self,
-        name: str,
-        title: str,
-        display: pd.DataFrame,
-        raw: pd.DataFrame | None = None,
-        meta: dict[str, Any] | None = None,
-        note: str = "",
-    ) -> None: ...
-
-    def add_files(self, name: str, paths: Sequence[Path], markdown: str | None = None) -> None: ...
-
-    def skip(self, message: str) -> None: ...
+ReportSink = Report
+"""Where a report section puts what it made (``add_table``, ``add_files``, ``skip``): the
+report's :class:`~interactscope.streaming.analysis.output.Report`."""
 
 
 def setting(run: ScoredRun, dotted: str, default: Any) -> Any:

@@ -101,105 +101,76 @@ def registered() -> list[ControlSpec]:
     return sorted(specs, key=lambda s: (s.rank, s.name))
 
 
-_NONE_RUN = ControlParam("run", "argument", Path, help="A run collected with --set scene=none.")
+def _arg(name: str, help: str, type: Any = Path) -> ControlParam:
+    """A positional parameter (a run folder unless ``type`` says otherwise)."""
+    return ControlParam(name, "argument", type, help=help)
 
-register(
-    ControlSpec(
-        name="request-prior",
-        summary="T1 tool labels from the request text alone: recovery rate vs the constant "
-        "baseline.",
-        params=(
+
+def _opt(name: str, type: Any, default: Any, help: str = "") -> ControlParam:
+    """An option ``--NAME``."""
+    return ControlParam(name, "option", type, default, help)
+
+
+_NONE_RUN = _arg("run", "A run collected with --set scene=none.")
+_BUILT_IN = (
+    # name, help line, parameters, module (under controls/), run function, report function;
+    # rank: 10, 20, ... in this order (the paper's).
+    (
+        "request-prior",
+        "T1 tool labels from the request text alone: recovery rate vs the constant baseline.",
+        (_NONE_RUN, _opt("source", str, "first", "first (first response ≥ q) or at_q.")),
+        "priors", "run_request_prior_cli", None,
+    ),
+    (
+        "blind-fire",
+        "Fixed-delay blind fire: the request-prior labels fired at q + d (simulated), T1 joint %.",
+        (
             _NONE_RUN,
-            ControlParam(
-                "source",
-                "option",
-                str,
-                "first",
-                "first (first response ≥ q) or at_q.",
-                ("--source",),
-            ),
+            _opt("delay", list[float], _DELAYS, "d values, s (fired at q + d)."),
+            _opt("tolerance", float, 2.0),
         ),
-        module=f"{_PKG}.priors",
-        run="run_request_prior_cli",
-        rank=10,
-    )
-)
-register(
-    ControlSpec(
-        name="blind-fire",
-        summary="Fixed-delay blind fire: the request-prior labels fired at q + d (simulated), "
-        "T1 joint %.",
-        params=(
-            _NONE_RUN,
-            ControlParam(
-                "delay",
-                "option",
-                list[float],
-                _DELAYS,
-                "d values, s (fired at q + d).",
-                ("--delay",),
-            ),
-            ControlParam("tolerance", "option", float, 2.0, "", ("--tolerance",)),
+        "priors", "run_blind_fire_cli", "report_priors",
+    ),
+    (
+        "scene",
+        "Scene ablation: request-only run − full run, paired, at each tolerance (pp).",
+        (
+            _arg("full", "Run with scene input (scored)."),
+            _arg("none", "The same model collected with --set scene=none."),
+            _opt("tolerance", list[float], _TOLERANCES, "δ values, s."),
+            _opt("judge", str | None, None),
         ),
-        module=f"{_PKG}.priors",
-        run="run_blind_fire_cli",
-        report="report_priors",
-        rank=20,
-    )
-)
-register(
-    ControlSpec(
-        name="scene",
-        summary="Scene ablation: request-only run − full run, paired, at each tolerance (pp).",
-        params=(
-            ControlParam("full", "argument", Path, help="Run with scene input (scored)."),
-            ControlParam(
-                "none", "argument", Path, help="The same model collected with --set scene=none."
-            ),
-            ControlParam(
-                "tolerance", "option", list[float], _TOLERANCES, "δ values, s.", ("--tolerance",)
-            ),
-            ControlParam("judge", "option", str | None, None, "", ("--judge",)),
+        "scene", "run_cli", "report_scene",
+    ),
+    (
+        "policy",
+        "History and cooldown controls: recall, output count and volume vs the plain run.",
+        (
+            _arg("plain", "Plain run (scored)."),
+            _arg("controls", "history.n / cooldown_s runs (scored).", list[Path]),
+            _opt("task", str, "T8-A"),
         ),
-        module=f"{_PKG}.scene",
-        run="run_cli",
-        report="report_scene",
-        rank=30,
-    )
-)
-register(
-    ControlSpec(
-        name="policy",
-        summary="History and cooldown controls: recall, output count and volume vs the plain run.",
-        params=(
-            ControlParam("plain", "argument", Path, help="Plain run (scored)."),
-            ControlParam(
-                "controls", "argument", list[Path], help="history.n / cooldown_s runs (scored)."
-            ),
-            ControlParam("task", "option", str, "T8-A", "", ("--task",)),
+        "policy", "run_cli", "report_policy",
+    ),
+    (
+        "schedule",
+        "Decision-schedule control: every metric, sparse − dense, paired.",
+        (
+            _arg("dense", "Run on the per-second grid (scored)."),
+            _arg("sparse", "The same model with a larger grid.step_s (scored)."),
         ),
-        module=f"{_PKG}.policy",
-        run="run_cli",
-        report="report_policy",
-        rank=40,
+        "schedule", "run_cli", "report_schedule",
+    ),
+)  # fmt: skip
+for _i, (_name, _summary, _params, _module, _run, _report) in enumerate(_BUILT_IN, 1):
+    register(
+        ControlSpec(
+            name=_name,
+            summary=_summary,
+            params=_params,
+            module=f"{_PKG}.{_module}",
+            run=_run,
+            report=_report,
+            rank=10 * _i,
+        )
     )
-)
-register(
-    ControlSpec(
-        name="schedule",
-        summary="Decision-schedule control: every metric, sparse − dense, paired.",
-        params=(
-            ControlParam("dense", "argument", Path, help="Run on the per-second grid (scored)."),
-            ControlParam(
-                "sparse",
-                "argument",
-                Path,
-                help="The same model with a larger grid.step_s (scored).",
-            ),
-        ),
-        module=f"{_PKG}.schedule",
-        run="run_cli",
-        report="report_schedule",
-        rank=50,
-    )
-)

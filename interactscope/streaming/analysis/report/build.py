@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +33,7 @@ from interactscope.streaming.analysis.controls.registry import registered
 from interactscope.streaming.analysis.controls.scene import TOLERANCES
 from interactscope.streaming.analysis.errors import AnalysisError
 from interactscope.streaming.analysis.figures import sequence_figure
-from interactscope.streaming.analysis.output import latex_table, write_table
+from interactscope.streaming.analysis.output import Report, write_table
 from interactscope.streaming.analysis.report.roles import pair_runs, unique_labels
 from interactscope.streaming.analysis.report.tables import (
     assistance_table,
@@ -48,49 +47,6 @@ from interactscope.streaming.analysis.runs import ScoredRun, load_scored
 from interactscope.streaming.tasks import SEQUENCE_TASKS
 
 __all__ = ["Report", "build_report"]
-
-
-@dataclass
-class Report:
-    """What :func:`build_report` wrote: ``files`` (table/figure name → paths), ``meta`` (the
-    content of ``report.json``), ``markdown`` (sections of ``report.md``), ``skipped``."""
-
-    out: Path
-    files: dict[str, list[Path]] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    markdown: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
-
-    def add_table(
-        self,
-        name: str,
-        title: str,
-        display: pd.DataFrame,
-        raw: pd.DataFrame | None = None,
-        meta: dict[str, Any] | None = None,
-        note: str = "",
-    ) -> None:
-        """Write ``name.csv/.md/.tex`` (and ``.json`` with ``meta``) and add a report section."""
-        md = display.to_markdown(index=False)
-        tail = f"\n{note}\n" if note else ""
-        paths = write_table(
-            raw if raw is not None else display,
-            self.out,
-            name,
-            markdown=f"### {title}\n\n{md}\n" + tail,
-            latex=latex_table(display, title),
-            meta=meta,
-        )
-        self.add_files(name, sorted(paths.values()), f"## {title}\n\n{md}\n" + tail)
-
-    def add_files(self, name: str, paths: Sequence[Path], markdown: str | None = None) -> None:
-        """Record files written by a section (and its ``report.md`` text)."""
-        self.files[name] = list(paths)
-        if markdown is not None:
-            self.markdown.append(markdown)
-
-    def skip(self, message: str) -> None:
-        self.skipped.append(message)
 
 
 def _load(runs: Sequence[str | Path]) -> tuple[list[ScoredRun], dict[str, Any]]:

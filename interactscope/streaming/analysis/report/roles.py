@@ -6,33 +6,32 @@ control key."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from interactscope.streaming.analysis.runs import ScoredRun, non_default_settings
 
 __all__ = ["CONTROL_KEYS", "classify", "pair_runs", "unique_labels"]
 
-CONTROL_KEYS = {
-    "scene-none": "scene",
-    "history": "history.n",
-    "cooldown": "cooldown_s",
-    "schedule": "grid.step_s",
-}
+_ROLES: tuple[tuple[str, str, Callable[[Any], bool]], ...] = (
+    # (role, its control key, when a non-default value of the key makes a run that control),
+    # tried in this order
+    ("scene-none", "scene", lambda v: v == "none"),
+    ("history", "history.n", bool),
+    ("cooldown", "cooldown_s", bool),
+    ("schedule", "grid.step_s", lambda v: True),
+)
+
+CONTROL_KEYS: dict[str, str] = {role: key for role, key, _ in _ROLES}
 """Role → the setting that makes a run that control."""
 
 
 def classify(run: ScoredRun) -> str:
     """``main``, ``scene-none``, ``history``, ``cooldown`` or ``schedule`` from the settings."""
     nd = non_default_settings(run.settings)
-    if nd.get("scene") == "none":
-        return "scene-none"
-    if nd.get("history.n"):
-        return "history"
-    if nd.get("cooldown_s"):
-        return "cooldown"
-    if "grid.step_s" in nd:
-        return "schedule"
+    for role, key, makes in _ROLES:
+        if key in nd and makes(nd[key]):
+            return role
     return "main"
 
 
