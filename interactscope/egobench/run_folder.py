@@ -236,7 +236,10 @@ def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
     ]
     return diffs + [
         f"settings.{d}"
-        for d in diff_settings(_effective(_legacy(old, new.settings)), _effective(new.settings))
+        for d in diff_settings(
+            _effective(with_legacy_defaults(old.settings, old, new.settings)),
+            _effective(new.settings),
+        )
     ]
 
 
@@ -253,20 +256,6 @@ def _effective(settings: dict[str, Any]) -> dict[str, Any]:
     except ValueError:  # an unknown profile: compare as written
         return settings
     return {**settings, **{k: getattr(rules, k) for k in TOOL_RULE_OVERRIDES}}
-
-
-def _legacy(m: EgoRunManifest, new: dict[str, Any]) -> dict[str, Any]:
-    """``m.settings`` with what a run written before ``user.scripted_opening`` existed played:
-    ``instruction`` for the default scripted user; for any other user the setting does
-    nothing, so it takes the new run's value."""
-    user = dict(m.settings.get("user") or {})
-    if "scripted_opening" in user or "user" not in m.settings:
-        return m.settings
-    default_scripted = m.user.get("kind") == "scripted" and not m.user.get("script")
-    user["scripted_opening"] = (
-        "instruction" if default_scripted else (new.get("user") or {}).get("scripted_opening")
-    )
-    return {**m.settings, "user": user}
 
 
 class EpisodeWriter(RecordWriter[EpisodeRecord]):
