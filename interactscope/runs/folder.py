@@ -307,12 +307,22 @@ class RecordWriter(Generic[R]):
         """This invocation's ``summary``: the format's summary of the records it appended, with
         ``wall_s`` (s; default: since the writer was made), rounded to ms."""
         wall = time.perf_counter() - self.t0 if wall_s is None else wall_s
-        return {**self.fmt.accounting.summary(self.tally), "wall_s": round(wall, 3)}
+        return {**self._accounting().summary(self.tally), "wall_s": round(wall, 3)}
+
+    def _accounting(self) -> Accounting:
+        if self.fmt.accounting is None or self.manifest is None:  # a programming error
+            raise TypeError("finish/interrupted need a manifest and the format's accounting")
+        return self.fmt.accounting
 
     def finish(self, summary: dict[str, Any] | None = None) -> None:
         """Mark the run finished and write ``run.json``: the last invocation gets its end time
         and ``summary`` (default: :meth:`invocation_summary`), the manifest the run's totals
-        over every record (the format's ``totals``). Closes the writer."""
+        over every record (the format's ``totals``). Closes the writer.
+
+        Raises:
+            TypeError: a writer made without a manifest, or for a format without accounting.
+        """
+        self._accounting()
         self.manifest.ended_at = now_iso()
         if summary is None:
             summary = self.invocation_summary()
@@ -335,7 +345,7 @@ class RecordWriter(Generic[R]):
             invs[-1].summary = summary
         # a manifest from before invocations were recorded: this one is the only one known
         summaries = [i.summary for i in invs] if invs else [summary]
-        self.manifest.summary = self.fmt.accounting.totals(self.manifest, self.run_tally, summaries)
+        self.manifest.summary = self._accounting().totals(self.manifest, self.run_tally, summaries)
         self.sync()
         write_manifest(self.path, self.manifest)
         self.close()
