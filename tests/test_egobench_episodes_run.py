@@ -136,6 +136,20 @@ def test_an_old_kitchen_folder_rescores_and_resumes_with_the_rule_it_ran_with(
     assert (again.written, again.skipped) == (1, 1)
 
 
+def test_an_old_folder_without_kitchen_resumes_without_the_kitchen_rule(tmp_path: Path) -> None:
+    """`kitchen_numeric_strings` acts on kitchen's tools only: an old retail run.json without
+    it (read as `reject`) resumes under today's `float` with no flag, as nothing differs."""
+    out = tmp_path / "run"
+    execute(prepare(_req(out, tasks="1-2")))
+    m = json.loads((out / "run.json").read_text())
+    del m["settings"]["kitchen_numeric_strings"]
+    (out / "run.json").write_text(json.dumps(m))
+    lines = (out / EPISODES).read_text().splitlines(keepends=True)
+    (out / EPISODES).write_text(lines[0])
+    again = execute(prepare(_req(out, tasks="1-2")))
+    assert (again.written, again.skipped) == (1, 1)
+
+
 def test_torn_last_line_is_dropped_and_that_episode_played_again(tmp_path: Path) -> None:
     out = tmp_path / "run"
     execute(prepare(_req(out, tasks="1-3")))

@@ -2,8 +2,9 @@
 streaming ResponseRecords (responses.jsonl) and EgoBench EpisodeRecords (episodes.jsonl).
 
 Kill/resume (a child process SIGKILLed mid-run, then resumed), torn last line, dedupe, refusing a
-different run, shard coverage, merge completeness and the lock. Expected values are counted by
-hand from the records each case writes."""
+different run, shard coverage, merge completeness, the lock, and the invocation accounting of
+``run.json`` (finish, a caught interrupt, an invocation killed outright). Expected values are
+counted by hand from the records each case writes."""
 
 from __future__ import annotations
 
@@ -14,16 +15,18 @@ import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 
 from interactscope.egobench import run_folder as ego
 from interactscope.egobench.records import EpisodeRecord
+from interactscope.runs import folder
 from interactscope.runs.common import RunLockedError, RunLogError, in_shard, run_lock
 from interactscope.runs.folder import RunFormat, load_records
 from interactscope.streaming import runlog
-from interactscope.streaming.schema import BenchmarkInfo, ResponseRecord, RunManifest
+from interactscope.streaming.schema import BenchmarkInfo, Invocation, ResponseRecord, RunManifest
 
 N_UNITS = 12
 
@@ -39,12 +42,17 @@ class Kind:
     open: Any  # (path, manifest) -> writer
     merge: Any  # (sources, out) -> merged manifest
     finish: Any  # writer -> None
+    rich: Any  # i -> record i with 10*i tokens in (streaming: non-silent for odd i)
+    counted: str  # the summary key counting records
+    tokens: str  # the summary key summing input tokens
+    fills_killed: bool  # a killed invocation is given its records on resume
 
 
 def _stream_manifest(shard: str | None = None, step: float = 1.0) -> RunManifest:
     bench = BenchmarkInfo(name="b", version="1", path="/b", fingerprint="f", n_interactions=12)
     return RunManifest(model="m", backend="x", protocol="offline", shard=shard,
-                       settings={"grid": {"step_s": step}}, benchmark=bench)  # fmt: skip
+                       settings={"grid": {"step_s": step}}, benchmark=bench,
+                       invocations=[Invocation(started_at="2026-01-01T00:00:00+00:00")])  # fmt: skip
 
 
 def _ego_manifest(shard: str | None = None, step: float = 1.0) -> ego.EgoRunManifest:
@@ -63,6 +71,12 @@ STREAM = Kind(
     open=lambda p, m: runlog.open_run(p, m),
     merge=lambda s, o: runlog.merge_runs(s, o),
     finish=lambda w: w.finish(),
+    rich=lambda i: ResponseRecord(
+        interaction_id=f"u{i:02d}", t=0.0, silent=i % 2 == 0, prompt_tokens=10 * i
+    ),
+    counted="decision_points",
+    tokens="prompt_tokens",
+    fills_killed=False,  # a resume may rewrite responses.jsonl: position tells nothing
 )
 EGO = Kind(
     "egobench",
@@ -72,6 +86,10 @@ EGO = Kind(
     open=lambda p, m: ego.open_episodes(p, m),
     merge=lambda s, o: ego.merge_runs(s, o),
     finish=lambda w: w.finish(),
+    rich=lambda i: EpisodeRecord(variant="v", task_id=i, input_tokens=10 * i),
+    counted="episodes",
+    tokens="input_tokens",
+    fills_killed=True,
 )
 
 
@@ -255,3 +273,83 @@ def test_sync_every_n_fsyncs_once_per_n_records(kind, tmp_path, monkeypatch):
     assert len(calls) == 2  # after records 4 and 8
     w.close()
     assert len(calls) == 3  # the last 2 on close
+
+
+# --------------------------------------------------------------- invocation accounting
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    """The writers' time.perf_counter, returning these seconds in turn: each writer reads it
+    when made (t0) and when it finishes or is interrupted."""
+    ticks = iter([0.0, 1.25, 10.0, 12.5, 20.0, 22.5, 30.0])
+    monkeypatch.setattr(folder, "time", SimpleNamespace(perf_counter=lambda: next(ticks)))
+
+
+def _invocation(kind: Kind, path: Path, units: range, end: str) -> None:
+    """One invocation writing ``units``, then ``end``: finish, interrupt or kill (close only)."""
+    with run_lock(path):
+        w = kind.open(path, kind.manifest())
+        for i in units:
+            w.append(kind.rich(i))
+        if end == "finish":
+            w.finish()
+        elif end == "interrupt":
+            w.interrupted()
+        else:  # killed outright: run.json stays as open_* wrote it
+            w.close()
+
+
+def _run_json(kind: Kind, path: Path):
+    return kind.fmt.manifest.model_validate_json((path / "run.json").read_bytes())
+
+
+def test_finish_accounts_each_invocation_and_the_whole_run(kind, tmp_path, clock):
+    run = tmp_path / "run"
+    _invocation(kind, run, range(3), "finish")  # clock 0 -> 1.25
+    _invocation(kind, run, range(3, 5), "finish")  # clock 10 -> 12.5
+    m = _run_json(kind, run)
+    first, second = m.invocations
+    assert m.ended_at is not None and m.ended_at == second.ended_at
+    assert not first.interrupted and not second.interrupted
+    # invocation 1 wrote records 0, 1, 2 (tokens 0 + 10 + 20), invocation 2 records 3, 4 (30 + 40)
+    assert (first.summary[kind.counted], first.summary[kind.tokens]) == (3, 30)
+    assert (second.summary[kind.counted], second.summary[kind.tokens]) == (2, 70)
+    assert (first.summary["wall_s"], second.summary["wall_s"]) == (1.25, 2.5)
+    assert (m.summary[kind.counted], m.summary[kind.tokens], m.summary["wall_s"]) == (5, 100, 3.75)
+
+
+def test_an_interrupted_invocation_is_timed_and_the_run_stays_resumable(kind, tmp_path, clock):
+    run = tmp_path / "run"
+    _invocation(kind, run, range(3), "interrupt")  # clock 0 -> 1.25
+    m = _run_json(kind, run)
+    (inv,) = m.invocations
+    assert m.ended_at is None and inv.interrupted and inv.ended_at is not None
+    assert (inv.summary[kind.counted], inv.summary["wall_s"]) == (3, 1.25)
+    assert (m.summary[kind.counted], m.summary["wall_s"]) == (3, 1.25)
+    _invocation(kind, run, range(3, 5), "finish")  # clock 10 -> 12.5
+    m = _run_json(kind, run)
+    assert [i.interrupted for i in m.invocations] == [True, False] and m.ended_at is not None
+    assert (m.summary[kind.counted], m.summary[kind.tokens], m.summary["wall_s"]) == (5, 100, 3.75)
+
+
+def test_a_killed_invocation_is_accounted_on_resume(kind, tmp_path, clock):
+    run = tmp_path / "run"
+    _invocation(kind, run, range(3), "finish")  # clock 0 -> 1.25
+    _invocation(kind, run, range(3, 5), "kill")  # clock 10, never read again
+    m = _run_json(kind, run)
+    assert m.ended_at is None and m.invocations[-1].summary is None
+    _invocation(kind, run, range(5, 7), "finish")  # clock 12.5 -> 20
+    m = _run_json(kind, run)
+    first, killed, third = m.invocations
+    assert killed.ended_at is None and not killed.interrupted
+    if kind.fills_killed:  # the records after invocation 1's three: 3 and 4 (tokens 30 + 40)
+        assert killed.written == 2
+        assert (killed.summary[kind.counted], killed.summary[kind.tokens]) == (2, 70)
+        assert killed.summary["wall_s"] is None  # unknown, not 0
+        assert (m.summary["invocations"], m.summary["untimed"]) == (3, 1)
+    else:
+        assert killed.summary is None
+    assert third.summary[kind.counted] == 2 and third.summary["wall_s"] == 7.5
+    # the whole run: records 0..6 (tokens 0 + 10 + ... + 60), wall of the timed ones 1.25 + 7.5
+    assert (m.summary[kind.counted], m.summary[kind.tokens], m.summary["wall_s"]) == (7, 210, 8.75)

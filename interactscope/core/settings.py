@@ -1,9 +1,11 @@
 """The settings base both benchmarks use: dotted overrides, flattening, option models with
-one-line errors, and the human-readable difference of two settings dicts."""
+one-line errors, the human-readable difference of two settings dicts, and legacy defaults
+(what a setting added after a run folder was written reads as in that folder's ``run.json``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -108,3 +110,52 @@ def diff_settings(a: dict[str, Any], b: dict[str, Any], *, ignore: Iterable[str]
         for k in sorted(set(fa) | set(fb))
         if fa.get(k, "<unset>") != fb.get(k, "<unset>")
     ]
+
+
+# --------------------------------------------------------------------------- legacy defaults
+
+
+@dataclass(frozen=True)
+class LegacyRule:
+    """A legacy default that depends on the run: ``rule(old, new)`` gives the value, with
+    ``old`` the manifest of the folder being resumed (the benchmark's own manifest type) and
+    ``new`` the settings dict of the run resuming it. Applied only when the two are compared
+    (:func:`fill_legacy` with ``old``); reading a ``run.json`` alone leaves the key unset."""
+
+    rule: Callable[[Any, dict[str, Any]], Any]
+
+
+def fill_legacy(
+    settings: dict[str, Any],
+    table: Mapping[str, Any],
+    *,
+    old: Any = None,
+    new: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """``settings`` (an old ``run.json``'s) with each dotted key of ``table`` that it lacks set
+    to the table's value: the value that reproduces what a run written before the setting
+    existed did. A value is a constant or a :class:`LegacyRule` (used only when ``old`` is
+    given: comparing the folder's manifest with a ``new`` run's settings).
+
+    A key is filled only inside a group ``settings`` has (``user.x`` needs ``user``; top-level
+    keys always), placed before the group's own keys; keys present are kept as they are.
+    Returns a new dict; ``settings`` is not changed.
+    """
+    out = settings
+    for key, value in table.items():
+        if isinstance(value, LegacyRule):
+            if old is None:
+                continue
+            value = value.rule(old, new or {})
+        out = _fill(out, key.split("."), value)
+    return out
+
+
+def _fill(node: dict[str, Any], path: list[str], value: Any) -> dict[str, Any]:
+    head, rest = path[0], path[1:]
+    if not rest:
+        return node if head in node else {head: value, **node}
+    child = node.get(head)
+    if not isinstance(child, dict):
+        return node  # the group itself is missing: nothing recorded to fill in
+    return {**node, head: _fill(child, rest, value)}

@@ -7,7 +7,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from interactscope.core.settings import apply_overrides, unknown_setting_hint
+from interactscope.core.settings import (
+    LegacyRule,
+    apply_overrides,
+    fill_legacy,
+    unknown_setting_hint,
+)
 from interactscope.egobench.profiles import PROFILES
 
 Mode = Literal["easy", "hard", "static"]
@@ -126,6 +131,14 @@ class EpisodeSettings(_Group):
         return v
 
 
+def _scripted_opening(old: Any, new: dict[str, Any]) -> Any:
+    # the default scripted user (no script file) sent the Instruction; for any other user
+    # the setting does nothing, so it takes the resuming run's value
+    if old.user.get("kind") == "scripted" and not old.user.get("script"):
+        return "instruction"
+    return (new.get("user") or {}).get("scripted_opening")
+
+
 LEGACY_DEFAULTS: dict[str, Any] = {
     # before `reference` (commit cc45199) every run executed its tools with ours' rules plus
     # its recorded undeclared_params / coerce_numeric_strings
@@ -133,16 +146,23 @@ LEGACY_DEFAULTS: dict[str, Any] = {
     # before kitchen's numeric-string quantities became floats (the official tools' rule), ours
     # rejected them: kitchen GT writes failed and were missing from the GT state
     "kitchen_numeric_strings": "reject",
+    "user.scripted_opening": LegacyRule(_scripted_opening),
 }
 """Settings added after run folders were written, each with the value that reproduces what a
-run written before it did: a ``run.json`` without the key reads as this value, so an old run
-folder resumes and re-scores as it ran (docs/egobench.md, "Settings")."""
+run written before it did (:func:`interactscope.core.settings.fill_legacy`): a ``run.json``
+without ``reference`` reads as ``ours``, without ``kitchen_numeric_strings`` as ``reject``; one without ``user.scripted_opening`` is compared,
+on resume, as ``instruction`` for the default scripted user and as the resuming run's value for
+any other user (docs/egobench.md, "Settings")."""
 
 
-def with_legacy_defaults(settings: dict[str, Any]) -> dict[str, Any]:
+def with_legacy_defaults(
+    settings: dict[str, Any], old: Any = None, new: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """``settings`` (``run.json``'s) with every key of :data:`LEGACY_DEFAULTS` it lacks set
-    to that old default; the keys it has are kept as they are."""
-    return {**LEGACY_DEFAULTS, **settings}
+    to that old default; the keys it has are kept as they are. The rules that depend on the
+    run (``user.scripted_opening``) apply only with ``old`` (that run's manifest) and ``new``
+    (the settings of the run compared with it)."""
+    return fill_legacy(settings, LEGACY_DEFAULTS, old=old, new=new)
 
 
 SETTINGS_DOCS = 'docs/egobench.md, section "Settings (`--set KEY=VALUE`, recorded in `run.json`)"'

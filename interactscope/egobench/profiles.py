@@ -75,6 +75,10 @@ TOOL_RULE_OVERRIDES = ("undeclared_params", "coerce_numeric_strings", "kitchen_n
 """Episode settings that override the reference profile's tool rules (``None``: the
 profile's)."""
 
+SCENARIO_RULES = {"kitchen_numeric_strings": "kitchen"}
+"""Tool rules that act on one scenario's tools only: for a run without that scenario their
+value changes nothing (resuming such a run does not compare them)."""
+
 
 def run_profile(settings: dict[str, Any] | Any) -> ScoreSettings:
     """The settings an episode run executes with and is scored with: profile

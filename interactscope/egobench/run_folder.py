@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -19,8 +18,9 @@ from typing import Any
 from pydantic import BaseModel, Field, field_validator
 
 from interactscope.core.settings import diff_settings
+from interactscope.egobench.data import EgoBenchError, scenario_of
 from interactscope.egobench.episode_settings import with_legacy_defaults
-from interactscope.egobench.profiles import TOOL_RULE_OVERRIDES, run_profile
+from interactscope.egobench.profiles import SCENARIO_RULES, TOOL_RULE_OVERRIDES, run_profile
 from interactscope.egobench.records import EpisodeRecord, Variant
 from interactscope.runs.common import (
     RunLogError,
@@ -31,8 +31,10 @@ from interactscope.runs.common import (
     write_manifest,
 )
 from interactscope.runs.folder import (
+    Accounting,
     RecordWriter,
     RunFormat,
+    account_killed,
     load_records,
     merge_folders,
     open_folder,
@@ -146,26 +148,6 @@ def new_manifest(**fields: Any) -> EgoRunManifest:
     )
 
 
-def _differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
-    return differences(old, new)
-
-
-FORMAT: RunFormat[EpisodeRecord, EgoRunManifest] = RunFormat(
-    records_file=EPISODES,
-    record=EpisodeRecord,
-    key=record_key,  # variant:task_id, and #trial past the first
-    manifest=EgoRunManifest,
-    differences=_differences,
-    error=EgoRunError,
-    noun="episode",
-    owner_noun="episode",
-    manifest_noun="an EgoBench run",
-    command="ego run",
-    torn_note="; that episode is played again",
-)
-"""The EgoBench run folder: one :class:`EpisodeRecord` per ``variant:task_id``."""
-
-
 def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeRecord]:
     """Records of ``episodes.jsonl``; a torn last line (no newline, or unparseable) is dropped
     with a warning (and cut from the file with ``repair``); the first record of a key wins.
@@ -176,17 +158,19 @@ def read_episodes(path: str | Path, *, repair: bool = False) -> list[EpisodeReco
 
 
 def run_totals(
-    records: list[EpisodeRecord], expected: int, invocations: list[EgoInvocation]
+    manifest: EgoRunManifest,
+    records: list[EpisodeRecord],
+    invocations: list[dict[str, Any] | None],
 ) -> dict[str, Any]:
     """``run.json``'s ``summary``: :func:`summarise` over every episode of the folder (all
-    invocations), with ``invocations`` (how many) and ``wall_s``, the invocations' wall seconds
-    summed over those that measured it (``untimed``: how many did not, e.g. killed ones).
-    ``model_s`` sums the episodes' model seconds, so with ``--max-concurrency`` > 1 it can
-    exceed ``wall_s``."""
-    walls = [(i.summary or {}).get("wall_s") for i in invocations]
+    invocations) against the manifest's planned episodes, with ``invocations`` (how many) and
+    ``wall_s``, the wall seconds of the invocations' summaries summed over those that measured
+    it (``untimed``: how many did not, e.g. killed ones). ``model_s`` sums the episodes' model
+    seconds, so with ``--max-concurrency`` > 1 it can exceed ``wall_s``."""
+    walls = [(i or {}).get("wall_s") for i in invocations]
     known = [w for w in walls if w is not None]
     return {
-        **summarise(records, expected),
+        **summarise(records, len(manifest.keys())),
         "invocations": len(invocations),
         "wall_s": round(sum(known), 3),
         "untimed": len(invocations) - len(known),
@@ -208,6 +192,42 @@ def summarise(records: list[EpisodeRecord], expected: int) -> dict[str, Any]:
     }
 
 
+def _listed(records: list[EpisodeRecord], record: EpisodeRecord) -> list[EpisodeRecord]:
+    records.append(record)
+    return records
+
+
+ACCOUNTING: Accounting[EpisodeRecord, EgoRunManifest, list[EpisodeRecord]] = Accounting(
+    start=list,
+    add=_listed,  # a run has at most a few thousand episodes: the tally is the records
+    summary=lambda records: summarise(records, len(records)),
+    totals=run_totals,
+)
+"""Invocation accounting of the EgoBench run folder (an invocation's ``summary`` is
+:func:`summarise` over its episodes, plus ``wall_s``)."""
+
+
+def _differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
+    return differences(old, new)
+
+
+FORMAT: RunFormat[EpisodeRecord, EgoRunManifest] = RunFormat(
+    records_file=EPISODES,
+    record=EpisodeRecord,
+    key=record_key,  # variant:task_id, and #trial past the first
+    manifest=EgoRunManifest,
+    differences=_differences,
+    error=EgoRunError,
+    noun="episode",
+    owner_noun="episode",
+    manifest_noun="an EgoBench run",
+    command="ego run",
+    torn_note="; that episode is played again",
+    accounting=ACCOUNTING,
+)
+"""The EgoBench run folder: one :class:`EpisodeRecord` per ``variant:task_id``."""
+
+
 def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
     """What forbids resuming ``old`` with ``new``: identity fields and settings, listed."""
     diffs = [
@@ -215,39 +235,45 @@ def differences(old: EgoRunManifest, new: EgoRunManifest) -> list[str]:
         for f in IDENTITY
         if getattr(old, f) != getattr(new, f)
     ]
+    scenarios = _scenarios(old.tasks)
     return diffs + [
         f"settings.{d}"
-        for d in diff_settings(_effective(_legacy(old, new.settings)), _effective(new.settings))
+        for d in diff_settings(
+            _effective(with_legacy_defaults(old.settings, old, new.settings), scenarios),
+            _effective(new.settings, scenarios),
+        )
     ]
 
 
-def _effective(settings: dict[str, Any]) -> dict[str, Any]:
+def _scenarios(variants: Any) -> set[str]:
+    """The scenarios of a run's variants; a name that is no scenario + number (a test's or a
+    user's own data) counts as every scenario, so no scenario rule is left out for it."""
+    try:
+        return {scenario_of(v) for v in variants}
+    except EgoBenchError:
+        return set(SCENARIO_RULES.values())
+
+
+def _effective(settings: dict[str, Any], scenarios: set[str]) -> dict[str, Any]:
     """``settings`` with each tool-rule override replaced by the rule the run executes with
     (:func:`~interactscope.egobench.profiles.run_profile`): an old ``run.json``'s explicit
-    ``undeclared_params: drop`` equals a new run's ``None`` under ``ours``, whose rule is drop."""
+    ``undeclared_params: drop`` equals a new run's ``None`` under ``ours``, whose rule is drop.
+    A rule of a scenario the run does not play (:data:`SCENARIO_RULES`) is left out."""
     try:
         rules = run_profile(settings)
     except ValueError:  # an unknown profile: compare as written
         return settings
-    return {**settings, **{k: getattr(rules, k) for k in TOOL_RULE_OVERRIDES}}
-
-
-def _legacy(m: EgoRunManifest, new: dict[str, Any]) -> dict[str, Any]:
-    """``m.settings`` with what a run written before ``user.scripted_opening`` existed played:
-    ``instruction`` for the default scripted user; for any other user the setting does
-    nothing, so it takes the new run's value."""
-    user = dict(m.settings.get("user") or {})
-    if "scripted_opening" in user or "user" not in m.settings:
-        return m.settings
-    default_scripted = m.user.get("kind") == "scripted" and not m.user.get("script")
-    user["scripted_opening"] = (
-        "instruction" if default_scripted else (new.get("user") or {}).get("scripted_opening")
-    )
-    return {**m.settings, "user": user}
+    out = {**settings, **{k: getattr(rules, k) for k in TOOL_RULE_OVERRIDES}}
+    unplayed = {k for k, scenario in SCENARIO_RULES.items() if scenario not in scenarios}
+    return {k: v for k, v in out.items() if k not in unplayed}
 
 
 class EpisodeWriter(RecordWriter[EpisodeRecord]):
-    """Appends episode records durably; ``done`` holds the keys already written."""
+    """Appends episode records durably; ``done`` holds the keys already written. ``finish()``
+    / ``interrupted()`` (:class:`~interactscope.runs.folder.RecordWriter`) record the end time,
+    this invocation's summary (wall seconds since the writer was made) and the run's
+    (:func:`run_totals`) in ``run.json``; an interrupted run stays unfinished (``ended_at``
+    None), so resuming plays the rest."""
 
     def __init__(
         self,
@@ -257,42 +283,10 @@ class EpisodeWriter(RecordWriter[EpisodeRecord]):
         *,
         sync_every: int = 1,
     ):
-        self.manifest = manifest
-        self.records = records
-        self.new: list[EpisodeRecord] = []
-        self.t0 = time.perf_counter()
-        super().__init__(path, FORMAT, records, sync_every=sync_every)
+        super().__init__(path, FORMAT, records, manifest=manifest, sync_every=sync_every)
 
     def _appended(self, record: EpisodeRecord) -> None:
-        self.records.append(record)
-        self.new.append(record)
         self.manifest.invocations[-1].written += 1
-
-    def finish(self) -> None:
-        """Record the end time, this invocation's summary and the run's (every episode of
-        every invocation, :func:`run_totals`) in ``run.json``."""
-        self.manifest.ended_at = now_iso()
-        self._account(self.manifest.ended_at)
-
-    def interrupted(self) -> None:
-        """Like :meth:`finish` for a caught Ctrl-C or SIGTERM: this invocation's end time,
-        episodes and wall seconds go to ``run.json`` (marked ``interrupted``), while the run
-        stays unfinished (``ended_at`` None), so resuming plays the rest."""
-        inv = self.manifest.invocations[-1]
-        inv.interrupted = True
-        self._account(now_iso())
-
-    def _account(self, ended_at: str) -> None:
-        inv = self.manifest.invocations[-1]
-        inv.ended_at = ended_at
-        wall = round(time.perf_counter() - self.t0, 3)
-        inv.summary = {**summarise(self.new, len(self.new)), "wall_s": wall}
-        self.manifest.summary = run_totals(
-            self.records, len(self.manifest.keys()), self.manifest.invocations
-        )
-        self.sync()
-        write_manifest(self.path, self.manifest)
-        self.close()
 
 
 def open_episodes(
@@ -312,29 +306,13 @@ def open_episodes(
     old, records = open_folder(p, manifest, FORMAT)
     if old is not None:
         manifest.started_at = old.started_at
-        manifest.invocations = _account_killed(old.invocations, records)
+        manifest.invocations = account_killed(old.invocations, records, FORMAT)
         log.info("resuming %s: %d episode(s) already written", p, len(records))
     manifest.started_at = manifest.started_at or inv.started_at
     manifest.ended_at = None
     manifest.invocations = [*manifest.invocations, inv]
     write_manifest(p, manifest)
     return EpisodeWriter(p, manifest, records, sync_every=sync_every)
-
-
-def _account_killed(
-    invocations: list[EgoInvocation], records: list[EpisodeRecord]
-) -> list[EgoInvocation]:
-    """Give a killed last invocation (no summary) the episodes it wrote: the records after
-    those the earlier invocations wrote (records are kept in append order). Its wall time
-    stays unknown (None)."""
-    if not invocations or invocations[-1].summary is not None or invocations[-1].ended_at:
-        return invocations  # finished (runs from before per-invocation summaries included)
-    before = sum(i.written for i in invocations[:-1])
-    mine = records[before:]
-    last = invocations[-1].model_copy(
-        update={"written": len(mine), "summary": {**summarise(mine, len(mine)), "wall_s": None}}
-    )
-    return [*invocations[:-1], last]
 
 
 def read_manifest(path: str | Path) -> EgoRunManifest:

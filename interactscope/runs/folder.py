@@ -10,6 +10,9 @@ protocol, ``episodes.jsonl`` for EgoBench). Each benchmark describes its folder 
 - dedupe (the first record of a key wins) and an append-only writer (flush + fsync per record by
   default, :attr:`RecordWriter.sync_every`) that refuses a key already written;
 - open/resume identity: a folder is resumed only by a run whose manifest has no differences;
+- invocation accounting (:class:`Accounting`): each invocation's end time, summary and
+  ``interrupted`` flag, the run's totals over every record (``run.json``'s ``summary``) and the
+  records of an invocation killed outright, filled in on resume;
 - the shard check and merge completeness of ``merge`` (shards share N, cover 1..N, finished);
 - the lock and provenance are in :mod:`interactscope.runs.common`.
 
@@ -22,16 +25,24 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
 from interactscope.core.errors import first_problem
 from interactscope.core.files import open_append, refuse_link, write_atomic
-from interactscope.runs.common import MANIFEST, RunLogError, parse_shard, run_lock, write_manifest
+from interactscope.runs.common import (
+    MANIFEST,
+    RunLogError,
+    now_iso,
+    parse_shard,
+    run_lock,
+    write_manifest,
+)
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +52,37 @@ _TORN_WARNED: set[tuple[str, int, int]] = set()
 
 R = TypeVar("R", bound=BaseModel)
 M = TypeVar("M", bound=BaseModel)
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Accounting(Generic[R, M, S]):
+    """How ``run.json`` accounts for the invocations of one benchmark's run folder: the hooks
+    each benchmark hands in (like the key function); the bookkeeping is :class:`RecordWriter`'s.
+
+    A *tally* (type S) is a running count over records, folded one record at a time so a run of
+    ~10^5 records need not be held in memory. The writer keeps two: over every record of the
+    folder, and over the records of this invocation.
+
+    Attributes:
+        start: a new, empty tally.
+        add: ``(tally, record) -> tally`` with ``record`` counted in.
+        summary: ``tally -> dict``: one invocation's ``summary`` (the writer adds ``wall_s``).
+        totals: ``(manifest, run tally, [summary of each invocation, None where unknown]) ->
+            dict``: ``run.json``'s ``summary`` over the whole run.
+    """
+
+    start: Callable[[], S]
+    add: Callable[[S, R], S]
+    summary: Callable[[S], dict[str, Any]]
+    totals: Callable[[Any, S, list[dict[str, Any] | None]], dict[str, Any]]
+
+    def tally(self, records: Iterable[R]) -> S:
+        """A tally of ``records``."""
+        out = self.start()
+        for r in records:
+            out = self.add(out, r)
+        return out
 
 
 @dataclass(frozen=True)
@@ -63,6 +105,8 @@ class RunFormat(Generic[R, M]):
         manifest_noun: what ``run.json`` is in "not a valid ..." messages.
         command: the command that writes the folder, named in "run it again" hints.
         torn_note: appended to the torn-last-line warning (what happens to that unit).
+        accounting: how the writer's :meth:`~RecordWriter.finish` and
+            :meth:`~RecordWriter.interrupted` fill ``run.json`` (None: a writer of records only).
     """
 
     records_file: str
@@ -77,6 +121,7 @@ class RunFormat(Generic[R, M]):
     manifest_noun: str = "a valid run manifest"
     command: str = "command"
     torn_note: str = ""
+    accounting: Accounting | None = None
 
     def owner_of(self, record: R) -> Hashable:
         return (self.owner or self.key)(record)
@@ -199,22 +244,39 @@ def rewrite(path: Path, records: Iterable[BaseModel]) -> None:
 
 
 class RecordWriter(Generic[R]):
-    """Append-only writer of one run folder's records file.
+    """Append-only writer of one run folder's records file, and the accounting of the
+    invocation that writes it.
 
     ``done`` holds the keys already in the file. Each :meth:`append` writes one JSON line and
     flushes; every ``sync_every`` appends the file is fsynced (1, the default: every record is
     durable before ``append`` returns, so a kill loses at most the line being written; a larger
     N trades up to N-1 records on a power loss for fewer syncs; 0 syncs only in :meth:`sync`
     and :meth:`close`). Subclasses keep their own running state in :meth:`_appended`.
+
+    With a ``manifest`` (which has ``ended_at``, ``summary`` and ``invocations``, the last one
+    being this invocation) and the format's :class:`Accounting`, :meth:`finish` and
+    :meth:`interrupted` write ``run.json``; ``run_tally`` counts every record of the folder,
+    ``tally`` those this invocation appended, ``t0`` is its start (``time.perf_counter``, s).
     """
 
     def __init__(
-        self, path: Path, fmt: RunFormat[R, BaseModel], records: list[R], *, sync_every: int = 1
+        self,
+        path: Path,
+        fmt: RunFormat[R, BaseModel],
+        records: list[R],
+        *,
+        manifest: Any = None,
+        sync_every: int = 1,
     ):
         self.path = path
         self.fmt = fmt
+        self.manifest = manifest
         self.sync_every = sync_every
         self.done: set[Hashable] = {fmt.key(r) for r in records}
+        acct = fmt.accounting
+        self.run_tally = acct.tally(records) if acct else None
+        self.tally = acct.start() if acct else None
+        self.t0 = time.perf_counter()
         self._unsynced = 0
         self._fh = open_append(path / fmt.records_file)
 
@@ -233,10 +295,60 @@ class RecordWriter(Generic[R]):
         if self.sync_every and self._unsynced >= self.sync_every:
             self.sync()
         self.done.add(key)
+        if acct := self.fmt.accounting:
+            self.run_tally = acct.add(self.run_tally, record)
+            self.tally = acct.add(self.tally, record)
         self._appended(record)
 
     def _appended(self, record: R) -> None:
         """Hook: called after each record is written."""
+
+    def invocation_summary(self, wall_s: float | None = None) -> dict[str, Any]:
+        """This invocation's ``summary``: the format's summary of the records it appended, with
+        ``wall_s`` (s; default: since the writer was made), rounded to ms."""
+        wall = time.perf_counter() - self.t0 if wall_s is None else wall_s
+        return {**self._accounting().summary(self.tally), "wall_s": round(wall, 3)}
+
+    def _accounting(self) -> Accounting:
+        if self.fmt.accounting is None or self.manifest is None:  # a programming error
+            raise TypeError("finish/interrupted need a manifest and the format's accounting")
+        return self.fmt.accounting
+
+    def finish(self, summary: dict[str, Any] | None = None) -> None:
+        """Mark the run finished and write ``run.json``: the last invocation gets its end time
+        and ``summary`` (default: :meth:`invocation_summary`), the manifest the run's totals
+        over every record (the format's ``totals``). Closes the writer.
+
+        Raises:
+            TypeError: a writer made without a manifest, or for a format without accounting.
+        """
+        self._accounting()
+        self.manifest.ended_at = now_iso()
+        if summary is None:
+            summary = self.invocation_summary()
+        self._account(self.manifest.ended_at, summary)
+
+    def interrupted(self, wall_s: float | None = None) -> None:
+        """A caught Ctrl-C or SIGTERM: like :meth:`finish`, with the last invocation marked
+        ``interrupted`` and summarised by :meth:`invocation_summary` (``wall_s``: s, the
+        invocation so far), while the run stays unfinished (``ended_at`` None) and resumable.
+        Only an invocation killed outright (SIGKILL, power loss) is left untimed
+        (:func:`account_killed`)."""
+        if self.manifest.invocations:
+            self.manifest.invocations[-1].interrupted = True
+        self._account(now_iso(), self.invocation_summary(wall_s))
+
+    def _account(self, ended_at: str, summary: dict[str, Any]) -> None:
+        invs = self.manifest.invocations
+        if invs:
+            invs[-1].ended_at = ended_at
+            invs[-1].summary = summary
+        # a manifest from before invocations were recorded: this one is the only one known
+        summaries = [i.summary for i in invs] if invs else [summary]
+        self.manifest.summary = self._accounting().totals(self.manifest, self.run_tally, summaries)
+        self.sync()
+        write_manifest(self.path, self.manifest)
+        self.close()
 
     def sync(self) -> None:
         """fsync what was appended so far."""
@@ -254,6 +366,24 @@ class RecordWriter(Generic[R]):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def account_killed(invocations: list[Any], records: list[R], fmt: RunFormat[R, Any]) -> list[Any]:
+    """Invocations with a killed last one (no summary, no end time: SIGKILL or power loss)
+    given the records it wrote: those after the ``written`` of the earlier invocations (records
+    are kept in append order), summarised by the format's accounting with ``wall_s`` None
+    (unknown). Other invocation lists come back as they are.
+
+    Needs invocations with a ``written`` count and a records file only ever appended to (a
+    resume that rewrites it, e.g. streaming's ``--retry-errors``, breaks the attribution).
+    """
+    if not invocations or invocations[-1].summary is not None or invocations[-1].ended_at:
+        return invocations  # finished (runs from before per-invocation summaries included)
+    before = sum(i.written for i in invocations[:-1])
+    mine = records[before:]
+    summary = {**fmt.accounting.summary(fmt.accounting.tally(mine)), "wall_s": None}
+    last = invocations[-1].model_copy(update={"written": len(mine), "summary": summary})
+    return [*invocations[:-1], last]
 
 
 def open_folder(path: str | Path, manifest: M, fmt: RunFormat[R, M]) -> tuple[M | None, list[R]]:

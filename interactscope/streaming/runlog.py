@@ -20,6 +20,7 @@ from pydantic import BaseModel, Field
 from interactscope.core.text import plural
 from interactscope.runs.common import MANIFEST, RunLogError, now_iso, write_manifest
 from interactscope.runs.folder import (
+    Accounting,
     RecordWriter,
     RunFormat,
     merge_folders,
@@ -42,18 +43,6 @@ IDENTITY_FIELDS = ("model", "backend", "protocol", "shard")
 
 def _differences(old: RunManifest, new: RunManifest) -> list[str]:
     return manifest_differences(old, new)
-
-
-FORMAT: RunFormat[ResponseRecord, RunManifest] = RunFormat(
-    records_file=RESPONSES,
-    record=ResponseRecord,
-    key=lambda r: r.key,
-    owner=lambda r: r.interaction_id,
-    manifest=RunManifest,
-    differences=_differences,
-    command="collect",
-)
-"""The streaming run folder: one :class:`ResponseRecord` per (interaction id, t)."""
 
 
 def _read_lines(path: Path, *, repair: bool) -> list[ResponseRecord]:
@@ -92,16 +81,62 @@ def summarise_records(records: Iterable[ResponseRecord], n_interactions: int) ->
     """A :class:`RunSummary` of ``records`` (timing left at 0; the caller adds it)."""
     out = RunSummary(interactions=n_interactions)
     for r in records:
-        out.decision_points += 1
-        out.non_silent += int(not r.silent and not r.error)
-        out.suppressed += int(r.suppressed)
-        out.text_replaced += int(r.text_replaced)
-        out.prompt_tokens += r.prompt_tokens or 0
-        out.completion_tokens += r.completion_tokens or 0
-        if r.error:
-            out.errors += 1
-            out.failed_interactions.setdefault(r.interaction_id, r.error)
+        out = count_record(out, r)
     return out
+
+
+def count_record(totals: RunSummary, r: ResponseRecord) -> RunSummary:
+    """``totals`` (changed in place) with one more record counted."""
+    totals.decision_points += 1
+    totals.non_silent += int(not r.silent and not r.error)
+    totals.suppressed += int(r.suppressed)
+    totals.text_replaced += int(r.text_replaced)
+    totals.prompt_tokens += r.prompt_tokens or 0
+    totals.completion_tokens += r.completion_tokens or 0
+    if r.error:
+        totals.errors += 1
+        totals.failed_interactions.setdefault(r.interaction_id, r.error)
+    return totals
+
+
+def run_totals(
+    manifest: RunManifest, tally: RunSummary, invocations: list[dict[str, Any] | None]
+) -> dict[str, Any]:
+    """``run.json``'s ``summary``: the counts over every record (``tally``) of the manifest's
+    interactions, with the wall and model seconds and stage timings summed over the
+    ``invocations``' summaries that have them (a killed invocation's is None)."""
+    totals = tally.model_copy(update={"interactions": len(manifest.interaction_ids or [])})
+    timed = [t for t in invocations if t]
+    totals.wall_s = round(sum(float(t.get("wall_s") or 0) for t in timed), 3)
+    totals.model_s = round(sum(float(t.get("model_s") or 0) for t in timed), 3)
+    stages = [StageTimings.model_validate(t["timings"]) for t in timed if t.get("timings")]
+    totals.timings = StageTimings.combine(stages) if stages else None
+    return totals.model_dump()
+
+
+ACCOUNTING: Accounting[ResponseRecord, RunManifest, RunSummary] = Accounting(
+    start=RunSummary,
+    add=count_record,
+    # a caught Ctrl-C's invocation: its counts, "written" as collect's own summary has it
+    summary=lambda s: {**s.model_dump(), "written": s.decision_points},
+    totals=run_totals,
+)
+"""Invocation accounting of the streaming run folder. A killed invocation is left untimed
+(summary None) on resume, not given "the records after the earlier ones": a resume may rewrite
+``responses.jsonl`` (``--retry-errors``, partial interactions redone), so position does not
+tell which invocation wrote a record."""
+
+FORMAT: RunFormat[ResponseRecord, RunManifest] = RunFormat(
+    records_file=RESPONSES,
+    record=ResponseRecord,
+    key=lambda r: r.key,
+    owner=lambda r: r.interaction_id,
+    manifest=RunManifest,
+    differences=_differences,
+    command="collect",
+    accounting=ACCOUNTING,
+)
+"""The streaming run folder: one :class:`ResponseRecord` per (interaction id, t)."""
 
 
 class RunFolder:
@@ -148,8 +183,9 @@ class RunFolder:
 class RunWriter(RecordWriter[ResponseRecord]):
     """Append-only writer of ``responses.jsonl``. Use ``open_run`` to create or resume one.
 
-    Keeps running counts over every record of the folder (:class:`RunSummary`) so ``finish``
-    writes a summary of the whole run, not only of the last invocation. ``sync_every``: see
+    ``finish(summary)`` / ``interrupted(wall_s)`` (:class:`~interactscope.runs.folder.RecordWriter`)
+    write ``run.json`` with the run's :class:`RunSummary` over every record of the folder, not
+    only of the last invocation (:data:`ACCOUNTING`). ``sync_every``: see
     :class:`~interactscope.runs.folder.RecordWriter` (default: fsync per record)."""
 
     def __init__(
@@ -160,20 +196,15 @@ class RunWriter(RecordWriter[ResponseRecord]):
         *,
         sync_every: int = 1,
     ):
-        self.manifest = manifest
         # only non-silent records are kept in memory (history control, cooldown); a paper-scale
         # run has ~180k mostly silent records
         self._spoken: dict[str, list[ResponseRecord]] = {}
         for r in records:
             self._remember(r)
-        self.totals = summarise_records(records, len(manifest.interaction_ids or []))
-        self.now = summarise_records([], 0)  # this invocation's records (for interrupted())
-        super().__init__(path, FORMAT, records, sync_every=sync_every)
+        super().__init__(path, FORMAT, records, manifest=manifest, sync_every=sync_every)
 
     def _appended(self, record: ResponseRecord) -> None:
         self._remember(record)
-        self.totals = _add_record(self.totals, record)
-        self.now = _add_record(self.now, record)
 
     def _remember(self, r: ResponseRecord) -> None:
         if not r.silent and not r.error:
@@ -182,55 +213,6 @@ class RunWriter(RecordWriter[ResponseRecord]):
     def spoken(self, interaction_id: str) -> list[ResponseRecord]:
         """Non-silent, error-free records of one interaction written so far, in time order."""
         return sorted(self._spoken.get(interaction_id, []), key=lambda r: r.t)
-
-    def finish(self, summary: dict[str, Any] | None = None) -> None:
-        """Mark the run finished: ``summary`` (this invocation's counts) goes to the last
-        invocation; the manifest's ``summary`` is recomputed over every record, with the
-        invocations' wall and model seconds summed."""
-        self.manifest.ended_at = now_iso()
-        self._account(self.manifest.ended_at, summary)
-
-    def interrupted(self, wall_s: float) -> None:
-        """A caught Ctrl-C or SIGTERM: the last invocation gets its end time and a summary of
-        the records it wrote with ``wall_s`` (s, the invocation so far), marked
-        ``interrupted``; the run stays unfinished (``ended_at`` None) and resumable. Only an
-        invocation killed outright (SIGKILL, power loss) is left untimed."""
-        invs = self.manifest.invocations
-        if invs:
-            invs[-1].interrupted = True
-        summary = {
-            **self.now.model_dump(),
-            "written": self.now.decision_points,
-            "wall_s": round(wall_s, 3),
-        }
-        self._account(now_iso(), summary)
-
-    def _account(self, ended_at: str, summary: dict[str, Any] | None) -> None:
-        invs = self.manifest.invocations
-        if invs:
-            invs[-1].ended_at = ended_at
-            if summary is not None:
-                invs[-1].summary = summary
-        totals = self.totals.model_copy()
-        timed = [i.summary for i in invs if i.summary] or ([summary] if summary else [])
-        totals.wall_s = round(sum(float(t.get("wall_s") or 0) for t in timed), 3)
-        totals.model_s = round(sum(float(t.get("model_s") or 0) for t in timed), 3)
-        stages = [StageTimings.model_validate(t["timings"]) for t in timed if t.get("timings")]
-        totals.timings = StageTimings.combine(stages) if stages else None
-        self.manifest.summary = totals.model_dump()
-        self.sync()
-        write_manifest(self.path, self.manifest)
-        self.close()
-
-
-def _add_record(totals: RunSummary, r: ResponseRecord) -> RunSummary:
-    one = summarise_records([r], 0)
-    for name in ("decision_points", "non_silent", "suppressed", "errors", "text_replaced",
-                 "prompt_tokens", "completion_tokens"):  # fmt: skip
-        setattr(totals, name, getattr(totals, name) + getattr(one, name))
-    for iid, err in one.failed_interactions.items():
-        totals.failed_interactions.setdefault(iid, err)
-    return totals
 
 
 def read_manifest(path: Path) -> RunManifest:
