@@ -1,12 +1,26 @@
-"""Per-user action lists shared by warehouse and household: append-only entries
-``(name, required_action, due_date)``; removal needs all three to match exactly."""
+"""What warehouse and household share: a catalogue of named records and per-user action lists
+(append-only entries ``(name, required_action, due_date)``; removal needs all three to match
+exactly)."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from interactscope.egobench.scenarios.base import ToolError, nonempty, one_of, parse_day
+from interactscope.egobench.scenarios.base import (
+    Ctx,
+    ToolError,
+    by_name_sorted,
+    field_tools,
+    names_where,
+    nonempty,
+    one_of,
+    parse_day,
+    put,
+    required,
+)
 
 DDL = """
 CREATE TABLE action_users (user_id TEXT PRIMARY KEY);
@@ -99,3 +113,70 @@ def remove_tool(
 def list_tool(conn: sqlite3.Connection, user_id: str, name_field: str) -> list[dict[str, str]]:
     nonempty(user_id, "user_id")
     return entries(conn, user_id, name_field)
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """The named records of a household or warehouse scenario and its users' action lists.
+
+    ``table``: the SQLite table, also the seed's and the state's key for the records.
+    ``name_field``: the record field that names it (also the action entries' key).
+    ``lists_key``: the seed's action lists. ``missing``: the ToolError for an unknown name
+    (``{}`` = the name). ``label``: the scenario's word for an action ("household",
+    "equipment"). ``history_required``: a history field the record lacks fails the tool
+    (KeyError, warehouse) instead of reading as empty (household)."""
+
+    table: str
+    name_field: str
+    lists_key: str
+    missing: str
+    label: str
+    history_required: bool
+
+    @property
+    def ddl(self) -> str:
+        return f"CREATE TABLE {self.table} (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + DDL
+
+    def load(self, conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
+        for raw in seed.get(self.table, []):
+            name = raw[self.name_field]
+            put(conn, self.table, name, {**raw, "name": name})
+        load(conn, seed.get(self.lists_key, []), self.name_field)
+
+    def dump(self, conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
+        return {
+            self.table: by_name_sorted(conn, self.table),
+            "user_action_lists": dump(conn, self.name_field),
+        }
+
+    def record(self, ctx: Ctx, name: str) -> dict[str, Any]:
+        """The record named exactly ``name``; ToolError :attr:`missing` when there is none."""
+        return required(ctx.conn, self.table, name, self.missing.format(name))
+
+    def names(self, ctx: Ctx, pred: Callable[[dict[str, Any]], bool]) -> list[str]:
+        return names_where(ctx.conn, self.table, pred, self.name_field)
+
+    def _value(self, ctx: Ctx, name: str, field: str) -> Any:
+        return self.record(ctx, name)[field]
+
+    def _history(self, ctx: Ctx, name: str, field: str) -> list[Any]:
+        rec = self.record(ctx, name)
+        return list(rec[field] if self.history_required else rec.get(field) or [])
+
+    def getters(
+        self, param: str, fields: dict[str, str], histories: dict[str, str]
+    ) -> dict[str, Callable[..., Any]]:
+        """The tools reading one field of the record named by ``param`` (tool name -> field):
+        ``fields`` as stored, ``histories`` as a list copy."""
+        return {
+            **field_tools(self._value, (param,), fields),
+            **field_tools(self._history, (param,), histories),
+        }
+
+    def list_actions(self, ctx: Ctx, user_id: str) -> list[dict[str, str]]:
+        return list_tool(ctx.conn, user_id, self.name_field)
+
+    def remove_action(
+        self, ctx: Ctx, user_id: str, name: str, action: str, due_date: str, actions: frozenset[str]
+    ) -> dict[str, str]:
+        return remove_tool(ctx.conn, user_id, name, action, due_date, actions, self.label)

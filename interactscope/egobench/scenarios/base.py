@@ -8,6 +8,7 @@ the environment turns into an error result after rolling the database back."""
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -74,6 +75,39 @@ def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Cal
         KeyError: a listed tool has no function.
     """
     return {n: namespace[n] for n in names}
+
+
+def field_tools(
+    read: Callable[..., Any], params: tuple[str, ...], fields: dict[str, str]
+) -> dict[str, Callable[..., Any]]:
+    """One query tool per ``fields`` entry (tool name -> record field), for the many tools that
+    differ only in the field they read: ``tool(ctx, <params>)`` returns
+    ``read(ctx, *arguments, field)``, the arguments in ``params`` order (positional or keyword,
+    as a ``def`` tool takes them).
+
+    Raises (from a tool): TypeError ``<tool>() ...`` on a missing or unexpected argument, as a
+    ``def`` tool does; whatever ``read`` raises (its ToolError carries the official message).
+    """
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    sig = inspect.Signature(
+        [inspect.Parameter("ctx", kind, annotation=Ctx)]
+        + [inspect.Parameter(p, kind) for p in params]
+    )
+
+    def make(name: str, field_name: str) -> Callable[..., Any]:
+        def tool(*args: Any, **kwargs: Any) -> Any:
+            try:
+                bound = sig.bind(*args, **kwargs)
+            except TypeError as exc:
+                raise TypeError(f"{name}() {exc}") from None
+            return read(*bound.args, field_name)
+
+        tool.__name__ = tool.__qualname__ = name
+        tool.__signature__ = sig  # type: ignore[attr-defined]
+        tool.__doc__ = f"``{field_name}`` of the named record (via ``{read.__name__}``)."
+        return tool
+
+    return {name: make(name, f) for name, f in fields.items()}
 
 
 def dumps(value: Any) -> str:

@@ -26,6 +26,7 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     check_nutrition,
+    field_tools,
     round2,
     tool_table,
 )
@@ -247,30 +248,6 @@ def _fuzzy(ctx: Ctx, restaurant_name, dish_name, field: str) -> dict[str, Any]:
     return {"status": "success", "matching_dishes": {d["name"]: d[field] for d in found}}
 
 
-def get_dish_nutrition(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "nutrition")
-
-
-def get_tax_rate(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "tax_rate")
-
-
-def get_dish_allergens(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "allergens")
-
-
-def get_dish_taste_profile(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "taste")
-
-
-def get_dish_price(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "price")
-
-
-def get_dish_discount(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "discount")
-
-
 def _where(ctx: Ctx, restaurant_name, pred, key: str = "dishes") -> dict[str, Any]:
     r = _store(ctx, restaurant_name)
     return {key: [d["name"] for d in _all(ctx.conn, "dishes", r) if pred(d)]}
@@ -488,7 +465,8 @@ def compute_total_nutrition(ctx: Ctx, restaurant_name, user_id, dishes):
     )
 
 
-TOOLS = tool_table(globals(), restaurant.TOOL_NAMES)
+_GETTERS = field_tools(_fuzzy, ("restaurant_name", "dish_name"), restaurant.DISH_FIELDS)
+TOOLS = tool_table({**globals(), **_GETTERS}, restaurant.TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="order",

@@ -15,6 +15,7 @@ from interactscope.egobench.scenarios.base import (
     catalogue,
     check_nutrition,
     containing,
+    field_tools,
     lower_list,
     matching,
     names_where,
@@ -117,6 +118,18 @@ def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
     }
 
 
+DISH_FIELDS = {
+    "get_dish_nutrition": "nutrition",
+    "get_dish_allergens": "allergens",
+    "get_tax_rate": "tax_rate",
+    "get_dish_taste_profile": "taste",
+    "get_dish_price": "price",
+    "get_dish_discount": "discount",
+}
+"""The dish field each ``get_*`` tool reads from the dishes whose names match (the ``order``
+scenario's tools of these names also take the restaurant)."""
+
+
 def _fuzzy(ctx: Ctx, dish_name: str, field: str) -> dict[str, Any]:
     found = matching(ctx.conn, "dishes", dish_name, f"No dishes found matching '{dish_name}'.")
     return {"status": "success", "matching_dishes": {d["name"]: d[field] for d in found}}
@@ -180,30 +193,6 @@ def update_dish_discount(ctx: Ctx, dish_name, new_discount):
         "status": "success",
         "message": f"Discount of dish '{dish_name}' updated to {new_discount}.",
     }
-
-
-def get_dish_nutrition(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "nutrition")
-
-
-def get_dish_allergens(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "allergens")
-
-
-def get_tax_rate(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "tax_rate")
-
-
-def get_dish_taste_profile(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "taste")
-
-
-def get_dish_price(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "price")
-
-
-def get_dish_discount(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "discount")
 
 
 def _dishes_where(ctx: Ctx, pred, key: str = "dishes") -> dict[str, Any]:
@@ -463,7 +452,7 @@ WRITE_TOOLS = frozenset(
     }
 )
 """The tools of :data:`TOOL_NAMES` that change the state (the others are query tools)."""
-TOOLS = tool_table(globals(), TOOL_NAMES)
+TOOLS = tool_table({**globals(), **field_tools(_fuzzy, ("dish_name",), DISH_FIELDS)}, TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="restaurant",
