@@ -164,13 +164,13 @@ class Catalogue:
         return list(rec[field] if self.history_required else rec.get(field) or [])
 
     def getters(
-        self, param: str, fields: dict[str, str], histories: dict[str, str]
+        self, param: str, prefix: str, fields: tuple[str, ...], histories: tuple[str, ...]
     ) -> dict[str, Callable[..., Any]]:
-        """The tools reading one field of the record named by ``param`` (tool name -> field):
+        """The tools ``<prefix><field>(ctx, <param>)`` reading one field of the named record:
         ``fields`` as stored, ``histories`` as a list copy."""
         return {
-            **field_tools(self._value, (param,), fields),
-            **field_tools(self._history, (param,), histories),
+            **field_tools(self._value, (param,), {prefix + f: f for f in fields}),
+            **field_tools(self._history, (param,), {prefix + f: f for f in histories}),
         }
 
     def list_actions(self, ctx: Ctx, user_id: str) -> list[dict[str, str]]:

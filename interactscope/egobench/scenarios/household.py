@@ -74,49 +74,33 @@ ACTIONS = frozenset(
 
 
 ITEMS = actionlists.Catalogue(
-    table="items",
-    name_field="name",
-    lists_key="household_action_lists",
-    missing="household item not found: {}",
-    label="household",
-    history_required=False,
+    "items", "name", "household_action_lists", "household item not found: {}", "household", False
 )
-_item = ITEMS.record
 _GETTERS = ITEMS.getters(
     "item_name",
-    {
-        "get_item_category": "category",
-        "get_item_ideal_storage_location": "ideal_storage_location",
-        "get_item_purchase_date": "purchase_date",
-        "get_item_purchase_price": "purchase_price",
-    },
-    {
-        "get_item_usage_history": "usage_history",
-        "get_item_maintenance_history": "maintenance_history",
-    },
+    "get_item_",
+    ("category", "ideal_storage_location", "purchase_date", "purchase_price"),
+    ("usage_history", "maintenance_history"),
 )
-
-
-_where = ITEMS.names
 
 
 def get_all_item_names(ctx: Ctx):
-    return _where(ctx, lambda r: True)
+    return ITEMS.names(ctx, lambda r: True)
 
 
 def find_items_by_category(ctx: Ctx, category):
     one_of(category, CATEGORIES, "household item category")
-    return _where(ctx, lambda r: r["category"] == category)
+    return ITEMS.names(ctx, lambda r: r["category"] == category)
 
 
 def find_items_by_ideal_storage_location(ctx: Ctx, location):
     one_of(location, LOCATIONS, "household storage location")
-    return _where(ctx, lambda r: r["ideal_storage_location"] == location)
+    return ITEMS.names(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
 def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
     start, end = day_range(start_date, end_date)
-    return _where(
+    return ITEMS.names(
         ctx,
         lambda r: (
             r.get("purchase_date") is not None
@@ -128,7 +112,7 @@ def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
 def find_items_by_purchase_price_range(ctx: Ctx, min_price, max_price):
     if min_price < 0 or max_price < 0 or min_price > max_price:
         raise ToolError("prices must be non-negative and min_price cannot exceed max_price")
-    return _where(ctx, lambda r: min_price <= r["purchase_price"] <= max_price)
+    return ITEMS.names(ctx, lambda r: min_price <= r["purchase_price"] <= max_price)
 
 
 def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
@@ -153,12 +137,12 @@ def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
 def get_item_maintenance_and_usage_instructions(ctx: Ctx, item_name):
     if not item_name:
         raise ToolError("item_name must be a non-empty list of household item names")
-    return {n: _item(ctx, n)["care_and_usage_instructions"] for n in item_name}
+    return {n: ITEMS.record(ctx, n)["care_and_usage_instructions"] for n in item_name}
 
 
 def add_to_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
     nonempty(user_id, "user_id")
-    _item(ctx, name)
+    ITEMS.record(ctx, name)
     actionlists.check_action(required_action, ACTIONS, "household")
     return actionlists.add_tool(ctx.conn, user_id, name, required_action, due_date, "household")
 

@@ -53,31 +53,14 @@ ACTIONS = MAINTENANCE | {"replace", "repair", "relocate", "dispose"}
 
 
 EQUIPMENT = actionlists.Catalogue(
-    table="equipment",
-    name_field="equipment",
-    lists_key="equipment_action_lists",
-    missing="equipment not found: {}",
-    label="equipment",
-    history_required=True,
+    "equipment", "equipment", "equipment_action_lists", "equipment not found: {}", "equipment", True
 )
-_eq = EQUIPMENT.record
 _GETTERS = EQUIPMENT.getters(
     "equipment",
-    {
-        "get_equipment_category": "category",
-        "get_equipment_brand": "brand",
-        "get_equipment_country_of_origin": "country_of_origin",
-        "get_equipment_purchase_date": "purchase_date",
-        "get_equipment_ideal_storage_location": "ideal_storage_location",
-    },
-    {
-        "get_equipment_usage_history": "usage_history",
-        "get_equipment_maintenance_history": "maintenance_history",
-    },
+    "get_equipment_",
+    ("category", "brand", "country_of_origin", "purchase_date", "ideal_storage_location"),
+    ("usage_history", "maintenance_history"),
 )
-
-
-_where = EQUIPMENT.names
 
 
 def _check_action(rec: dict[str, Any], action: str) -> None:
@@ -88,43 +71,45 @@ def _check_action(rec: dict[str, Any], action: str) -> None:
 
 
 def get_all_equipment(ctx: Ctx):
-    return _where(ctx, lambda r: True)
+    return EQUIPMENT.names(ctx, lambda r: True)
 
 
 def find_equipment_by_category(ctx: Ctx, category):
     one_of(category, CATEGORIES, "equipment category")
-    return _where(ctx, lambda r: r["category"] == category)
+    return EQUIPMENT.names(ctx, lambda r: r["category"] == category)
 
 
 def find_equipment_by_brand(ctx: Ctx, brand):
     nonempty(brand, "brand")
-    return _where(ctx, lambda r: r["brand"] == brand)
+    return EQUIPMENT.names(ctx, lambda r: r["brand"] == brand)
 
 
 def find_equipment_by_country_of_origin(ctx: Ctx, country):
     nonempty(country, "country")
-    return _where(ctx, lambda r: r["country_of_origin"] == country)
+    return EQUIPMENT.names(ctx, lambda r: r["country_of_origin"] == country)
 
 
 def find_equipment_by_purchase_date_range(ctx: Ctx, start_date, end_date):
     start, end = day_range(start_date, end_date)
-    return _where(ctx, lambda r: start <= parse_day(r["purchase_date"], "purchase_date") <= end)
+    return EQUIPMENT.names(
+        ctx, lambda r: start <= parse_day(r["purchase_date"], "purchase_date") <= end
+    )
 
 
 def find_equipment_by_ideal_storage_location(ctx: Ctx, location):
     one_of(location, LOCATIONS, "equipment storage location")
-    return _where(ctx, lambda r: r["ideal_storage_location"] == location)
+    return EQUIPMENT.names(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
 def get_equipment_maintenance_and_usage_instructions(ctx: Ctx, equipment):
     if not equipment:
         raise ToolError("equipment must be a non-empty list of equipment names")
-    return {n: _eq(ctx, n)["maintenance_and_usage_instructions"] for n in equipment}
+    return {n: EQUIPMENT.record(ctx, n)["maintenance_and_usage_instructions"] for n in equipment}
 
 
 def add_to_equipment_action_list(ctx: Ctx, user_id, equipment, required_action, due_date):
     nonempty(user_id, "user_id")
-    _check_action(_eq(ctx, equipment), required_action)
+    _check_action(EQUIPMENT.record(ctx, equipment), required_action)
     return actionlists.add_tool(
         ctx.conn, user_id, equipment, required_action, due_date, "equipment"
     )
