@@ -11,6 +11,7 @@ from typing import Any
 
 from interactscope.egobench.scenarios.base import (
     Ctx,
+    ScenarioDef,
     ToolError,
     by_name_sorted,
     field_tools,
@@ -172,6 +173,25 @@ class Catalogue:
             **field_tools(self._value, (param,), {prefix + f: f for f in fields}),
             **field_tools(self._history, (param,), {prefix + f: f for f in histories}),
         }
+
+    def scenario(
+        self, name: str, tools: dict[str, Callable[..., Any]], name_keys: tuple[str, ...], **kw: Any
+    ) -> ScenarioDef:
+        """The scenario over this catalogue: names match by containment, every tool but the two
+        action-list writers (``add_to_<label>_action_list``, ``remove_from_...``) is a query
+        tool; ``kw``: further :class:`ScenarioDef` fields."""
+        writes = {f"add_to_{self.label}_action_list", f"remove_from_{self.label}_action_list"}
+        return ScenarioDef(
+            name=name,
+            ddl=self.ddl,
+            load=self.load,
+            dump=self.dump,
+            tools=tools,
+            name_keys=name_keys,
+            name_match="contains",
+            query_tools=frozenset(set(tools) - writes),
+            **kw,
+        )
 
     def list_actions(self, ctx: Ctx, user_id: str) -> list[dict[str, str]]:
         return list_tool(ctx.conn, user_id, self.name_field)

@@ -7,7 +7,6 @@ from __future__ import annotations
 from interactscope.egobench.scenarios import actionlists
 from interactscope.egobench.scenarios.base import (
     Ctx,
-    ScenarioDef,
     ToolError,
     catalogue,
     day_range,
@@ -175,16 +174,6 @@ TOOL_NAMES = (
 )
 TOOLS = tool_table({**globals(), **_GETTERS}, TOOL_NAMES)
 
-SCENARIO = ScenarioDef(
-    name="household",
-    ddl=ITEMS.ddl,
-    load=ITEMS.load,
-    dump=ITEMS.dump,
-    tools=TOOLS,
-    name_keys=("item_name", "name"),
-    name_match="contains",
-    query_tools=frozenset(
-        set(TOOLS) - {"add_to_household_action_list", "remove_from_household_action_list"}
-    ),
-    key_aliases={"name": ("name", "item_name")},
+SCENARIO = ITEMS.scenario(
+    "household", TOOLS, ("item_name", "name"), key_aliases={"name": ("name", "item_name")}
 )

@@ -20,12 +20,10 @@ from typing import Any
 from interactscope.egobench.canonical import RawJSON, canonical_json
 from interactscope.egobench.scenarios import restaurant
 from interactscope.egobench.scenarios.base import (
-    LABELLED_NUTRITION_KEYS,
     NUTRIENTS,
     Ctx,
     ScenarioDef,
     ToolError,
-    check_nutrition,
     field_tools,
     round2,
     tool_table,
@@ -180,35 +178,15 @@ def _existing(ctx: Ctx, r: str, dish_name: str) -> dict[str, Any]:
     return d
 
 
-def add_dish_to_catalog(
-    ctx: Ctx,
-    restaurant_name,
-    dish_name,
-    category,
-    price,
-    tax_rate,
-    discount,
-    nutritional_characteristics,
-    taste,
-    allergens,
-    nutrition,
-):
-    check_nutrition(nutrition, LABELLED_NUTRITION_KEYS)
+def add_dish_to_catalog(ctx: Ctx, restaurant_name, **dish):
+    info = restaurant.dish_info(**dish)  # its checks come before the restaurant's
     r = _store(ctx, restaurant_name)
-    info = {
-        "name": dish_name,
-        "category": category,
-        "price": price,
-        "tax_rate": tax_rate,
-        "discount": discount,
-        "nutritional_characteristics": nutritional_characteristics,
-        "taste": taste,
-        "allergens": allergens,
-        "nutrition": nutrition,
-    }
     d = _dish(info, r)
     _put(ctx.conn, "dishes", r, d["name"], d)
-    return {"status": "success", "message": f"Dish '{dish_name}' added/updated successfully."}
+    return {
+        "status": "success",
+        "message": f"Dish '{dish['dish_name']}' added/updated successfully.",
+    }
 
 
 def remove_dish_from_catalog(ctx: Ctx, restaurant_name, dish_name):

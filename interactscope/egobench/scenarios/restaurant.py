@@ -141,8 +141,7 @@ def _existing(ctx: Ctx, dish_name: str) -> dict[str, Any]:
     )
 
 
-def add_dish_to_catalog(
-    ctx: Ctx,
+def dish_info(
     dish_name,
     category,
     price,
@@ -152,23 +151,31 @@ def add_dish_to_catalog(
     taste,
     allergens,
     nutrition,
-):
+) -> dict[str, Any]:
+    """The parameters of ``add_dish_to_catalog`` (restaurant and order) as the dish fields
+    :func:`dish_record` reads. Raises ToolError on a nutrition label with other keys or no
+    ``basis``; TypeError on a missing or unknown parameter."""
     check_nutrition(nutrition, NUTRITION_KEYS)
-    d = dish_record(
-        {
-            "name": dish_name,
-            "category": category,
-            "price": price,
-            "tax_rate": tax_rate,
-            "discount": discount,
-            "nutritional_characteristics": nutritional_characteristics,
-            "taste": taste,
-            "allergens": allergens,
-            "nutrition": nutrition,
-        }
-    )
+    return {
+        "name": dish_name,
+        "category": category,
+        "price": price,
+        "tax_rate": tax_rate,
+        "discount": discount,
+        "nutritional_characteristics": nutritional_characteristics,
+        "taste": taste,
+        "allergens": allergens,
+        "nutrition": nutrition,
+    }
+
+
+def add_dish_to_catalog(ctx: Ctx, **dish):
+    d = dish_record(dish_info(**dish))
     put(ctx.conn, "dishes", d["name"], d)
-    return {"status": "success", "message": f"Dish '{dish_name}' added/updated successfully."}
+    return {
+        "status": "success",
+        "message": f"Dish '{dish['dish_name']}' added/updated successfully.",
+    }
 
 
 def remove_dish_from_catalog(ctx: Ctx, dish_name):

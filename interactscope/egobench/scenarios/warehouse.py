@@ -9,7 +9,6 @@ from typing import Any
 from interactscope.egobench.scenarios import actionlists
 from interactscope.egobench.scenarios.base import (
     Ctx,
-    ScenarioDef,
     ToolError,
     day_range,
     nonempty,
@@ -144,15 +143,4 @@ TOOL_NAMES = (
 )
 TOOLS = tool_table({**globals(), **_GETTERS}, TOOL_NAMES)
 
-SCENARIO = ScenarioDef(
-    name="warehouse",
-    ddl=EQUIPMENT.ddl,
-    load=EQUIPMENT.load,
-    dump=EQUIPMENT.dump,
-    tools=TOOLS,
-    name_keys=("equipment",),
-    name_match="contains",
-    query_tools=frozenset(
-        set(TOOLS) - {"add_to_equipment_action_list", "remove_from_equipment_action_list"}
-    ),
-)
+SCENARIO = EQUIPMENT.scenario("warehouse", TOOLS, ("equipment",))
