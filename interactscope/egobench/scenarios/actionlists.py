@@ -15,6 +15,7 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     by_name_sorted,
     field_tools,
+    named_tool,
     names_where,
     nonempty,
     one_of,
@@ -121,18 +122,23 @@ class Catalogue:
     """The named records of a household or warehouse scenario and its users' action lists.
 
     ``table``: the SQLite table, also the seed's and the state's key for the records.
-    ``name_field``: the record field that names it (also the action entries' key).
-    ``lists_key``: the seed's action lists. ``missing``: the ToolError for an unknown name
-    (``{}`` = the name). ``label``: the scenario's word for an action ("household",
-    "equipment"). ``history_required``: a history field the record lacks fails the tool
-    (KeyError, warehouse) instead of reading as empty (household)."""
+    ``name_field``: the record field that names it (also the action entries' key and the
+    action-list writers' parameter naming a record). ``noun``: what a record is ("household item",
+    "equipment"; errors say it). ``label``: the scenario's word for an action ("household",
+    "equipment"; the seed's action lists are ``<label>_action_lists``). ``param``: the
+    parameter naming a record of the other tools. ``actions``: the required actions an entry may
+    name. ``history_required``: a history field the record lacks fails the tool (KeyError,
+    warehouse) instead of reading as empty (household). ``check``: a further check
+    ``check(record, action)`` of an entry to add (ToolError when it fails)."""
 
     table: str
     name_field: str
-    lists_key: str
-    missing: str
+    noun: str
     label: str
+    param: str
+    actions: frozenset[str]
     history_required: bool
+    check: Callable[[dict[str, Any], str], None] | None = None
 
     @property
     def ddl(self) -> str:
@@ -142,7 +148,7 @@ class Catalogue:
         for raw in seed.get(self.table, []):
             name = raw[self.name_field]
             put(conn, self.table, name, {**raw, "name": name})
-        load(conn, seed.get(self.lists_key, []), self.name_field)
+        load(conn, seed.get(f"{self.label}_action_lists", []), self.name_field)
 
     def dump(self, conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
         return {
@@ -151,27 +157,35 @@ class Catalogue:
         }
 
     def record(self, ctx: Ctx, name: str) -> dict[str, Any]:
-        """The record named exactly ``name``; ToolError :attr:`missing` when there is none."""
-        return required(ctx.conn, self.table, name, self.missing.format(name))
+        """The record named exactly ``name``; ToolError ``<noun> not found: <name>``."""
+        return required(ctx.conn, self.table, name, f"{self.noun} not found: {name}")
 
     def names(self, ctx: Ctx, pred: Callable[[dict[str, Any]], bool]) -> list[str]:
         return names_where(ctx.conn, self.table, pred, self.name_field)
 
-    def _value(self, ctx: Ctx, name: str, field: str) -> Any:
-        return self.record(ctx, name)[field]
-
-    def _history(self, ctx: Ctx, name: str, field: str) -> list[Any]:
-        rec = self.record(ctx, name)
-        return list(rec[field] if self.history_required else rec.get(field) or [])
-
-    def getters(
-        self, param: str, prefix: str, fields: tuple[str, ...], histories: tuple[str, ...]
+    def tools(
+        self, prefix: str, fields: tuple[str, ...], histories: tuple[str, ...], instructions: str
     ) -> dict[str, Callable[..., Any]]:
-        """The tools ``<prefix><field>(ctx, <param>)`` reading one field of the named record:
-        ``fields`` as stored, ``histories`` as a list copy."""
+        """The tools every such scenario has: ``<prefix><field>`` for each of ``fields`` (as
+        stored) and ``histories`` (a list copy); ``<prefix>maintenance_and_usage_instructions``
+        (the ``instructions`` field of each of a list of records); ``add_to_<label>_action_list``,
+        ``remove_from_<label>_action_list`` and ``get_<label>_action_list``."""
+        one = (self.param,)
+        entry = ("user_id", self.name_field, "required_action", "due_date")
+        made = [
+            (f"add_to_{self.label}_action_list", entry, self._add_action),
+            (f"remove_from_{self.label}_action_list", entry, self._remove_action),
+            (f"get_{self.label}_action_list", ("user_id",), self._list_actions),
+        ]
         return {
-            **field_tools(self._value, (param,), {prefix + f: f for f in fields}),
-            **field_tools(self._history, (param,), {prefix + f: f for f in histories}),
+            **field_tools(self._value, one, {prefix + f: f for f in fields}),
+            **field_tools(self._history, one, {prefix + f: f for f in histories}),
+            **field_tools(
+                self._instructions,
+                one,
+                {f"{prefix}maintenance_and_usage_instructions": instructions},
+            ),
+            **{name: named_tool(name, params, impl) for name, params, impl in made},
         }
 
     def scenario(
@@ -193,10 +207,35 @@ class Catalogue:
             **kw,
         )
 
-    def list_actions(self, ctx: Ctx, user_id: str) -> list[dict[str, str]]:
-        return list_tool(ctx.conn, user_id, self.name_field)
+    def _value(self, ctx: Ctx, name: str, field: str) -> Any:
+        return self.record(ctx, name)[field]
 
-    def remove_action(
-        self, ctx: Ctx, user_id: str, name: str, action: str, due_date: str, actions: frozenset[str]
+    def _history(self, ctx: Ctx, name: str, field: str) -> list[Any]:
+        rec = self.record(ctx, name)
+        return list(rec[field] if self.history_required else rec.get(field) or [])
+
+    def _instructions(self, ctx: Ctx, names: list[str], field: str) -> dict[str, Any]:
+        if not names:
+            raise ToolError(f"{self.param} must be a non-empty list of {self.noun} names")
+        return {n: self.record(ctx, n)[field] for n in names}
+
+    def _add_action(
+        self, ctx: Ctx, user_id: str, name: str, action: str, due_date: str
     ) -> dict[str, str]:
-        return remove_tool(ctx.conn, user_id, name, action, due_date, actions, self.label)
+        """Add an entry for a record that exists, with an allowed (and checked) action."""
+        nonempty(user_id, "user_id")
+        rec = self.record(ctx, name)
+        check_action(action, self.actions, self.label)
+        if self.check is not None:
+            self.check(rec, action)
+        return add_tool(ctx.conn, user_id, name, action, due_date, self.label)
+
+    def _remove_action(
+        self, ctx: Ctx, user_id: str, name: str, action: str, due_date: str
+    ) -> dict[str, str]:
+        """Remove the first entry matching all three exactly."""
+        return remove_tool(ctx.conn, user_id, name, action, due_date, self.actions, self.label)
+
+    def _list_actions(self, ctx: Ctx, user_id: str) -> list[dict[str, str]]:
+        """The user's entries in the order they were added."""
+        return list_tool(ctx.conn, user_id, self.name_field)

@@ -77,16 +77,13 @@ def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Cal
     return {n: namespace[n] for n in names}
 
 
-def field_tools(
-    read: Callable[..., Any], params: tuple[str, ...], fields: dict[str, str]
-) -> dict[str, Callable[..., Any]]:
-    """One query tool per ``fields`` entry (tool name -> record field), for the many tools that
-    differ only in the field they read: ``tool(ctx, <params>)`` returns
-    ``read(ctx, *arguments, field)``, the arguments in ``params`` order (positional or keyword,
-    as a ``def`` tool takes them).
+def named_tool(name: str, params: tuple[str, ...], impl: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool function ``name(ctx, <params>)`` calling ``impl(ctx, *arguments)``, the arguments
+    in ``params`` order (positional or keyword, as a ``def`` tool takes them): for tools that
+    several scenarios or fields share one body.
 
-    Raises (from a tool): TypeError ``<tool>() ...`` on a missing or unexpected argument, as a
-    ``def`` tool does; whatever ``read`` raises (its ToolError carries the official message).
+    Raises (from the tool): TypeError ``<name>() ...`` on a missing or unexpected argument, as a
+    ``def`` tool does; whatever ``impl`` raises (its ToolError carries the official message).
     """
     kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
     sig = inspect.Signature(
@@ -94,20 +91,34 @@ def field_tools(
         + [inspect.Parameter(p, kind) for p in params]
     )
 
-    def make(name: str, field_name: str) -> Callable[..., Any]:
-        def tool(*args: Any, **kwargs: Any) -> Any:
-            try:
-                bound = sig.bind(*args, **kwargs)
-            except TypeError as exc:
-                raise TypeError(f"{name}() {exc}") from None
-            return read(*bound.args, field_name)
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{name}() {exc}") from None
+        return impl(*bound.args)
 
-        tool.__name__ = tool.__qualname__ = name
-        tool.__signature__ = sig  # type: ignore[attr-defined]
-        tool.__doc__ = f"``{field_name}`` of the named record (via ``{read.__name__}``)."
-        return tool
+    tool.__name__ = tool.__qualname__ = name
+    tool.__signature__ = sig  # type: ignore[attr-defined]
+    tool.__doc__ = impl.__doc__
+    return tool
 
-    return {name: make(name, f) for name, f in fields.items()}
+
+def field_tools(
+    read: Callable[..., Any], params: tuple[str, ...], fields: dict[str, str]
+) -> dict[str, Callable[..., Any]]:
+    """One query tool per ``fields`` entry (tool name -> record field), for the many tools that
+    differ only in the field they read: ``tool(ctx, <params>)`` returns
+    ``read(ctx, *arguments, field)`` (see :func:`named_tool`)."""
+
+    def reader(field_name: str) -> Callable[..., Any]:
+        def impl(*args: Any) -> Any:
+            return read(*args, field_name)
+
+        impl.__doc__ = f"``{field_name}`` of the named record (via ``{read.__name__}``)."
+        return impl
+
+    return {name: named_tool(name, params, reader(f)) for name, f in fields.items()}
 
 
 def dumps(value: Any) -> str:

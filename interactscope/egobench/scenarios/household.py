@@ -10,7 +10,6 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     catalogue,
     day_range,
-    nonempty,
     one_of,
     parse_day,
     tool_table,
@@ -73,13 +72,19 @@ ACTIONS = frozenset(
 
 
 ITEMS = actionlists.Catalogue(
-    "items", "name", "household_action_lists", "household item not found: {}", "household", False
+    table="items",
+    name_field="name",
+    noun="household item",
+    label="household",
+    param="item_name",
+    actions=ACTIONS,
+    history_required=False,
 )
-_GETTERS = ITEMS.getters(
-    "item_name",
+_GENERATED = ITEMS.tools(
     "get_item_",
     ("category", "ideal_storage_location", "purchase_date", "purchase_price"),
     ("usage_history", "maintenance_history"),
+    "care_and_usage_instructions",
 )
 
 
@@ -133,27 +138,6 @@ def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
     return out
 
 
-def get_item_maintenance_and_usage_instructions(ctx: Ctx, item_name):
-    if not item_name:
-        raise ToolError("item_name must be a non-empty list of household item names")
-    return {n: ITEMS.record(ctx, n)["care_and_usage_instructions"] for n in item_name}
-
-
-def add_to_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
-    nonempty(user_id, "user_id")
-    ITEMS.record(ctx, name)
-    actionlists.check_action(required_action, ACTIONS, "household")
-    return actionlists.add_tool(ctx.conn, user_id, name, required_action, due_date, "household")
-
-
-def remove_from_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
-    return ITEMS.remove_action(ctx, user_id, name, required_action, due_date, ACTIONS)
-
-
-def get_household_action_list(ctx: Ctx, user_id):
-    return ITEMS.list_actions(ctx, user_id)
-
-
 TOOL_NAMES = (
     "get_all_item_names",
     "get_item_category",
@@ -172,7 +156,7 @@ TOOL_NAMES = (
     "remove_from_household_action_list",
     "get_household_action_list",
 )
-TOOLS = tool_table({**globals(), **_GETTERS}, TOOL_NAMES)
+TOOLS = tool_table({**globals(), **_GENERATED}, TOOL_NAMES)
 
 SCENARIO = ITEMS.scenario(
     "household", TOOLS, ("item_name", "name"), key_aliases={"name": ("name", "item_name")}

@@ -51,22 +51,29 @@ MAINTENANCE = frozenset({"clean", "inspect", "lubricate", "calibrate", "sharpen"
 ACTIONS = MAINTENANCE | {"replace", "repair", "relocate", "dispose"}
 
 
-EQUIPMENT = actionlists.Catalogue(
-    "equipment", "equipment", "equipment_action_lists", "equipment not found: {}", "equipment", True
-)
-_GETTERS = EQUIPMENT.getters(
-    "equipment",
-    "get_equipment_",
-    ("category", "brand", "country_of_origin", "purchase_date", "ideal_storage_location"),
-    ("usage_history", "maintenance_history"),
-)
-
-
-def _check_action(rec: dict[str, Any], action: str) -> None:
-    actionlists.check_action(action, ACTIONS, "equipment")
+def _prescribed(rec: dict[str, Any], action: str) -> None:
+    """A maintenance action must be one the equipment's instructions prescribe."""
     text = rec["maintenance_and_usage_instructions"].lower()
     if action in MAINTENANCE and not re.search(rf"\b{action} every \d+ months?\b", text):
         raise ToolError(f"'{action}' is not a maintenance action prescribed for {rec['equipment']}")
+
+
+EQUIPMENT = actionlists.Catalogue(
+    table="equipment",
+    name_field="equipment",
+    noun="equipment",
+    label="equipment",
+    param="equipment",
+    actions=ACTIONS,
+    history_required=True,
+    check=_prescribed,
+)
+_GENERATED = EQUIPMENT.tools(
+    "get_equipment_",
+    ("category", "brand", "country_of_origin", "purchase_date", "ideal_storage_location"),
+    ("usage_history", "maintenance_history"),
+    "maintenance_and_usage_instructions",
+)
 
 
 def get_all_equipment(ctx: Ctx):
@@ -100,28 +107,6 @@ def find_equipment_by_ideal_storage_location(ctx: Ctx, location):
     return EQUIPMENT.names(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
-def get_equipment_maintenance_and_usage_instructions(ctx: Ctx, equipment):
-    if not equipment:
-        raise ToolError("equipment must be a non-empty list of equipment names")
-    return {n: EQUIPMENT.record(ctx, n)["maintenance_and_usage_instructions"] for n in equipment}
-
-
-def add_to_equipment_action_list(ctx: Ctx, user_id, equipment, required_action, due_date):
-    nonempty(user_id, "user_id")
-    _check_action(EQUIPMENT.record(ctx, equipment), required_action)
-    return actionlists.add_tool(
-        ctx.conn, user_id, equipment, required_action, due_date, "equipment"
-    )
-
-
-def remove_from_equipment_action_list(ctx: Ctx, user_id, equipment, required_action, due_date):
-    return EQUIPMENT.remove_action(ctx, user_id, equipment, required_action, due_date, ACTIONS)
-
-
-def get_equipment_action_list(ctx: Ctx, user_id):
-    return EQUIPMENT.list_actions(ctx, user_id)
-
-
 TOOL_NAMES = (
     "get_all_equipment",
     "get_equipment_category",
@@ -141,6 +126,6 @@ TOOL_NAMES = (
     "remove_from_equipment_action_list",
     "get_equipment_action_list",
 )
-TOOLS = tool_table({**globals(), **_GETTERS}, TOOL_NAMES)
+TOOLS = tool_table({**globals(), **_GENERATED}, TOOL_NAMES)
 
 SCENARIO = EQUIPMENT.scenario("warehouse", TOOLS, ("equipment",))
