@@ -14,7 +14,6 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
-    field_tools,
     named_tool,
     names_where,
     nonempty,
@@ -22,6 +21,7 @@ from interactscope.egobench.scenarios.base import (
     parse_day,
     put,
     required,
+    table_tools,
 )
 
 DDL = """
@@ -178,9 +178,9 @@ class Catalogue:
             (f"get_{self.label}_action_list", ("user_id",), self._list_actions),
         ]
         return {
-            **field_tools(self._value, one, {prefix + f: f for f in fields}),
-            **field_tools(self._history, one, {prefix + f: f for f in histories}),
-            **field_tools(
+            **table_tools(self._value, one, {prefix + f: f for f in fields}),
+            **table_tools(self._history, one, {prefix + f: f for f in histories}),
+            **table_tools(
                 self._instructions,
                 one,
                 {f"{prefix}maintenance_and_usage_instructions": instructions},

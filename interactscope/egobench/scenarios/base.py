@@ -104,21 +104,21 @@ def named_tool(name: str, params: tuple[str, ...], impl: Callable[..., Any]) -> 
     return tool
 
 
-def field_tools(
-    read: Callable[..., Any], params: tuple[str, ...], fields: dict[str, str]
+def table_tools(
+    impl: Callable[..., Any], params: tuple[str, ...], table: dict[str, Any]
 ) -> dict[str, Callable[..., Any]]:
-    """One query tool per ``fields`` entry (tool name -> record field), for the many tools that
-    differ only in the field they read: ``tool(ctx, <params>)`` returns
-    ``read(ctx, *arguments, field)`` (see :func:`named_tool`)."""
+    """One tool per ``table`` entry (tool name -> value), for tools that differ only in one
+    value (the record field they read, the kind of line they add to an order):
+    ``tool(ctx, <params>)`` returns ``impl(ctx, *arguments, value)`` (see :func:`named_tool`)."""
 
-    def reader(field_name: str) -> Callable[..., Any]:
-        def impl(*args: Any) -> Any:
-            return read(*args, field_name)
+    def bound(value: Any) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            return impl(*args, value)
 
-        impl.__doc__ = f"``{field_name}`` of the named record (via ``{read.__name__}``)."
-        return impl
+        call.__doc__ = impl.__doc__
+        return call
 
-    return {name: named_tool(name, params, reader(f)) for name, f in fields.items()}
+    return {name: named_tool(name, params, bound(v)) for name, v in table.items()}
 
 
 def dumps(value: Any) -> str:

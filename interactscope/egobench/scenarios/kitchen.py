@@ -20,7 +20,6 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     by_name_sorted,
     containing,
-    field_tools,
     lower_list,
     names_where,
     nonempty,
@@ -28,6 +27,7 @@ from interactscope.egobench.scenarios.base import (
     put,
     record,
     round2,
+    table_tools,
     tool_table,
 )
 
@@ -386,8 +386,8 @@ def get_all_ingredient_names(ctx: Ctx):
 
 
 _GETTERS = {
-    **field_tools(_recipe_field, ("recipe_name",), RECIPE_FIELDS),
-    **field_tools(_ingredient_field, ("ingredient_name",), INGREDIENT_FIELDS),
+    **table_tools(_recipe_field, ("recipe_name",), RECIPE_FIELDS),
+    **table_tools(_ingredient_field, ("ingredient_name",), INGREDIENT_FIELDS),
 }
 TOOL_NAMES = (
     "add_recipe_to_menu",

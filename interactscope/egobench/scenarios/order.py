@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from interactscope.egobench.canonical import RawJSON, canonical_json
@@ -24,8 +25,9 @@ from interactscope.egobench.scenarios.base import (
     Ctx,
     ScenarioDef,
     ToolError,
-    field_tools,
+    named_tool,
     round2,
+    table_tools,
     tool_table,
 )
 
@@ -178,15 +180,12 @@ def _existing(ctx: Ctx, r: str, dish_name: str) -> dict[str, Any]:
     return d
 
 
-def add_dish_to_catalog(ctx: Ctx, restaurant_name, **dish):
-    info = restaurant.dish_info(**dish)  # its checks come before the restaurant's
+def _add_dish(ctx: Ctx, restaurant_name, *values: Any) -> dict[str, Any]:
+    info = restaurant.dish_info(values)  # its check comes before the restaurant's
     r = _store(ctx, restaurant_name)
     d = _dish(info, r)
     _put(ctx.conn, "dishes", r, d["name"], d)
-    return {
-        "status": "success",
-        "message": f"Dish '{dish['dish_name']}' added/updated successfully.",
-    }
+    return {"status": "success", "message": f"Dish '{values[0]}' added/updated successfully."}
 
 
 def remove_dish_from_catalog(ctx: Ctx, restaurant_name, dish_name):
@@ -326,36 +325,27 @@ def _remove(ctx: Ctx, r: str, uid: str, key: str, quantity, label: str) -> None:
         conn.execute(f"UPDATE order_items SET quantity = ? WHERE {where}", (left, r, uid, key))
 
 
-def _to_order(ctx: Ctx, restaurant_name, user_id, table: str, name: str, quantity, missing):
+def _add_line(ctx: Ctx, restaurant_name, user_id, name, quantity, line) -> dict[str, Any]:
+    missing = line.missing.format(n=name)
     r = _store(ctx, restaurant_name)
     key = name.lower()
-    if _get(ctx.conn, table, r, key) is None:
+    if _get(ctx.conn, line.table, r, key) is None:
         raise ToolError(missing)
     _add(ctx, r, user_id, key, quantity)
+    return {"status": "success", "message": line.added.format(n=name, q=quantity, u=user_id)}
 
 
-def add_dish_to_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
-    missing = f"Dish '{dish_name}' does not exist in catalog."
-    _to_order(ctx, restaurant_name, user_id, "dishes", dish_name, quantity, missing)
-    return {"status": "success", "message": f"Added {quantity} x {dish_name} to order."}
-
-
-def remove_dish_from_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
+def _remove_line(ctx: Ctx, restaurant_name, user_id, name, quantity, line) -> dict[str, Any]:
     r = _store(ctx, restaurant_name)
-    _remove(ctx, r, user_id, dish_name.lower(), quantity, f"Dish '{dish_name}'")
-    return {"status": "success", "message": f"Removed {quantity} x {dish_name} from order."}
+    _remove(ctx, r, user_id, name.lower(), quantity, line.label.format(n=name))
+    return {"status": "success", "message": line.removed.format(n=name, q=quantity)}
 
 
-def add_set_meal_to_order(ctx: Ctx, restaurant_name, user_id, set_meal_name, quantity):
-    missing = f"Set meal '{set_meal_name}' does not exist."
-    _to_order(ctx, restaurant_name, user_id, "set_meals", set_meal_name, quantity, missing)
-    return {"status": "success", "message": f"Added {quantity} x {set_meal_name} set meal."}
-
-
-def remove_set_meal_from_order(ctx: Ctx, restaurant_name, user_id, set_meal_name, quantity):
-    r = _store(ctx, restaurant_name)
-    _remove(ctx, r, user_id, set_meal_name.lower(), quantity, f"Set meal '{set_meal_name}'")
-    return {"status": "success", "message": f"Removed {quantity} x {set_meal_name} set meal."}
+_LINES = {
+    **restaurant.ORDER_LINES,
+    "dish": replace(restaurant.ORDER_LINES["dish"], added="Added {q} x {n} to order."),
+}
+"""The restaurant scenario's order lines; the official order tool's dish message names no user."""
 
 
 def clear_user_order(ctx: Ctx, restaurant_name, user_id):
@@ -443,8 +433,14 @@ def compute_total_nutrition(ctx: Ctx, restaurant_name, user_id, dishes):
     )
 
 
-_GETTERS = field_tools(_fuzzy, ("restaurant_name", "dish_name"), restaurant.DISH_FIELDS)
-TOOLS = tool_table({**globals(), **_GETTERS}, restaurant.TOOL_NAMES)
+_GENERATED = {
+    "add_dish_to_catalog": named_tool(
+        "add_dish_to_catalog", ("restaurant_name", *restaurant.DISH_PARAMS), _add_dish
+    ),
+    **table_tools(_fuzzy, ("restaurant_name", "dish_name"), restaurant.DISH_FIELDS),
+    **restaurant.order_tools(_add_line, _remove_line, ("restaurant_name",), _LINES),
+}
+TOOLS = tool_table({**globals(), **_GENERATED}, restaurant.TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="order",

@@ -15,13 +15,13 @@ from interactscope.egobench.scenarios.base import (
     check_nutrition,
     containing,
     dumps,
-    field_tools,
     lower_list,
     matching,
     names_where,
     put,
     record,
     round2,
+    table_tools,
     tool_table,
 )
 
@@ -400,7 +400,7 @@ TOOL_NAMES = (
     "get_shopping_list",
 )
 TOOLS = tool_table(
-    {**globals(), **field_tools(_matches, ("product_name",), PRODUCT_FIELDS)}, TOOL_NAMES
+    {**globals(), **table_tools(_matches, ("product_name",), PRODUCT_FIELDS)}, TOOL_NAMES
 )
 
 SCENARIO = ScenarioDef(
