@@ -326,3 +326,27 @@ def test_spliced_state_json_equals_plain_canonical_json(name):
         normalise(env.state()), sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
     assert env.state_json() == plain
+
+
+@pytest.mark.parametrize(
+    "variant",
+    ["household1", "kitchen1", "restaurant1", "retail1", "warehouse1"],
+)
+def test_tool_functions_take_the_schema_parameters(variant):
+    """Every schema tool is a function whose parameters (after ``ctx``) are the schema's
+    properties (keyword arguments, as the environment passes them) and which needs nothing
+    the schema leaves out. Several tools are built from shared bodies
+    (``scenarios.base.named_tool``); a wrong parameter name there would fail every call."""
+    import inspect
+
+    from interactscope.egobench.scenarios import SCENARIO_DEFS
+
+    v = load_variant(DATA, variant)
+    tools = SCENARIO_DEFS[v.scenario].tools
+    for spec in v.tools:
+        params = dict(inspect.signature(tools[spec.name]).parameters)
+        assert list(params)[0] == "ctx", spec.name
+        del params["ctx"]
+        props = set(spec.parameters.get("properties", {}))
+        needed = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+        assert props <= set(params) and needed <= props, (spec.name, sorted(params), props)

@@ -127,7 +127,8 @@ class Catalogue:
     "equipment"; errors say it). ``label``: the scenario's word for an action ("household",
     "equipment"; the seed's action lists are ``<label>_action_lists``). ``param``: the
     parameter naming a record of the other tools. ``actions``: the required actions an entry may
-    name. ``history_required``: a history field the record lacks fails the tool (KeyError,
+    name. ``categories``, ``locations``: the values ``category`` and ``ideal_storage_location``
+    may take. ``history_required``: a history field the record lacks fails the tool (KeyError,
     warehouse) instead of reading as empty (household). ``check``: a further check
     ``check(record, action)`` of an entry to add (ToolError when it fails)."""
 
@@ -137,6 +138,8 @@ class Catalogue:
     label: str
     param: str
     actions: frozenset[str]
+    categories: frozenset[str]
+    locations: frozenset[str]
     history_required: bool
     check: Callable[[dict[str, Any], str], None] | None = None
 
@@ -164,12 +167,21 @@ class Catalogue:
         return names_where(ctx.conn, self.table, pred, self.name_field)
 
     def tools(
-        self, prefix: str, fields: tuple[str, ...], histories: tuple[str, ...], instructions: str
+        self,
+        names: tuple[str, str, str],
+        fields: tuple[str, ...],
+        histories: tuple[str, ...],
+        instructions: str,
     ) -> dict[str, Callable[..., Any]]:
-        """The tools every such scenario has: ``<prefix><field>`` for each of ``fields`` (as
-        stored) and ``histories`` (a list copy); ``<prefix>maintenance_and_usage_instructions``
-        (the ``instructions`` field of each of a list of records); ``add_to_<label>_action_list``,
-        ``remove_from_<label>_action_list`` and ``get_<label>_action_list``."""
+        """The tools every such scenario has; ``names`` = (the tool listing every record, the
+        prefix of the getters, the prefix of the finders). Getters ``<get><field>`` for each of
+        ``fields`` (as stored) and ``histories`` (a list copy), and
+        ``<get>maintenance_and_usage_instructions`` (the ``instructions`` field of each of a
+        list of records); finders ``<find>category`` and ``<find>ideal_storage_location``
+        (values checked against :attr:`categories`, :attr:`locations`);
+        ``add_to_<label>_action_list``, ``remove_from_<label>_action_list`` and
+        ``get_<label>_action_list``."""
+        all_names, prefix, find = names
         one = (self.param,)
         entry = ("user_id", self.name_field, "required_action", "due_date")
         made = [
@@ -185,6 +197,23 @@ class Catalogue:
                 one,
                 {f"{prefix}maintenance_and_usage_instructions": instructions},
             ),
+            **table_tools(
+                self._choice,
+                ("category",),
+                {f"{find}category": ("category", self.categories, f"{self.noun} category")},
+            ),
+            **table_tools(
+                self._choice,
+                ("location",),
+                {
+                    f"{find}ideal_storage_location": (
+                        "ideal_storage_location",
+                        self.locations,
+                        f"{self.label} storage location",
+                    )
+                },
+            ),
+            all_names: named_tool(all_names, (), self._all),
             **{name: named_tool(name, params, impl) for name, params, impl in made},
         }
 
@@ -206,6 +235,15 @@ class Catalogue:
             query_tools=frozenset(set(tools) - writes),
             **kw,
         )
+
+    def _all(self, ctx: Ctx) -> list[str]:
+        """Every record's name, in insertion order."""
+        return self.names(ctx, lambda r: True)
+
+    def _choice(self, ctx: Ctx, value: str, spec: tuple[str, frozenset[str], str]) -> list[str]:
+        field, choices, what = spec
+        one_of(value, choices, what)
+        return self.names(ctx, lambda r: r[field] == value)
 
     def _value(self, ctx: Ctx, name: str, field: str) -> Any:
         return self.record(ctx, name)[field]

@@ -10,7 +10,6 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     catalogue,
     day_range,
-    one_of,
     parse_day,
     tool_table,
 )
@@ -78,28 +77,16 @@ ITEMS = actionlists.Catalogue(
     label="household",
     param="item_name",
     actions=ACTIONS,
+    categories=CATEGORIES,
+    locations=LOCATIONS,
     history_required=False,
 )
 _GENERATED = ITEMS.tools(
-    "get_item_",
+    ("get_all_item_names", "get_item_", "find_items_by_"),
     ("category", "ideal_storage_location", "purchase_date", "purchase_price"),
     ("usage_history", "maintenance_history"),
     "care_and_usage_instructions",
 )
-
-
-def get_all_item_names(ctx: Ctx):
-    return ITEMS.names(ctx, lambda r: True)
-
-
-def find_items_by_category(ctx: Ctx, category):
-    one_of(category, CATEGORIES, "household item category")
-    return ITEMS.names(ctx, lambda r: r["category"] == category)
-
-
-def find_items_by_ideal_storage_location(ctx: Ctx, location):
-    one_of(location, LOCATIONS, "household storage location")
-    return ITEMS.names(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
 def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):

@@ -12,7 +12,6 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     day_range,
     nonempty,
-    one_of,
     parse_day,
     tool_table,
 )
@@ -65,24 +64,17 @@ EQUIPMENT = actionlists.Catalogue(
     label="equipment",
     param="equipment",
     actions=ACTIONS,
+    categories=CATEGORIES,
+    locations=LOCATIONS,
     history_required=True,
     check=_prescribed,
 )
 _GENERATED = EQUIPMENT.tools(
-    "get_equipment_",
+    ("get_all_equipment", "get_equipment_", "find_equipment_by_"),
     ("category", "brand", "country_of_origin", "purchase_date", "ideal_storage_location"),
     ("usage_history", "maintenance_history"),
     "maintenance_and_usage_instructions",
 )
-
-
-def get_all_equipment(ctx: Ctx):
-    return EQUIPMENT.names(ctx, lambda r: True)
-
-
-def find_equipment_by_category(ctx: Ctx, category):
-    one_of(category, CATEGORIES, "equipment category")
-    return EQUIPMENT.names(ctx, lambda r: r["category"] == category)
 
 
 def find_equipment_by_brand(ctx: Ctx, brand):
@@ -100,11 +92,6 @@ def find_equipment_by_purchase_date_range(ctx: Ctx, start_date, end_date):
     return EQUIPMENT.names(
         ctx, lambda r: start <= parse_day(r["purchase_date"], "purchase_date") <= end
     )
-
-
-def find_equipment_by_ideal_storage_location(ctx: Ctx, location):
-    one_of(location, LOCATIONS, "equipment storage location")
-    return EQUIPMENT.names(ctx, lambda r: r["ideal_storage_location"] == location)
 
 
 TOOL_NAMES = (
