@@ -14,6 +14,7 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
+    catalogue_ddl,
     named_tool,
     names_where,
     nonempty,
@@ -145,7 +146,7 @@ class Catalogue:
 
     @property
     def ddl(self) -> str:
-        return f"CREATE TABLE {self.table} (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + DDL
+        return catalogue_ddl(self.table) + DDL
 
     def load(self, conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
         for raw in seed.get(self.table, []):

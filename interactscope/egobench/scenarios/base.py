@@ -68,6 +68,13 @@ class ScenarioDef:
     key_aliases: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def catalogue_ddl(*tables: str) -> str:
+    """The ``CREATE TABLE`` statements of catalogue tables: ``(name PRIMARY KEY, record JSON)``."""
+    return "".join(
+        f"CREATE TABLE {t} (name TEXT PRIMARY KEY, record TEXT NOT NULL);\n" for t in tables
+    )
+
+
 def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Callable[..., Any]]:
     """``{name: namespace[name]}``: a scenario module's tool functions (``globals()``) by name.
 

@@ -19,6 +19,7 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
+    catalogue_ddl,
     containing,
     lower_list,
     names_where,
@@ -31,9 +32,9 @@ from interactscope.egobench.scenarios.base import (
     tool_table,
 )
 
-DDL = """
-CREATE TABLE ingredients (name TEXT PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE recipes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+DDL = (
+    catalogue_ddl("ingredients", "recipes")
+    + """
 CREATE TABLE menu_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE menus (user_id TEXT NOT NULL, recipe_name TEXT NOT NULL,
   PRIMARY KEY (user_id, recipe_name));
@@ -41,6 +42,7 @@ CREATE TABLE shopping_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE shopping_items (user_id TEXT NOT NULL, ingredient_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, ingredient_name));
 """
+)
 NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 """An ingredient's nutrition label: ``basis`` (default PER_100G), ``serving_size_g`` and the
 nutrients; every field is kept."""

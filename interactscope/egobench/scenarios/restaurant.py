@@ -15,6 +15,7 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     by_name_sorted,
     catalogue,
+    catalogue_ddl,
     check_nutrition,
     containing,
     lower_list,
@@ -29,13 +30,14 @@ from interactscope.egobench.scenarios.base import (
     tool_table,
 )
 
-DDL = """
-CREATE TABLE dishes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE set_meals (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+DDL = (
+    catalogue_ddl("dishes", "set_meals")
+    + """
 CREATE TABLE orders (user_id TEXT PRIMARY KEY);
 CREATE TABLE order_items (user_id TEXT NOT NULL, dish_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, dish_name));
 """
+)
 NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 TOTAL_KEYS = NUTRIENTS
 

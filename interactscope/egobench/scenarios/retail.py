@@ -12,6 +12,7 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
+    catalogue_ddl,
     check_nutrition,
     containing,
     dumps,
@@ -25,13 +26,15 @@ from interactscope.egobench.scenarios.base import (
     tool_table,
 )
 
-DDL = """
-CREATE TABLE products (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+DDL = (
+    catalogue_ddl("products")
+    + """
 CREATE TABLE carts (user_id TEXT PRIMARY KEY);
 CREATE TABLE cart_items (user_id TEXT NOT NULL, product_name TEXT NOT NULL, quantity,
   category, price, tax_rate, discount, PRIMARY KEY (user_id, product_name));
 CREATE TABLE shopping_lists (user_id TEXT PRIMARY KEY, items TEXT NOT NULL);
 """
+)
 NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 
 
