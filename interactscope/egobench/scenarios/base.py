@@ -128,6 +128,31 @@ def table_tools(
     return {name: named_tool(name, params, bound(v)) for name, v in table.items()}
 
 
+def finder_tools(
+    where: Callable[..., Any], scope: tuple[str, ...], specs: dict[str, tuple[str, str, str]]
+) -> dict[str, Callable[..., Any]]:
+    """Tools listing the records whose ``field`` equals (``"is"``) or holds (``"has"``) the
+    lower-cased value of parameter ``param``; ``specs``: tool name -> (param, field, rule).
+    ``tool(ctx, <scope>, <param>)`` returns ``where(ctx, *scope arguments, predicate)``; a
+    value that is no string fails (AttributeError) before ``where`` runs."""
+
+    def finder(field_name: str, rule: str) -> Callable[..., Any]:
+        def impl(ctx: Ctx, *args: Any) -> Any:
+            *scoped, value = args
+            v = value.lower()
+            if rule == "is":
+                return where(ctx, *scoped, lambda r: r[field_name] == v)
+            return where(ctx, *scoped, lambda r: v in r[field_name])
+
+        impl.__doc__ = f"The records whose {field_name} {rule} the value."
+        return impl
+
+    return {
+        name: named_tool(name, (*scope, param), finder(field_name, rule))
+        for name, (param, field_name, rule) in specs.items()
+    }
+
+
 def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 

@@ -25,6 +25,7 @@ from interactscope.egobench.scenarios.base import (
     Ctx,
     ScenarioDef,
     ToolError,
+    finder_tools,
     named_tool,
     round2,
     table_tools,
@@ -230,21 +231,6 @@ def _where(ctx: Ctx, restaurant_name, pred, key: str = "dishes") -> dict[str, An
     return {key: [d["name"] for d in _all(ctx.conn, "dishes", r) if pred(d)]}
 
 
-def find_dishes_by_category(ctx: Ctx, restaurant_name, category):
-    c = category.lower()
-    return _where(ctx, restaurant_name, lambda d: d["category"] == c)
-
-
-def find_dishes_by_nutritional_tag(ctx: Ctx, restaurant_name, tag):
-    t = tag.lower()
-    return _where(ctx, restaurant_name, lambda d: t in d["nutritional_characteristics"])
-
-
-def find_dishes_by_taste(ctx: Ctx, restaurant_name, taste):
-    t = taste.lower()
-    return _where(ctx, restaurant_name, lambda d: t in d["taste"])
-
-
 def filter_dishes_by_price_range(ctx: Ctx, restaurant_name, min_price, max_price):
     return _where(ctx, restaurant_name, lambda d: min_price <= d["price"] <= max_price)
 
@@ -438,6 +424,7 @@ _GENERATED = {
         "add_dish_to_catalog", ("restaurant_name", *restaurant.DISH_PARAMS), _add_dish
     ),
     **table_tools(_fuzzy, ("restaurant_name", "dish_name"), restaurant.DISH_FIELDS),
+    **finder_tools(_where, ("restaurant_name",), restaurant.DISH_FINDERS),
     **restaurant.order_tools(_add_line, _remove_line, ("restaurant_name",), _LINES),
 }
 TOOLS = tool_table({**globals(), **_GENERATED}, restaurant.TOOL_NAMES)

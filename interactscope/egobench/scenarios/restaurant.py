@@ -18,6 +18,7 @@ from interactscope.egobench.scenarios.base import (
     catalogue_ddl,
     check_nutrition,
     containing,
+    finder_tools,
     lower_list,
     matching,
     named_tool,
@@ -199,23 +200,17 @@ def update_dish_discount(ctx: Ctx, dish_name, new_discount):
     }
 
 
+DISH_FINDERS = {
+    "find_dishes_by_category": ("category", "category", "is"),
+    "find_dishes_by_nutritional_tag": ("tag", "nutritional_characteristics", "has"),
+    "find_dishes_by_taste": ("taste", "taste", "has"),
+}
+"""``{dishes: [...]}`` whose field is / holds the lower-cased value (:func:`finder_tools`); the
+order scenario's take the restaurant first."""
+
+
 def _dishes_where(ctx: Ctx, pred, key: str = "dishes") -> dict[str, Any]:
     return {key: names_where(ctx.conn, "dishes", pred)}
-
-
-def find_dishes_by_category(ctx: Ctx, category):
-    c = category.lower()
-    return _dishes_where(ctx, lambda d: d["category"] == c)
-
-
-def find_dishes_by_nutritional_tag(ctx: Ctx, tag):
-    t = tag.lower()
-    return _dishes_where(ctx, lambda d: t in d["nutritional_characteristics"])
-
-
-def find_dishes_by_taste(ctx: Ctx, taste):
-    t = taste.lower()
-    return _dishes_where(ctx, lambda d: t in d["taste"])
 
 
 def filter_dishes_by_price_range(ctx: Ctx, min_price, max_price):
@@ -493,6 +488,7 @@ WRITE_TOOLS = frozenset(
 _GENERATED = {
     "add_dish_to_catalog": named_tool("add_dish_to_catalog", DISH_PARAMS, _add_dish),
     **table_tools(_fuzzy, ("dish_name",), DISH_FIELDS),
+    **finder_tools(_dishes_where, (), DISH_FINDERS),
     **order_tools(_add_line, _remove_line, (), ORDER_LINES),
 }
 TOOLS = tool_table({**globals(), **_GENERATED}, TOOL_NAMES)

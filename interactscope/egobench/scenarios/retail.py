@@ -16,6 +16,7 @@ from interactscope.egobench.scenarios.base import (
     check_nutrition,
     containing,
     dumps,
+    finder_tools,
     lower_list,
     matching,
     names_where,
@@ -189,23 +190,20 @@ def delete_product(ctx: Ctx, product_name):
     return {"status": "success", "deleted_products": names}
 
 
+PRODUCT_FINDERS = {
+    "find_products_by_nutritional_characteristic": (
+        "characteristic",
+        "nutritional_characteristics",
+        "has",
+    ),
+    "find_products_by_taste": ("taste", "taste", "has"),
+    "find_products_by_country_of_origin": ("country", "country_of_origin", "is"),
+}
+"""``{product_names: [...]}`` whose field is / holds the lower-cased value."""
+
+
 def _names_where(ctx: Ctx, pred) -> dict[str, Any]:
     return {"product_names": names_where(ctx.conn, "products", pred)}
-
-
-def find_products_by_nutritional_characteristic(ctx: Ctx, characteristic):
-    c = characteristic.lower()
-    return _names_where(ctx, lambda p: c in p["nutritional_characteristics"])
-
-
-def find_products_by_taste(ctx: Ctx, taste):
-    t = taste.lower()
-    return _names_where(ctx, lambda p: t in p["taste"])
-
-
-def find_products_by_country_of_origin(ctx: Ctx, country):
-    c = country.lower()
-    return _names_where(ctx, lambda p: p["country_of_origin"] == c)
 
 
 def find_products_by_price_range(ctx: Ctx, min_price, max_price):
@@ -403,7 +401,12 @@ TOOL_NAMES = (
     "get_shopping_list",
 )
 TOOLS = tool_table(
-    {**globals(), **table_tools(_matches, ("product_name",), PRODUCT_FIELDS)}, TOOL_NAMES
+    {
+        **globals(),
+        **table_tools(_matches, ("product_name",), PRODUCT_FIELDS),
+        **finder_tools(_names_where, (), PRODUCT_FINDERS),
+    },
+    TOOL_NAMES,
 )
 
 SCENARIO = ScenarioDef(
