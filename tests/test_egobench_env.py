@@ -366,3 +366,45 @@ def test_spliced_state_json_equals_plain_canonical_json(name):
         normalise(env.state()), sort_keys=True, ensure_ascii=False, separators=(",", ":")
     )
     assert env.state_json() == plain
+
+
+@pytest.mark.parametrize(
+    "variant",
+    ["household1", "kitchen1", "restaurant1", "retail1", "warehouse1"],
+)
+def test_tool_functions_take_the_schema_parameters(variant):
+    """Every schema tool is a function whose parameters (after ``ctx``) are the schema's
+    properties (keyword arguments, as the environment passes them) and which needs nothing
+    the schema leaves out. Several tools are built from shared bodies
+    (``scenarios.base.named_tool``); a wrong parameter name there would fail every call."""
+    import inspect
+
+    from interactscope.egobench.scenarios import SCENARIO_DEFS
+
+    v = load_variant(DATA, variant)
+    tools = SCENARIO_DEFS[v.scenario].tools
+    for spec in v.tools:
+        params = dict(inspect.signature(tools[spec.name]).parameters)
+        assert list(params)[0] == "ctx", spec.name
+        del params["ctx"]
+        props = set(spec.parameters.get("properties", {}))
+        needed = {n for n, p in params.items() if p.default is inspect.Parameter.empty}
+        assert props <= set(params) and needed <= props, (spec.name, sorted(params), props)
+
+
+def test_shared_body_tools_bind_arguments_like_def_tools(retail6):
+    """A tool made from a shared body (``get_price`` reads one field for ``_matches``) takes
+    its arguments by position or keyword and names itself when one is missing or unknown."""
+    from interactscope.egobench.scenarios import SCENARIO_DEFS, Ctx
+
+    env = Environment.from_variant(retail6)
+    get_price = SCENARIO_DEFS["retail"].tools["get_price"]
+    ctx = Ctx(env.conn)
+    assert get_price.__name__ == "get_price"
+    by_keyword = get_price(ctx, product_name="Leibniz Keks")
+    assert by_keyword == get_price(ctx, "Leibniz Keks")
+    assert by_keyword["count"] == len(by_keyword["products"]) >= 1
+    with pytest.raises(TypeError, match=r"^get_price\(\) missing .*product_name"):
+        get_price(ctx)
+    with pytest.raises(TypeError, match=r"^get_price\(\) got an unexpected keyword argument .qty."):
+        get_price(ctx, product_name="x", qty=1)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import pandas as pd
 from pydantic import BaseModel
@@ -62,9 +62,9 @@ class TaskScore(BaseModel):
     see :func:`gt_call_failures`)."""
 
 
-class ReferenceView(BaseModel):
-    """The ratios the reference evaluator reports: over the tasks with a log entry only
-    (fractions 0-1; ``micro_acc`` = matched / total_gt). Field order is the file's key order."""
+class Ratios(BaseModel):
+    """The ratios of a set of tasks (fractions 0-1): ToolSucc, ResultSucc, JointSucc over
+    ``n_tasks``; ``micro_acc`` = Σ matched / Σ total_gt (pooled)."""
 
     n_tasks: int
     tool_succ: float
@@ -73,26 +73,45 @@ class ReferenceView(BaseModel):
     micro_acc: float
     matched: int
     total_gt: int
+
+    @classmethod
+    def of(cls, tasks: list[TaskScore], **fields: Any) -> Self:
+        """The ratios of ``tasks`` (0.0 for an empty list), plus ``fields`` of a subclass."""
+        n = len(tasks)
+        m, g = sum(t.matched for t in tasks), sum(t.total_gt for t in tasks)
+        return cls(
+            n_tasks=n,
+            tool_succ=_ratio(sum(t.tool_succ for t in tasks), n),
+            result_succ=_ratio(sum(t.result_succ for t in tasks), n),
+            joint_succ=_ratio(sum(t.joint_succ for t in tasks), n),
+            micro_acc=_ratio(m, g),
+            matched=m,
+            total_gt=g,
+            **fields,
+        )
+
+
+class ReferenceView(Ratios):
+    """The ratios the reference evaluator reports: over the tasks with a log entry only.
+    Field order is the file's key order."""
+
     label: str = "reference evaluator: tasks without a log left out"
 
 
-class ScoreSummary(BaseModel):
-    """``scores/<variant>/summary.json``: ratios over the tasks of one log (fractions 0-1) and the settings that produced them.
-
-    ``micro_acc`` = Σ matched / Σ total_gt (pooled). ``reference_view`` repeats the ratios the
-    way the reference evaluator computes them (tasks without a log entry left out)."""
-
+class _Variant(BaseModel):
     variant: str
     scenario: str
     mode: str | None
-    n_tasks: int
+
+
+class ScoreSummary(Ratios, _Variant):
+    """``scores/<variant>/summary.json``: the ratios over the tasks of one log and the settings that produced them.
+
+    Keys in file order: ``variant``, ``scenario``, ``mode`` (the base listed last comes first),
+    the :class:`Ratios`, then the fields below. ``reference_view`` repeats the ratios the way
+    the reference evaluator computes them (tasks without a log entry left out)."""
+
     n_logged: int
-    tool_succ: float
-    result_succ: float
-    joint_succ: float
-    micro_acc: float
-    matched: int
-    total_gt: int
     error_classes: dict[str, int]
     settings: dict[str, Any]
     reference_view: ReferenceView
@@ -255,39 +274,19 @@ def score_log(
     counted = [t for t in tasks if t.logged or s.missing_log == "fail"]
     logged = [t for t in tasks if t.logged]
 
-    def ratios(ts: list[TaskScore]) -> dict[str, Any]:
-        n = len(ts)
-        m, g = sum(t.matched for t in ts), sum(t.total_gt for t in ts)
-        return {
-            "n_tasks": n,
-            "tool_succ": _ratio(sum(t.tool_succ for t in ts), n),
-            "result_succ": _ratio(sum(t.result_succ for t in ts), n),
-            "joint_succ": _ratio(sum(t.joint_succ for t in ts), n),
-            "micro_acc": _ratio(m, g),
-            "matched": m,
-            "total_gt": g,
-        }
-
-    main, ref = ratios(counted), ratios(logged)
     classes = Counter(t.error_class for t in counted if t.error_class)
     settings_dump = s.model_dump()
     if unknown:
         settings_dump["_log_task_ids_not_in_variant"] = unknown
-    summary = ScoreSummary(
+    summary = ScoreSummary.of(
+        counted,
         variant=variant.name,
         scenario=variant.scenario,
         mode=mode,
-        n_tasks=main["n_tasks"],
         n_logged=len(logged),
-        tool_succ=main["tool_succ"],
-        result_succ=main["result_succ"],
-        joint_succ=main["joint_succ"],
-        micro_acc=main["micro_acc"],
-        matched=main["matched"],
-        total_gt=main["total_gt"],
         error_classes={c: classes.get(c, 0) for c in CLASSES},
         settings=settings_dump,
-        reference_view=ReferenceView(**ref),
+        reference_view=ReferenceView.of(logged),
     )
     return ScoreResult(summary=summary, tasks=tasks)
 

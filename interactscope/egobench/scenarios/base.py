@@ -8,6 +8,7 @@ the environment turns into an error result after rolling the database back."""
 from __future__ import annotations
 
 import datetime as dt
+import inspect
 import json
 import sqlite3
 from collections.abc import Callable, Iterable
@@ -70,6 +71,13 @@ class ScenarioDef:
     convert_arguments: Callable[[str, dict[str, Any], ToolRules], dict[str, Any]] | None = None
 
 
+def catalogue_ddl(*tables: str) -> str:
+    """The ``CREATE TABLE`` statements of catalogue tables: ``(name PRIMARY KEY, record JSON)``."""
+    return "".join(
+        f"CREATE TABLE {t} (name TEXT PRIMARY KEY, record TEXT NOT NULL);\n" for t in tables
+    )
+
+
 def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Callable[..., Any]]:
     """``{name: namespace[name]}``: a scenario module's tool functions (``globals()``) by name.
 
@@ -77,6 +85,75 @@ def tool_table(namespace: dict[str, Any], names: Iterable[str]) -> dict[str, Cal
         KeyError: a listed tool has no function.
     """
     return {n: namespace[n] for n in names}
+
+
+def named_tool(name: str, params: tuple[str, ...], impl: Callable[..., Any]) -> Callable[..., Any]:
+    """A tool function ``name(ctx, <params>)`` calling ``impl(ctx, *arguments)``, the arguments
+    in ``params`` order (positional or keyword, as a ``def`` tool takes them): for tools that
+    several scenarios or fields share one body.
+
+    Raises (from the tool): TypeError ``<name>() ...`` on a missing or unexpected argument, as a
+    ``def`` tool does; whatever ``impl`` raises (its ToolError carries the official message).
+    """
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    sig = inspect.Signature(
+        [inspect.Parameter("ctx", kind, annotation=Ctx)]
+        + [inspect.Parameter(p, kind) for p in params]
+    )
+
+    def tool(*args: Any, **kwargs: Any) -> Any:
+        try:
+            bound = sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            raise TypeError(f"{name}() {exc}") from None
+        return impl(*bound.args)
+
+    tool.__name__ = tool.__qualname__ = name
+    tool.__signature__ = sig  # type: ignore[attr-defined]
+    tool.__doc__ = impl.__doc__
+    return tool
+
+
+def table_tools(
+    impl: Callable[..., Any], params: tuple[str, ...], table: dict[str, Any]
+) -> dict[str, Callable[..., Any]]:
+    """One tool per ``table`` entry (tool name -> value), for tools that differ only in one
+    value (the record field they read, the kind of line they add to an order):
+    ``tool(ctx, <params>)`` returns ``impl(ctx, *arguments, value)`` (see :func:`named_tool`)."""
+
+    def bound(value: Any) -> Callable[..., Any]:
+        def call(*args: Any) -> Any:
+            return impl(*args, value)
+
+        call.__doc__ = impl.__doc__
+        return call
+
+    return {name: named_tool(name, params, bound(v)) for name, v in table.items()}
+
+
+def finder_tools(
+    where: Callable[..., Any], scope: tuple[str, ...], specs: dict[str, tuple[str, str, str]]
+) -> dict[str, Callable[..., Any]]:
+    """Tools listing the records whose ``field`` equals (``"is"``) or holds (``"has"``) the
+    lower-cased value of parameter ``param``; ``specs``: tool name -> (param, field, rule).
+    ``tool(ctx, <scope>, <param>)`` returns ``where(ctx, *scope arguments, predicate)``; a
+    value that is no string fails (AttributeError) before ``where`` runs."""
+
+    def finder(field_name: str, rule: str) -> Callable[..., Any]:
+        def impl(ctx: Ctx, *args: Any) -> Any:
+            *scoped, value = args
+            v = value.lower()
+            if rule == "is":
+                return where(ctx, *scoped, lambda r: r[field_name] == v)
+            return where(ctx, *scoped, lambda r: v in r[field_name])
+
+        impl.__doc__ = f"The records whose {field_name} {rule} the value."
+        return impl
+
+    return {
+        name: named_tool(name, (*scope, param), finder(field_name, rule))
+        for name, (param, field_name, rule) in specs.items()
+    }
 
 
 def dumps(value: Any) -> str:

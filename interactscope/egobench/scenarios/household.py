@@ -4,26 +4,16 @@ today, never the wall clock."""
 
 from __future__ import annotations
 
-import sqlite3
-from typing import Any
-
 from interactscope.egobench.scenarios import actionlists
 from interactscope.egobench.scenarios.base import (
     Ctx,
-    ScenarioDef,
     ToolError,
-    by_name_sorted,
     catalogue,
     day_range,
-    names_where,
-    nonempty,
-    one_of,
     parse_day,
-    put,
-    required,
+    tool_table,
 )
 
-DDL = "CREATE TABLE items (name TEXT PRIMARY KEY, record TEXT NOT NULL);" + actionlists.DDL
 CATEGORIES = frozenset(
     {
         "furniture",
@@ -80,56 +70,28 @@ ACTIONS = frozenset(
 )
 
 
-def load(conn: sqlite3.Connection, seed: dict[str, Any]) -> None:
-    for raw in seed.get("items", []):
-        put(conn, "items", raw["name"], raw)
-    actionlists.load(conn, seed.get("household_action_lists", []), "name")
-
-
-def dump(conn: sqlite3.Connection, rules=None) -> dict[str, Any]:
-    return {
-        "items": by_name_sorted(conn, "items"),
-        "user_action_lists": actionlists.dump(conn, "name"),
-    }
-
-
-def _item(ctx: Ctx, item_name: str) -> dict[str, Any]:
-    return required(ctx.conn, "items", item_name, f"household item not found: {item_name}")
-
-
-def _where(ctx: Ctx, pred) -> list[str]:
-    return names_where(ctx.conn, "items", pred)
-
-
-def get_all_item_names(ctx: Ctx):
-    return _where(ctx, lambda r: True)
-
-
-def get_item_category(ctx: Ctx, item_name):
-    return _item(ctx, item_name)["category"]
-
-
-def find_items_by_category(ctx: Ctx, category):
-    one_of(category, CATEGORIES, "household item category")
-    return _where(ctx, lambda r: r["category"] == category)
-
-
-def get_item_ideal_storage_location(ctx: Ctx, item_name):
-    return _item(ctx, item_name)["ideal_storage_location"]
-
-
-def find_items_by_ideal_storage_location(ctx: Ctx, location):
-    one_of(location, LOCATIONS, "household storage location")
-    return _where(ctx, lambda r: r["ideal_storage_location"] == location)
-
-
-def get_item_purchase_date(ctx: Ctx, item_name):
-    return _item(ctx, item_name)["purchase_date"]
+ITEMS = actionlists.Catalogue(
+    table="items",
+    name_field="name",
+    noun="household item",
+    label="household",
+    param="item_name",
+    actions=ACTIONS,
+    categories=CATEGORIES,
+    locations=LOCATIONS,
+    history_required=False,
+)
+_GENERATED = ITEMS.tools(
+    ("get_all_item_names", "get_item_", "find_items_by_"),
+    ("category", "ideal_storage_location", "purchase_date", "purchase_price"),
+    ("usage_history", "maintenance_history"),
+    "care_and_usage_instructions",
+)
 
 
 def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
     start, end = day_range(start_date, end_date)
-    return _where(
+    return ITEMS.names(
         ctx,
         lambda r: (
             r.get("purchase_date") is not None
@@ -138,18 +100,10 @@ def find_items_by_purchase_date_range(ctx: Ctx, start_date, end_date):
     )
 
 
-def get_item_purchase_price(ctx: Ctx, item_name):
-    return _item(ctx, item_name)["purchase_price"]
-
-
 def find_items_by_purchase_price_range(ctx: Ctx, min_price, max_price):
     if min_price < 0 or max_price < 0 or min_price > max_price:
         raise ToolError("prices must be non-negative and min_price cannot exceed max_price")
-    return _where(ctx, lambda r: min_price <= r["purchase_price"] <= max_price)
-
-
-def get_item_usage_history(ctx: Ctx, item_name):
-    return list(_item(ctx, item_name).get("usage_history") or [])
+    return ITEMS.names(ctx, lambda r: min_price <= r["purchase_price"] <= max_price)
 
 
 def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
@@ -171,65 +125,26 @@ def find_items_used_during_date_range(ctx: Ctx, start_date, end_date):
     return out
 
 
-def get_item_maintenance_history(ctx: Ctx, item_name):
-    return list(_item(ctx, item_name).get("maintenance_history") or [])
+TOOL_NAMES = (
+    "get_all_item_names",
+    "get_item_category",
+    "find_items_by_category",
+    "get_item_ideal_storage_location",
+    "find_items_by_ideal_storage_location",
+    "get_item_purchase_date",
+    "find_items_by_purchase_date_range",
+    "get_item_purchase_price",
+    "find_items_by_purchase_price_range",
+    "get_item_usage_history",
+    "find_items_used_during_date_range",
+    "get_item_maintenance_history",
+    "get_item_maintenance_and_usage_instructions",
+    "add_to_household_action_list",
+    "remove_from_household_action_list",
+    "get_household_action_list",
+)
+TOOLS = tool_table({**globals(), **_GENERATED}, TOOL_NAMES)
 
-
-def get_item_maintenance_and_usage_instructions(ctx: Ctx, item_name):
-    if not item_name:
-        raise ToolError("item_name must be a non-empty list of household item names")
-    return {n: _item(ctx, n)["care_and_usage_instructions"] for n in item_name}
-
-
-def add_to_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
-    nonempty(user_id, "user_id")
-    _item(ctx, name)
-    actionlists.check_action(required_action, ACTIONS, "household")
-    return actionlists.add_tool(ctx.conn, user_id, name, required_action, due_date, "household")
-
-
-def remove_from_household_action_list(ctx: Ctx, user_id, name, required_action, due_date):
-    return actionlists.remove_tool(
-        ctx.conn, user_id, name, required_action, due_date, ACTIONS, "household"
-    )
-
-
-def get_household_action_list(ctx: Ctx, user_id):
-    return actionlists.list_tool(ctx.conn, user_id, "name")
-
-
-TOOLS = {
-    f.__name__: f
-    for f in (
-        get_all_item_names,
-        get_item_category,
-        find_items_by_category,
-        get_item_ideal_storage_location,
-        find_items_by_ideal_storage_location,
-        get_item_purchase_date,
-        find_items_by_purchase_date_range,
-        get_item_purchase_price,
-        find_items_by_purchase_price_range,
-        get_item_usage_history,
-        find_items_used_during_date_range,
-        get_item_maintenance_history,
-        get_item_maintenance_and_usage_instructions,
-        add_to_household_action_list,
-        remove_from_household_action_list,
-        get_household_action_list,
-    )
-}
-
-SCENARIO = ScenarioDef(
-    name="household",
-    ddl=DDL,
-    load=load,
-    dump=dump,
-    tools=TOOLS,
-    name_keys=("item_name", "name"),
-    name_match="contains",
-    query_tools=frozenset(
-        set(TOOLS) - {"add_to_household_action_list", "remove_from_household_action_list"}
-    ),
-    key_aliases={"name": ("name", "item_name")},
+SCENARIO = ITEMS.scenario(
+    "household", TOOLS, ("item_name", "name"), key_aliases={"name": ("name", "item_name")}
 )

@@ -21,6 +21,7 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
+    catalogue_ddl,
     containing,
     lower_list,
     names_where,
@@ -29,12 +30,14 @@ from interactscope.egobench.scenarios.base import (
     put,
     record,
     round2,
+    table_tools,
+    tool_table,
 )
 from interactscope.egobench.settings import ToolRules
 
-DDL = """
-CREATE TABLE ingredients (name TEXT PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE recipes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+DDL = (
+    catalogue_ddl("ingredients", "recipes")
+    + """
 CREATE TABLE menu_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE menus (user_id TEXT NOT NULL, recipe_name TEXT NOT NULL,
   PRIMARY KEY (user_id, recipe_name));
@@ -42,6 +45,7 @@ CREATE TABLE shopping_users (user_id TEXT PRIMARY KEY);
 CREATE TABLE shopping_items (user_id TEXT NOT NULL, ingredient_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, ingredient_name));
 """
+)
 NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 """An ingredient's nutrition label: ``basis`` (default PER_100G), ``serving_size_g`` and the
 nutrients; every field is kept."""
@@ -209,6 +213,32 @@ def _get(ctx: Ctx, table: str, name: str, field: str, label: str) -> dict[str, A
     return {label: name, field: rec[field]}
 
 
+RECIPE_FIELDS = {
+    "get_cooking_steps": "steps",
+    "get_recipe_allergens": "allergens",
+    "get_recipe_taste": "taste",
+    "get_recipe_ingredients": "ingredients",
+    "get_recipe_nutritional_characteristics": "nutritional_characteristics",
+}
+"""The recipe field each of these tools reads (``{recipe_name, <field>}``)."""
+INGREDIENT_FIELDS = {
+    "get_ingredient_shelf_life": "expiry_date",
+    "get_ingredient_location": "storage_location",
+    "get_ingredient_nutrition": "nutrition",
+    "get_ingredient_quantity": "quantity",
+    "find_ingredient_category": "category",
+}
+"""The ingredient field each of these tools reads (``{ingredient_name, <field>}``)."""
+
+
+def _recipe_field(ctx: Ctx, recipe_name: str, field: str) -> dict[str, Any]:
+    return _get(ctx, "recipes", recipe_name, field, "recipe_name")
+
+
+def _ingredient_field(ctx: Ctx, ingredient_name: str, field: str) -> dict[str, Any]:
+    return _get(ctx, "ingredients", ingredient_name, field, "ingredient_name")
+
+
 def _names(ctx: Ctx, table: str, pred, query_key: str, query: Any, out_key: str):
     return {query_key: query, out_key: names_where(ctx.conn, table, pred)}
 
@@ -318,30 +348,14 @@ def compute_total_nutritions(ctx: Ctx, user_id, ingredients):
     return {"user_id": user_id, "total_nutrition": {k: round2(v) for k, v in totals.items()}}
 
 
-def get_cooking_steps(ctx: Ctx, recipe_name):
-    return _get(ctx, "recipes", recipe_name, "steps", "recipe_name")
-
-
-def get_recipe_allergens(ctx: Ctx, recipe_name):
-    return _get(ctx, "recipes", recipe_name, "allergens", "recipe_name")
-
-
 def find_recipes_by_allergen(ctx: Ctx, allergen):
     a = allergen.lower()
     return _names(ctx, "recipes", lambda r: a in r["allergens"], "allergen", allergen, "recipes")
 
 
-def get_recipe_taste(ctx: Ctx, recipe_name):
-    return _get(ctx, "recipes", recipe_name, "taste", "recipe_name")
-
-
 def find_recipes_by_taste(ctx: Ctx, taste):
     t = taste.lower()
     return _names(ctx, "recipes", lambda r: t in r["taste"], "taste", taste, "recipes")
-
-
-def get_recipe_ingredients(ctx: Ctx, recipe_name):
-    return _get(ctx, "recipes", recipe_name, "ingredients", "recipe_name")
 
 
 def find_recipes_by_ingredient(ctx: Ctx, ingredient_name):
@@ -354,10 +368,6 @@ def find_recipes_by_ingredient(ctx: Ctx, ingredient_name):
         ingredient_name,
         "recipes",
     )
-
-
-def get_ingredient_shelf_life(ctx: Ctx, ingredient_name):
-    return _get(ctx, "ingredients", ingredient_name, "expiry_date", "ingredient_name")
 
 
 def find_ingredients_by_expiry_date(ctx: Ctx, date):
@@ -373,10 +383,6 @@ def find_ingredients_by_expiry_date(ctx: Ctx, date):
     )
 
 
-def get_ingredient_location(ctx: Ctx, ingredient_name):
-    return _get(ctx, "ingredients", ingredient_name, "storage_location", "ingredient_name")
-
-
 def find_ingredients_by_location(ctx: Ctx, location):
     loc = location.lower()
     return _names(
@@ -387,14 +393,6 @@ def find_ingredients_by_location(ctx: Ctx, location):
         location,
         "ingredients",
     )
-
-
-def get_ingredient_nutrition(ctx: Ctx, ingredient_name):
-    return _get(ctx, "ingredients", ingredient_name, "nutrition", "ingredient_name")
-
-
-def get_ingredient_quantity(ctx: Ctx, ingredient_name):
-    return _get(ctx, "ingredients", ingredient_name, "quantity", "ingredient_name")
 
 
 def get_all_recipe_names(ctx: Ctx):
@@ -408,16 +406,8 @@ def get_ingredients_by_category(ctx: Ctx, category):
     )
 
 
-def find_ingredient_category(ctx: Ctx, ingredient_name):
-    return _get(ctx, "ingredients", ingredient_name, "category", "ingredient_name")
-
-
 def get_current_shopping_list(ctx: Ctx, user_id):
     return {"user_id": user_id, "items": _shopping(ctx.conn, user_id)}
-
-
-def get_recipe_nutritional_characteristics(ctx: Ctx, recipe_name):
-    return _get(ctx, "recipes", recipe_name, "nutritional_characteristics", "recipe_name")
 
 
 def find_recipes_by_nutritional_characteristics(ctx: Ctx, characteristic):
@@ -436,39 +426,41 @@ def get_all_ingredient_names(ctx: Ctx):
     return {"ingredients": names_where(ctx.conn, "ingredients", lambda i: True)}
 
 
-TOOLS = {
-    f.__name__: f
-    for f in (
-        add_recipe_to_menu,
-        remove_recipe_from_menu,
-        get_current_menu,
-        tally_total_nutritional_characteristics,
-        tally_total_tastes,
-        add_to_shopping_list,
-        remove_from_shopping_list,
-        compute_total_nutritions,
-        get_cooking_steps,
-        get_recipe_allergens,
-        find_recipes_by_allergen,
-        get_recipe_taste,
-        find_recipes_by_taste,
-        get_recipe_ingredients,
-        find_recipes_by_ingredient,
-        get_ingredient_shelf_life,
-        find_ingredients_by_expiry_date,
-        get_ingredient_location,
-        find_ingredients_by_location,
-        get_ingredient_nutrition,
-        get_ingredient_quantity,
-        get_all_recipe_names,
-        get_ingredients_by_category,
-        find_ingredient_category,
-        get_current_shopping_list,
-        get_recipe_nutritional_characteristics,
-        find_recipes_by_nutritional_characteristics,
-        get_all_ingredient_names,
-    )
+_GETTERS = {
+    **table_tools(_recipe_field, ("recipe_name",), RECIPE_FIELDS),
+    **table_tools(_ingredient_field, ("ingredient_name",), INGREDIENT_FIELDS),
 }
+TOOL_NAMES = (
+    "add_recipe_to_menu",
+    "remove_recipe_from_menu",
+    "get_current_menu",
+    "tally_total_nutritional_characteristics",
+    "tally_total_tastes",
+    "add_to_shopping_list",
+    "remove_from_shopping_list",
+    "compute_total_nutritions",
+    "get_cooking_steps",
+    "get_recipe_allergens",
+    "find_recipes_by_allergen",
+    "get_recipe_taste",
+    "find_recipes_by_taste",
+    "get_recipe_ingredients",
+    "find_recipes_by_ingredient",
+    "get_ingredient_shelf_life",
+    "find_ingredients_by_expiry_date",
+    "get_ingredient_location",
+    "find_ingredients_by_location",
+    "get_ingredient_nutrition",
+    "get_ingredient_quantity",
+    "get_all_recipe_names",
+    "get_ingredients_by_category",
+    "find_ingredient_category",
+    "get_current_shopping_list",
+    "get_recipe_nutritional_characteristics",
+    "find_recipes_by_nutritional_characteristics",
+    "get_all_ingredient_names",
+)
+TOOLS = tool_table({**globals(), **_GETTERS}, TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="kitchen",

@@ -15,18 +15,20 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from dataclasses import replace
 from typing import Any
 
 from interactscope.egobench.canonical import RawJSON, canonical_json
 from interactscope.egobench.scenarios import restaurant
 from interactscope.egobench.scenarios.base import (
-    LABELLED_NUTRITION_KEYS,
     NUTRIENTS,
     Ctx,
     ScenarioDef,
     ToolError,
-    check_nutrition,
+    finder_tools,
+    named_tool,
     round2,
+    table_tools,
     tool_table,
 )
 
@@ -179,35 +181,12 @@ def _existing(ctx: Ctx, r: str, dish_name: str) -> dict[str, Any]:
     return d
 
 
-def add_dish_to_catalog(
-    ctx: Ctx,
-    restaurant_name,
-    dish_name,
-    category,
-    price,
-    tax_rate,
-    discount,
-    nutritional_characteristics,
-    taste,
-    allergens,
-    nutrition,
-):
-    check_nutrition(nutrition, LABELLED_NUTRITION_KEYS)
+def _add_dish(ctx: Ctx, restaurant_name, *values: Any) -> dict[str, Any]:
+    info = restaurant.dish_info(values)  # its check comes before the restaurant's
     r = _store(ctx, restaurant_name)
-    info = {
-        "name": dish_name,
-        "category": category,
-        "price": price,
-        "tax_rate": tax_rate,
-        "discount": discount,
-        "nutritional_characteristics": nutritional_characteristics,
-        "taste": taste,
-        "allergens": allergens,
-        "nutrition": nutrition,
-    }
     d = _dish(info, r)
     _put(ctx.conn, "dishes", r, d["name"], d)
-    return {"status": "success", "message": f"Dish '{dish_name}' added/updated successfully."}
+    return {"status": "success", "message": f"Dish '{values[0]}' added/updated successfully."}
 
 
 def remove_dish_from_catalog(ctx: Ctx, restaurant_name, dish_name):
@@ -247,48 +226,9 @@ def _fuzzy(ctx: Ctx, restaurant_name, dish_name, field: str) -> dict[str, Any]:
     return {"status": "success", "matching_dishes": {d["name"]: d[field] for d in found}}
 
 
-def get_dish_nutrition(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "nutrition")
-
-
-def get_tax_rate(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "tax_rate")
-
-
-def get_dish_allergens(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "allergens")
-
-
-def get_dish_taste_profile(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "taste")
-
-
-def get_dish_price(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "price")
-
-
-def get_dish_discount(ctx: Ctx, restaurant_name, dish_name):
-    return _fuzzy(ctx, restaurant_name, dish_name, "discount")
-
-
 def _where(ctx: Ctx, restaurant_name, pred, key: str = "dishes") -> dict[str, Any]:
     r = _store(ctx, restaurant_name)
     return {key: [d["name"] for d in _all(ctx.conn, "dishes", r) if pred(d)]}
-
-
-def find_dishes_by_category(ctx: Ctx, restaurant_name, category):
-    c = category.lower()
-    return _where(ctx, restaurant_name, lambda d: d["category"] == c)
-
-
-def find_dishes_by_nutritional_tag(ctx: Ctx, restaurant_name, tag):
-    t = tag.lower()
-    return _where(ctx, restaurant_name, lambda d: t in d["nutritional_characteristics"])
-
-
-def find_dishes_by_taste(ctx: Ctx, restaurant_name, taste):
-    t = taste.lower()
-    return _where(ctx, restaurant_name, lambda d: t in d["taste"])
 
 
 def filter_dishes_by_price_range(ctx: Ctx, restaurant_name, min_price, max_price):
@@ -371,36 +311,27 @@ def _remove(ctx: Ctx, r: str, uid: str, key: str, quantity, label: str) -> None:
         conn.execute(f"UPDATE order_items SET quantity = ? WHERE {where}", (left, r, uid, key))
 
 
-def _to_order(ctx: Ctx, restaurant_name, user_id, table: str, name: str, quantity, missing):
+def _add_line(ctx: Ctx, restaurant_name, user_id, name, quantity, line) -> dict[str, Any]:
+    missing = line.missing.format(n=name)
     r = _store(ctx, restaurant_name)
     key = name.lower()
-    if _get(ctx.conn, table, r, key) is None:
+    if _get(ctx.conn, line.table, r, key) is None:
         raise ToolError(missing)
     _add(ctx, r, user_id, key, quantity)
+    return {"status": "success", "message": line.added.format(n=name, q=quantity, u=user_id)}
 
 
-def add_dish_to_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
-    missing = f"Dish '{dish_name}' does not exist in catalog."
-    _to_order(ctx, restaurant_name, user_id, "dishes", dish_name, quantity, missing)
-    return {"status": "success", "message": f"Added {quantity} x {dish_name} to order."}
-
-
-def remove_dish_from_order(ctx: Ctx, restaurant_name, user_id, dish_name, quantity):
+def _remove_line(ctx: Ctx, restaurant_name, user_id, name, quantity, line) -> dict[str, Any]:
     r = _store(ctx, restaurant_name)
-    _remove(ctx, r, user_id, dish_name.lower(), quantity, f"Dish '{dish_name}'")
-    return {"status": "success", "message": f"Removed {quantity} x {dish_name} from order."}
+    _remove(ctx, r, user_id, name.lower(), quantity, line.label.format(n=name))
+    return {"status": "success", "message": line.removed.format(n=name, q=quantity)}
 
 
-def add_set_meal_to_order(ctx: Ctx, restaurant_name, user_id, set_meal_name, quantity):
-    missing = f"Set meal '{set_meal_name}' does not exist."
-    _to_order(ctx, restaurant_name, user_id, "set_meals", set_meal_name, quantity, missing)
-    return {"status": "success", "message": f"Added {quantity} x {set_meal_name} set meal."}
-
-
-def remove_set_meal_from_order(ctx: Ctx, restaurant_name, user_id, set_meal_name, quantity):
-    r = _store(ctx, restaurant_name)
-    _remove(ctx, r, user_id, set_meal_name.lower(), quantity, f"Set meal '{set_meal_name}'")
-    return {"status": "success", "message": f"Removed {quantity} x {set_meal_name} set meal."}
+_LINES = {
+    **restaurant.ORDER_LINES,
+    "dish": replace(restaurant.ORDER_LINES["dish"], added="Added {q} x {n} to order."),
+}
+"""The restaurant scenario's order lines; the official order tool's dish message names no user."""
 
 
 def clear_user_order(ctx: Ctx, restaurant_name, user_id):
@@ -488,7 +419,15 @@ def compute_total_nutrition(ctx: Ctx, restaurant_name, user_id, dishes):
     )
 
 
-TOOLS = tool_table(globals(), restaurant.TOOL_NAMES)
+_GENERATED = {
+    "add_dish_to_catalog": named_tool(
+        "add_dish_to_catalog", ("restaurant_name", *restaurant.DISH_PARAMS), _add_dish
+    ),
+    **table_tools(_fuzzy, ("restaurant_name", "dish_name"), restaurant.DISH_FIELDS),
+    **finder_tools(_where, ("restaurant_name",), restaurant.DISH_FINDERS),
+    **restaurant.order_tools(_add_line, _remove_line, ("restaurant_name",), _LINES),
+}
+TOOLS = tool_table({**globals(), **_GENERATED}, restaurant.TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="order",

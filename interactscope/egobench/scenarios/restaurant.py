@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from interactscope.egobench.scenarios.base import (
@@ -13,25 +15,30 @@ from interactscope.egobench.scenarios.base import (
     ToolError,
     by_name_sorted,
     catalogue,
+    catalogue_ddl,
     check_nutrition,
     containing,
+    finder_tools,
     lower_list,
     matching,
+    named_tool,
     names_where,
     put,
     record,
     required,
     round2,
+    table_tools,
     tool_table,
 )
 
-DDL = """
-CREATE TABLE dishes (name TEXT PRIMARY KEY, record TEXT NOT NULL);
-CREATE TABLE set_meals (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+DDL = (
+    catalogue_ddl("dishes", "set_meals")
+    + """
 CREATE TABLE orders (user_id TEXT PRIMARY KEY);
 CREATE TABLE order_items (user_id TEXT NOT NULL, dish_name TEXT NOT NULL, quantity,
   PRIMARY KEY (user_id, dish_name));
 """
+)
 NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 TOTAL_KEYS = NUTRIENTS
 
@@ -117,6 +124,18 @@ def lookup(conn: sqlite3.Connection, query: str) -> set[str]:
     }
 
 
+DISH_FIELDS = {
+    "get_dish_nutrition": "nutrition",
+    "get_dish_allergens": "allergens",
+    "get_tax_rate": "tax_rate",
+    "get_dish_taste_profile": "taste",
+    "get_dish_price": "price",
+    "get_dish_discount": "discount",
+}
+"""The dish field each ``get_*`` tool reads from the dishes whose names match (the ``order``
+scenario's tools of these names also take the restaurant)."""
+
+
 def _fuzzy(ctx: Ctx, dish_name: str, field: str) -> dict[str, Any]:
     found = matching(ctx.conn, "dishes", dish_name, f"No dishes found matching '{dish_name}'.")
     return {"status": "success", "matching_dishes": {d["name"]: d[field] for d in found}}
@@ -128,34 +147,33 @@ def _existing(ctx: Ctx, dish_name: str) -> dict[str, Any]:
     )
 
 
-def add_dish_to_catalog(
-    ctx: Ctx,
-    dish_name,
-    category,
-    price,
-    tax_rate,
-    discount,
-    nutritional_characteristics,
-    taste,
-    allergens,
-    nutrition,
-):
-    check_nutrition(nutrition, NUTRITION_KEYS)
-    d = dish_record(
-        {
-            "name": dish_name,
-            "category": category,
-            "price": price,
-            "tax_rate": tax_rate,
-            "discount": discount,
-            "nutritional_characteristics": nutritional_characteristics,
-            "taste": taste,
-            "allergens": allergens,
-            "nutrition": nutrition,
-        }
-    )
+DISH_PARAMS = (
+    "dish_name",
+    "category",
+    "price",
+    "tax_rate",
+    "discount",
+    "nutritional_characteristics",
+    "taste",
+    "allergens",
+    "nutrition",
+)
+"""The parameters of ``add_dish_to_catalog`` (the order scenario's take the restaurant first)."""
+
+
+def dish_info(values: tuple[Any, ...]) -> dict[str, Any]:
+    """The :data:`DISH_PARAMS` values of ``add_dish_to_catalog`` as the dish fields
+    :func:`dish_record` reads. Raises ToolError on a nutrition label with other keys or no
+    ``basis``."""
+    info = dict(zip(("name", *DISH_PARAMS[1:]), values, strict=True))
+    check_nutrition(info["nutrition"], NUTRITION_KEYS)
+    return info
+
+
+def _add_dish(ctx: Ctx, *values: Any) -> dict[str, Any]:
+    d = dish_record(dish_info(values))
     put(ctx.conn, "dishes", d["name"], d)
-    return {"status": "success", "message": f"Dish '{dish_name}' added/updated successfully."}
+    return {"status": "success", "message": f"Dish '{values[0]}' added/updated successfully."}
 
 
 def remove_dish_from_catalog(ctx: Ctx, dish_name):
@@ -182,47 +200,17 @@ def update_dish_discount(ctx: Ctx, dish_name, new_discount):
     }
 
 
-def get_dish_nutrition(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "nutrition")
-
-
-def get_dish_allergens(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "allergens")
-
-
-def get_tax_rate(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "tax_rate")
-
-
-def get_dish_taste_profile(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "taste")
-
-
-def get_dish_price(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "price")
-
-
-def get_dish_discount(ctx: Ctx, dish_name):
-    return _fuzzy(ctx, dish_name, "discount")
+DISH_FINDERS = {
+    "find_dishes_by_category": ("category", "category", "is"),
+    "find_dishes_by_nutritional_tag": ("tag", "nutritional_characteristics", "has"),
+    "find_dishes_by_taste": ("taste", "taste", "has"),
+}
+"""``{dishes: [...]}`` whose field is / holds the lower-cased value (:func:`finder_tools`); the
+order scenario's take the restaurant first."""
 
 
 def _dishes_where(ctx: Ctx, pred, key: str = "dishes") -> dict[str, Any]:
     return {key: names_where(ctx.conn, "dishes", pred)}
-
-
-def find_dishes_by_category(ctx: Ctx, category):
-    c = category.lower()
-    return _dishes_where(ctx, lambda d: d["category"] == c)
-
-
-def find_dishes_by_nutritional_tag(ctx: Ctx, tag):
-    t = tag.lower()
-    return _dishes_where(ctx, lambda d: t in d["nutritional_characteristics"])
-
-
-def find_dishes_by_taste(ctx: Ctx, taste):
-    t = taste.lower()
-    return _dishes_where(ctx, lambda d: t in d["taste"])
 
 
 def filter_dishes_by_price_range(ctx: Ctx, min_price, max_price):
@@ -309,20 +297,67 @@ def _remove(ctx: Ctx, user_id: str, key: str, quantity, label: str) -> None:
         )
 
 
-def add_dish_to_order(ctx: Ctx, user_id, dish_name, quantity):
-    key = dish_name.lower()
-    if record(ctx.conn, "dishes", key) is None:
-        raise ToolError(f"Dish '{dish_name}' does not exist in catalog.")
+@dataclass(frozen=True)
+class OrderLine:
+    """What an order line can be (a dish, a set meal): the table it must be in, the tools'
+    parameter naming it and the official tools' messages (``{n}``: the name as given, ``{q}``:
+    the quantity, ``{u}``: the user)."""
+
+    table: str
+    param: str
+    missing: str
+    added: str
+    label: str
+    removed: str
+
+
+ORDER_LINES = {
+    "dish": OrderLine(
+        "dishes",
+        "dish_name",
+        "Dish '{n}' does not exist in catalog.",
+        "Added {q} x {n} to order for user {u}.",
+        "Dish '{n}'",
+        "Removed {q} x {n} from order.",
+    ),
+    "set_meal": OrderLine(
+        "set_meals",
+        "set_meal_name",
+        "Set meal '{n}' does not exist.",
+        "Added {q} x {n} set meal.",
+        "Set meal '{n}'",
+        "Removed {q} x {n} set meal.",
+    ),
+}
+"""``add_<kind>_to_order`` / ``remove_<kind>_from_order`` per kind (the order scenario's tools
+take the restaurant first and say ``to order.`` for a dish)."""
+
+
+def order_tools(
+    add: Callable[..., Any], remove: Callable[..., Any], scope: tuple[str, ...], lines
+) -> dict[str, Callable[..., Any]]:
+    """``add_<kind>_to_order(ctx, *scope, user_id, <param>, quantity)`` calling ``add(ctx,
+    *arguments, line)`` and ``remove_<kind>_from_order`` calling ``remove``, per kind of
+    ``lines`` (:data:`ORDER_LINES` or a variant)."""
+    tools: dict[str, Callable[..., Any]] = {}
+    for kind, line in lines.items():
+        params = (*scope, "user_id", line.param, "quantity")
+        tools |= table_tools(add, params, {f"add_{kind}_to_order": line})
+        tools |= table_tools(remove, params, {f"remove_{kind}_from_order": line})
+    return tools
+
+
+def _add_line(ctx: Ctx, user_id, name, quantity, line: OrderLine) -> dict[str, Any]:
+    key = name.lower()
+    if record(ctx.conn, line.table, key) is None:
+        raise ToolError(line.missing.format(n=name))
     _add(ctx, user_id, key, quantity)
-    return {
-        "status": "success",
-        "message": f"Added {quantity} x {dish_name} to order for user {user_id}.",
-    }
+    return {"status": "success", "message": line.added.format(n=name, q=quantity, u=user_id)}
 
 
-def remove_dish_from_order(ctx: Ctx, user_id, dish_name, quantity):
-    _remove(ctx, user_id, dish_name.lower(), quantity, f"Dish '{dish_name}'")
-    return {"status": "success", "message": f"Removed {quantity} x {dish_name} from order."}
+def _remove_line(ctx: Ctx, user_id, name, quantity, line: OrderLine) -> dict[str, Any]:
+    _remove(ctx, user_id, name.lower(), quantity, line.label.format(n=name))
+    return {"status": "success", "message": line.removed.format(n=name, q=quantity)}
 
 
 def clear_user_order(ctx: Ctx, user_id):
@@ -333,19 +368,6 @@ def clear_user_order(ctx: Ctx, user_id):
 def get_user_order_summary(ctx: Ctx, user_id):
     items = _order(ctx.conn, user_id)
     return {"user_id": user_id, "items": items, "total_items": len(items)}
-
-
-def add_set_meal_to_order(ctx: Ctx, user_id, set_meal_name, quantity):
-    key = set_meal_name.lower()
-    if record(ctx.conn, "set_meals", key) is None:
-        raise ToolError(f"Set meal '{set_meal_name}' does not exist.")
-    _add(ctx, user_id, key, quantity)
-    return {"status": "success", "message": f"Added {quantity} x {set_meal_name} set meal."}
-
-
-def remove_set_meal_from_order(ctx: Ctx, user_id, set_meal_name, quantity):
-    _remove(ctx, user_id, set_meal_name.lower(), quantity, f"Set meal '{set_meal_name}'")
-    return {"status": "success", "message": f"Removed {quantity} x {set_meal_name} set meal."}
 
 
 def _expand(ctx: Ctx, dishes) -> list[tuple[dict[str, Any], float, dict[str, Any] | None]]:
@@ -463,7 +485,13 @@ WRITE_TOOLS = frozenset(
     }
 )
 """The tools of :data:`TOOL_NAMES` that change the state (the others are query tools)."""
-TOOLS = tool_table(globals(), TOOL_NAMES)
+_GENERATED = {
+    "add_dish_to_catalog": named_tool("add_dish_to_catalog", DISH_PARAMS, _add_dish),
+    **table_tools(_fuzzy, ("dish_name",), DISH_FIELDS),
+    **finder_tools(_dishes_where, (), DISH_FINDERS),
+    **order_tools(_add_line, _remove_line, (), ORDER_LINES),
+}
+TOOLS = tool_table({**globals(), **_GENERATED}, TOOL_NAMES)
 
 SCENARIO = ScenarioDef(
     name="restaurant",

@@ -12,24 +12,30 @@ from interactscope.egobench.scenarios.base import (
     ScenarioDef,
     ToolError,
     by_name_sorted,
+    catalogue_ddl,
     check_nutrition,
     containing,
     dumps,
+    finder_tools,
     lower_list,
     matching,
     names_where,
     put,
     record,
     round2,
+    table_tools,
+    tool_table,
 )
 
-DDL = """
-CREATE TABLE products (name TEXT PRIMARY KEY, record TEXT NOT NULL);
+DDL = (
+    catalogue_ddl("products")
+    + """
 CREATE TABLE carts (user_id TEXT PRIMARY KEY);
 CREATE TABLE cart_items (user_id TEXT NOT NULL, product_name TEXT NOT NULL, quantity,
   category, price, tax_rate, discount, PRIMARY KEY (user_id, product_name));
 CREATE TABLE shopping_lists (user_id TEXT PRIMARY KEY, items TEXT NOT NULL);
 """
+)
 NUTRITION_KEYS = LABELLED_NUTRITION_KEYS
 
 
@@ -126,7 +132,17 @@ def _found(ctx: Ctx, product_name: str) -> list[dict[str, Any]]:
     )
 
 
-def _matches(ctx: Ctx, product_name: str, field: str | None) -> dict[str, Any]:
+PRODUCT_FIELDS = {
+    "get_price": "price",
+    "get_tax_rate": "tax_rate",
+    "get_category": "category",
+    "get_discount": "discount",
+    "get_nutrition": "nutrition",
+}
+"""The product field each ``get_*`` tool reads from the products whose names match."""
+
+
+def _matches(ctx: Ctx, product_name: str, field: str) -> dict[str, Any]:
     found = _found(ctx, product_name)
     rows = [{"product_name": p["name"], field: p[field]} for p in found]
     return {"products": rows, "count": len(rows)}
@@ -174,23 +190,20 @@ def delete_product(ctx: Ctx, product_name):
     return {"status": "success", "deleted_products": names}
 
 
+PRODUCT_FINDERS = {
+    "find_products_by_nutritional_characteristic": (
+        "characteristic",
+        "nutritional_characteristics",
+        "has",
+    ),
+    "find_products_by_taste": ("taste", "taste", "has"),
+    "find_products_by_country_of_origin": ("country", "country_of_origin", "is"),
+}
+"""``{product_names: [...]}`` whose field is / holds the lower-cased value."""
+
+
 def _names_where(ctx: Ctx, pred) -> dict[str, Any]:
     return {"product_names": names_where(ctx.conn, "products", pred)}
-
-
-def find_products_by_nutritional_characteristic(ctx: Ctx, characteristic):
-    c = characteristic.lower()
-    return _names_where(ctx, lambda p: c in p["nutritional_characteristics"])
-
-
-def find_products_by_taste(ctx: Ctx, taste):
-    t = taste.lower()
-    return _names_where(ctx, lambda p: t in p["taste"])
-
-
-def find_products_by_country_of_origin(ctx: Ctx, country):
-    c = country.lower()
-    return _names_where(ctx, lambda p: p["country_of_origin"] == c)
 
 
 def find_products_by_price_range(ctx: Ctx, min_price, max_price):
@@ -199,26 +212,6 @@ def find_products_by_price_range(ctx: Ctx, min_price, max_price):
     if min_price > max_price:
         raise ToolError("Minimum price cannot be greater than maximum price.")
     return _names_where(ctx, lambda p: min_price <= p["price"] <= max_price)
-
-
-def get_price(ctx: Ctx, product_name):
-    return _matches(ctx, product_name, "price")
-
-
-def get_tax_rate(ctx: Ctx, product_name):
-    return _matches(ctx, product_name, "tax_rate")
-
-
-def get_category(ctx: Ctx, product_name):
-    return _matches(ctx, product_name, "category")
-
-
-def get_discount(ctx: Ctx, product_name):
-    return _matches(ctx, product_name, "discount")
-
-
-def get_nutrition(ctx: Ctx, product_name):
-    return _matches(ctx, product_name, "nutrition")
 
 
 def list_discounted_products(ctx: Ctx):
@@ -385,31 +378,36 @@ def get_shopping_list(ctx: Ctx, user_id):
     return {"shopping_list": json.loads(row[0])}
 
 
-TOOLS = {
-    f.__name__: f
-    for f in (
-        add_product,
-        delete_product,
-        find_products_by_nutritional_characteristic,
-        find_products_by_taste,
-        find_products_by_country_of_origin,
-        get_price,
-        find_products_by_price_range,
-        get_tax_rate,
-        get_category,
-        get_discount,
-        get_nutrition,
-        list_discounted_products,
-        add_to_cart,
-        get_cart,
-        remove_from_cart,
-        clear_cart,
-        compute_total_payment,
-        compute_total_tax,
-        compute_total_nutrition,
-        get_shopping_list,
-    )
-}
+TOOL_NAMES = (
+    "add_product",
+    "delete_product",
+    "find_products_by_nutritional_characteristic",
+    "find_products_by_taste",
+    "find_products_by_country_of_origin",
+    "get_price",
+    "find_products_by_price_range",
+    "get_tax_rate",
+    "get_category",
+    "get_discount",
+    "get_nutrition",
+    "list_discounted_products",
+    "add_to_cart",
+    "get_cart",
+    "remove_from_cart",
+    "clear_cart",
+    "compute_total_payment",
+    "compute_total_tax",
+    "compute_total_nutrition",
+    "get_shopping_list",
+)
+TOOLS = tool_table(
+    {
+        **globals(),
+        **table_tools(_matches, ("product_name",), PRODUCT_FIELDS),
+        **finder_tools(_names_where, (), PRODUCT_FINDERS),
+    },
+    TOOL_NAMES,
+)
 
 SCENARIO = ScenarioDef(
     name="retail",
