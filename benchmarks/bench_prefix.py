@@ -170,17 +170,19 @@ def config_engine(name: str):
 
 
 def measure_config(name: str, seconds: int, policy: str | None = None,
-                   overrides: dict | None = None) -> dict:  # fmt: skip
+                   overrides: dict | None = None, frames_as: str | None = None) -> dict:  # fmt: skip
     """Content-keyed prefix share (see :func:`_token_ids`) of shipped config ``name`` with its
     defaults (``policy``: another ``frames.cap_policy``; ``overrides``: dotted settings as
-    ``--set`` takes them, e.g. ``{"prompt_version": "v2", "audio.segment_s": None}``) over 720p
+    ``--set`` takes them, e.g. ``{"prompt_version": "v2", "audio.segment_s": None}``;
+    ``frames_as``: instead of the config's) over 720p
     frames held at the shipped budget: ``{within, beyond, tokens, recompute_within,
     recompute_beyond, worst, frames_as, cap_policy, prompt_version, segment_s}``."""
     from interactscope.core.settings import apply_overrides
     from interactscope.streaming.bench import load_benchmark
     from interactscope.streaming.settings import Settings
 
-    settings, frames_as, engine = config_engine(name)
+    settings, shipped_as, engine = config_engine(name)
+    frames_as = frames_as or shipped_as
     extra = dict(overrides or {})
     if policy is not None:
         extra["frames.cap_policy"] = policy
