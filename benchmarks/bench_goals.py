@@ -275,10 +275,16 @@ def prefix(seconds: int) -> None:
         beyond = "n/a (t within the cap)" if v["beyond"] != v["beyond"] else f"{v['beyond']:.0%}"
         base = ""
         if v["segment_s"] is not None:  # baseline: the one-audio-item layout (v2), same run
-            old = run("prefix", config=config, seconds=seconds,
-                      set={"prompt_version": "v2", "audio.segment_s": None})
-            base = (f"; v2 (one audio item) {old['beyond']:.0%} past it: "
-                    f"{v['beyond'] / old['beyond']:.2f}x")
+            old = run(
+                "prefix",
+                config=config,
+                seconds=seconds,
+                set={"prompt_version": "v2", "audio.segment_s": None},
+            )
+            base = (
+                f"; v2 (one audio item) {old['beyond']:.0%} past it: "
+                f"{v['beyond'] / old['beyond']:.2f}x"
+            )
         row(f"prefix share, {config} defaults (frames_as {v['frames_as']}, "
             f"cap_policy {v['cap_policy']}, prompt {v['prompt_version']}, audio segments "
             f"{v['segment_s']} s)", f"{v['within']:.0%} within the cap, {beyond} past it{base}",

@@ -190,3 +190,23 @@ def test_qwen_omni_audio_encoders_give_aligned_segments_the_same_features():
         whole = out[(total,)]
         assert torch.allclose(out[(aligned, total - aligned)], whole, atol=1e-6), cls.__name__
         assert not torch.allclose(out[(inside, total - inside)], whole, atol=1e-6), cls.__name__
+
+
+def test_a_run_made_before_v3_resumes_with_its_layout_named():
+    """A run of the Omni config made before (v2, no ``audio.segment_s`` in run.json) differs from
+    the bundled config on exactly the two settings; naming them gives its settings back."""
+    import yaml
+
+    from interactscope.core.resources import bundled_models_dir
+    from interactscope.streaming.collect import resolve_settings
+    from interactscope.streaming.settings import diff_settings
+
+    config = yaml.safe_load((bundled_models_dir() / "qwen2.5-omni-7b.yaml").read_text())
+    before = Settings(audio={"mode": "native"}, frames={"cap_policy": "stride"}).model_dump()
+    now = resolve_settings(config, {}).model_dump()
+    assert diff_settings(before, now) == [
+        "audio.segment_s: '<unset>' != 8.0",
+        "prompt_version: 'v2' != 'v3'",
+    ]
+    named = resolve_settings(config, {"prompt_version": "v2", "audio.segment_s": None})
+    assert diff_settings(before, named.model_dump()) == []
