@@ -210,3 +210,27 @@ def test_a_run_made_before_v3_resumes_with_its_layout_named():
     ]
     named = resolve_settings(config, {"prompt_version": "v2", "audio.segment_s": None})
     assert diff_settings(before, named.model_dump()) == []
+
+
+@pytest.mark.slow
+def test_the_transformers_engine_takes_the_segments_as_audio_items():
+    """The tiny Qwen2.5-Omni thinker answers a v3 prompt at t = 9 s with 4 s segments: three
+    audio items (64000, 64000, 16000 samples), and as many audio tokens as the one item [0, 9]
+    gets: 900 mel frames -> (900 - 1) // 2 + 1 = 450 -> (450 - 2) // 2 + 1 = 225 (25 per second);
+    per segment 100 + 100 + 25."""
+    from interactscope.engines.qwen_mm import QwenEngine
+    from interactscope.engines.qwen_options import QwenOptions
+    from interactscope.streaming.protocol.prompts import build_prompt
+    from tests.helpers.tiny_qwen import tiny_omni
+
+    model, proc = tiny_omni()
+    opts = QwenOptions.model_validate({"generation": {"max_new_tokens": 2}})
+    eng = QwenEngine(opts, "t", model=model, processor=proc)
+    eng.load()
+    req = _request(9.0, audio={"segment_s": 4})
+    rendered = eng.render(build_prompt(req))
+    assert [a.shape[0] for a in rendered.audios] == [64000, 64000, 16000]
+    ids = eng.processor(**eng.processor_inputs(rendered))["input_ids"][0]
+    assert int((ids == proc.tokenizer.convert_tokens_to_ids(proc.audio_token)).sum()) == 225
+    result = eng.chat(build_prompt(req))
+    assert result.raw["audio_samples"] == 144000 and result.raw["n_frames"] == 10
