@@ -599,26 +599,12 @@ def messages_to_text(messages: Sequence[Message | dict[str, Any]]) -> str:
 
 
 def online_turn(
-    request: DecisionRequest,
-    previous: Observation | None,
-    *,
-    text_only: bool = False,
-    frames_as: str = "image",
-    first: bool | None = None,
-    results_shown: int | None = None,
+    request: DecisionRequest, previous: Observation | None, **options: Any
 ) -> list[dict[str, Any]]:
     """:func:`online_prompt` in the dict form (:func:`~interactscope.engines.base.prompt_dicts`),
-    for adapters that keep the conversation as dicts."""
-    return prompt_dicts(
-        online_prompt(
-            request,
-            previous,
-            text_only=text_only,
-            frames_as=frames_as,
-            first=first,
-            results_shown=results_shown,
-        )
-    )
+    for adapters that keep the conversation as dicts; ``options`` are :func:`online_prompt`'s
+    keyword arguments (``text_only``, ``frames_as``, ``first``, ``results_shown``)."""
+    return prompt_dicts(online_prompt(request, previous, **options))
 
 
 def online_prompt(
