@@ -162,7 +162,7 @@ def _prefix(_: str, opts: dict) -> dict:
     """``bench_prefix.measure_config``: one shipped Qwen config with its defaults."""
     from bench_prefix import measure_config
 
-    return measure_config(opts["config"], opts["seconds"], opts.get("policy"))
+    return measure_config(opts["config"], opts["seconds"], opts.get("policy"), opts.get("set"))
 
 
 PHASES = {"plain": _plain, "observe": _observe, "observe_cli": _observe_cli,
@@ -273,9 +273,23 @@ def prefix(seconds: int) -> None:
     for config in SHIPPED_QWEN:
         v = run("prefix", config=config, seconds=seconds)
         beyond = "n/a (t within the cap)" if v["beyond"] != v["beyond"] else f"{v['beyond']:.0%}"
+        base = ""
+        if v["segment_s"] is not None:  # baseline: the one-audio-item layout (v2), same run
+            old = run(
+                "prefix",
+                config=config,
+                seconds=seconds,
+                set={"prompt_version": "v2", "audio.segment_s": None},
+            )
+            base = (
+                f"; v2 (one audio item) {old['beyond']:.0%} past it: "
+                f"{v['beyond'] / old['beyond']:.2f}x"
+            )
         row(f"prefix share, {config} defaults (frames_as {v['frames_as']}, "
-            f"cap_policy {v['cap_policy']})", f"{v['within']:.0%} within the cap, {beyond} "
-            f"past it", f"CPU {v['cpu_s']:.1f} s (tokens, no timing)", ">= 0.9",
+            f"cap_policy {v['cap_policy']}, prompt {v['prompt_version']}, audio segments "
+            f"{v['segment_s']} s)", f"{v['within']:.0%} within the cap, {beyond} past it{base}",
+            f"recomputed per point {v['recompute_within']:.0f} / {v['recompute_beyond']:.0f} "
+            f"tokens of {v['tokens']:.0f}; CPU {v['cpu_s']:.1f} s", ">= 0.9",
             v["within"] >= 0.9 and not v["beyond"] < 0.9)  # fmt: skip
 
 

@@ -12,7 +12,8 @@ Qwen2.5-Omni processor of ``tests/helpers/tiny_qwen.py`` exactly as the ``transf
 shorter one. That share bounds what automatic prefix caching (vLLM, servers) can reuse. Printed
 per prompt version, ``frames_as`` and ``frames.cap_policy``: the mean share for t within the
 frame cap (t + 1 < frames.max) and beyond it, and the ratio new / old measured in the same run.
-Goal: >= 90 % within the cap for ``v2`` with image frames.
+Goal: >= 90 % within the cap for ``v2`` with image frames, and past it for the shipped configs
+(``measure_config``; ``v3`` with ``audio.segment_s`` for native audio, docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -96,10 +97,13 @@ def _shared(a: list[int], b: list[int]) -> float:
 
 
 def measure(engine, bench, it, version: str, frames_as: str, policy: str, seconds: int,
-            *, settings=None, hw: tuple[int, int] = (64, 64), content: bool = False):  # fmt: skip
+            *, settings=None, hw: tuple[int, int] = (64, 64), content: bool = False,
+            detail: bool = False):  # fmt: skip
     """(mean share within the cap, mean share beyond it, mean prompt tokens). ``settings``
     (default: the defaults with ``version`` and ``policy``), frame size ``hw`` (px) and
-    ``content`` (see :func:`_token_ids`)."""
+    ``content`` (see :func:`_token_ids`). ``detail``: a 4th item, the re-prefill cost
+    ``{recompute_within, recompute_beyond, worst}``: mean tokens of the prompt at t + 1 past the
+    prefix it shares with the one at t (what a prefix cache computes anew), and the lowest share."""
     from interactscope.streaming.protocol.prompts import build_messages
     from interactscope.streaming.protocol.requests import request_at
     from interactscope.streaming.settings import Settings
@@ -109,12 +113,21 @@ def measure(engine, bench, it, version: str, frames_as: str, policy: str, second
     for t in range(1, seconds + 1):
         req = request_at(bench, it, float(t), s, observation=_observation(float(t), s, hw))
         ids.append(_token_ids(engine, build_messages(req, frames_as=frames_as), content))
-    within, beyond = [], []
+    within, beyond, new_within, new_beyond = [], [], [], []
     for i in range(len(ids) - 1):
         t_next = i + 2  # prompts at t = i + 1 and i + 2
-        (within if t_next + 1 <= s.frames.max else beyond).append(_shared(ids[i], ids[i + 1]))
+        share = _shared(ids[i], ids[i + 1])
+        inside = t_next + 1 <= s.frames.max
+        (within if inside else beyond).append(share)
+        n = min(len(ids[i]), len(ids[i + 1]))
+        (new_within if inside else new_beyond).append(len(ids[i + 1]) - round(share * n))
     mean = lambda xs: sum(xs) / len(xs) if xs else float("nan")  # noqa: E731
-    return mean(within), mean(beyond), mean([len(x) for x in ids])
+    out = mean(within), mean(beyond), mean([len(x) for x in ids])
+    if not detail:
+        return out
+    cost = {"recompute_within": mean(new_within), "recompute_beyond": mean(new_beyond),
+            "worst": min(within + beyond)}  # fmt: skip
+    return (*out, cost)
 
 
 SHIPPED_QWEN = ("qwen2.5-omni-3b", "qwen2.5-omni-7b", "qwen3-omni", "qwen3-vl-8b")
@@ -157,24 +170,33 @@ def config_engine(name: str):
     return settings, cfg.get("frames_as") or engine.frames_as, engine
 
 
-def measure_config(name: str, seconds: int, policy: str | None = None) -> dict:
+def measure_config(name: str, seconds: int, policy: str | None = None,
+                   overrides: dict | None = None, frames_as: str | None = None) -> dict:  # fmt: skip
     """Content-keyed prefix share (see :func:`_token_ids`) of shipped config ``name`` with its
-    defaults (``policy``: another ``frames.cap_policy``) over 720p frames held at the shipped
-    budget: ``{within, beyond, tokens, frames_as, cap_policy}``."""
+    defaults (``policy``: another ``frames.cap_policy``; ``overrides``: dotted settings as
+    ``--set`` takes them, e.g. ``{"prompt_version": "v2", "audio.segment_s": None}``;
+    ``frames_as``: instead of the config's) over 720p
+    frames held at the shipped budget: ``{within, beyond, tokens, recompute_within,
+    recompute_beyond, worst, frames_as, cap_policy, prompt_version, segment_s}``."""
+    from interactscope.core.settings import apply_overrides
     from interactscope.streaming.bench import load_benchmark
+    from interactscope.streaming.settings import Settings
 
-    settings, frames_as, engine = config_engine(name)
+    settings, shipped_as, engine = config_engine(name)
+    frames_as = frames_as or shipped_as
+    extra = dict(overrides or {})
     if policy is not None:
-        settings = settings.model_copy(
-            update={"frames": settings.frames.model_copy(update={"cap_policy": policy})}
-        )
+        extra["frames.cap_policy"] = policy
+    if extra:
+        settings = Settings.model_validate(apply_overrides(settings.model_dump(), extra))
     bench = load_benchmark(REPO / "annotations" / "demo", probe_media=False)
     it = next(i for i in bench.interactions if i.id == "t1-taxi")
-    w, b, n = measure(engine, bench, it, settings.prompt_version, frames_as,
-                      settings.frames.cap_policy, seconds, settings=settings, hw=HELD_720P,
-                      content=True)  # fmt: skip
-    return {"within": w, "beyond": b, "tokens": n, "frames_as": frames_as,
-            "cap_policy": settings.frames.cap_policy}  # fmt: skip
+    w, b, n, cost = measure(engine, bench, it, settings.prompt_version, frames_as,
+                            settings.frames.cap_policy, seconds, settings=settings, hw=HELD_720P,
+                            content=True, detail=True)  # fmt: skip
+    return {"within": w, "beyond": b, "tokens": n, **cost, "frames_as": frames_as,
+            "cap_policy": settings.frames.cap_policy, "prompt_version": settings.prompt_version,
+            "segment_s": settings.audio.segment_s}  # fmt: skip
 
 
 def main() -> None:

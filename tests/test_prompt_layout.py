@@ -121,11 +121,12 @@ def golden_cases(version: str | None = None) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------ old version
 def test_old_version_renders_exactly_as_before():
-    """Every recorded rendering of the old version (text, media order, media bytes) is unchanged
-    when named (the default of runs made before issue 25; run.json records it)."""
-    want = json.loads(FIXTURE.read_text(encoding="utf-8"))
-    assert len(want) == 4 * (4 * 7 + 3)
-    for version in ("v1",):
+    """Every recorded rendering of the old versions (text, media order, media bytes) is unchanged
+    when named (v1: the default of runs made before issue 25, v2: before issue 29; run.json
+    records it)."""
+    for version in ("v1", "v2"):  # v2's fixture was made before prompt v3 (issue 29)
+        want = json.loads(FIXTURE.with_name(f"prompts_{version}_demo.json").read_text("utf-8"))
+        assert len(want) == 4 * (4 * 7 + 3)
         got = golden_cases(version)
         assert sorted(got) == sorted(want)
         diff = [k for k in want if got[k] != want[k]]

@@ -82,7 +82,8 @@ def test_collect_and_score_the_demo(tmp_path, kind) -> None:
     assert {(x["interaction_id"], x["t"]) for x in records} == want
     assert [x for x in records if x.get("error")] == []
     manifest = json.loads((run / "run.json").read_text())
-    assert manifest["settings"]["prompt_version"] == "v2"  # the new default
+    # the new defaults: v3 (audio segments on the timeline) for the Omni config, v2 for VL
+    assert manifest["settings"]["prompt_version"] == {"omni": "v3", "vl": "v2"}[kind]
     assert manifest["adapter"]["frames_as"] == "image"
     t = manifest["summary"]["timings"]
     # start-up is load time: no record's share of a batch carries it

@@ -101,6 +101,12 @@ class FrameSettings(_Group):
 class AudioSettings(_Group):
     mode: Literal["native", "asr", "none"] = "native"
     sample_rate: int = Field(16000, gt=0, description="Hz")
+    segment_s: float | None = Field(
+        None,
+        gt=0,
+        description="native audio as consecutive segments of this many seconds on the frames' "
+        "timeline (prompt layouts that interleave, v3); None = one item [0, t]",
+    )
     asr_strict: bool = Field(
         False,
         description="re-transcribe the causal prefix at each t instead of one whole-file pass",
@@ -140,6 +146,8 @@ class Settings(_Group):
         out = handler(self)
         if out.get("environment") == EnvironmentSettings().model_dump():
             out.pop("environment")
+        if isinstance(out.get("audio"), dict) and out["audio"].get("segment_s") is None:
+            out["audio"].pop("segment_s", None)  # likewise (since issue 29)
         return out
 
 

@@ -282,7 +282,7 @@ class VLLMAdapter(FrameConsumer, Adapter):
         """True when :meth:`_as_video` turns image parts into the video (``frames_as: video``
         with the classic layout, v1); False when the prompt builder makes the video part."""
 
-        return self.frames_as == "video" and layout_of(self.settings.prompt_version) != "prefix"
+        return self.frames_as == "video" and layout_of(self.settings.prompt_version) == "classic"
 
     def _audio_window(self) -> int | None:
         """Most samples one audio item may carry (see ``VLLMEngine.audio_window``)."""

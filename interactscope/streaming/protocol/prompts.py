@@ -30,6 +30,13 @@ one instead, so old runs can be reproduced. Layouts of one Offline Probing reque
   transcripts, history, time and ask. Within the frame cap, prompt t is prompt t + 1 up to its
   last frame, so prefix caching (vLLM, servers) reuses every earlier frame; beyond the cap use
   ``frames.cap_policy=stride`` to keep earlier picks.
+- ``v3`` (``timeline``, since issue 29): v2's wording and order, but the stream's media are on one
+  timeline: native audio [0, t] as consecutive segments of ``audio.segment_s`` seconds
+  (:func:`audio_segments`), each labelled ``[audio from A to B]`` and placed after the frames up
+  to its end (a frame at B comes before the segment ending at B), the last, partial segment after
+  the newest frame. What is new at t + 1 (a frame, the longer tail) then comes at the end, so a
+  prefix cache keeps every earlier frame and every complete segment, within the frame cap and
+  past it (with ``cap_policy=stride``). ``audio.segment_s`` unset: one segment, [0, t].
 
 :func:`build_messages` with ``text_only=True`` (or :func:`render_text`) renders for text-only
 models: frames are omitted (their count is stated), audio is omitted, the transcript is included.
@@ -69,6 +76,7 @@ __all__ = [
     "SPEAK_PROMPT_VERSION",
     "TEMPLATES",
     "PromptTemplate",
+    "audio_segments",
     "build_messages",
     "build_prompt",
     "fmt_time",
@@ -121,6 +129,7 @@ class PromptTemplate:
     history_header: str
     history_line: str
     now: str
+    audio_segment: str = ""  # the timeline layout's segment label (v3 on)
 
 
 TEMPLATES: dict[str, PromptTemplate] = {
@@ -188,11 +197,23 @@ TEMPLATES["v2"] = replace(
     frames_capped="(the frames above are {n} of the {total} frames so far, one per second)",
 )
 
-LAYOUTS: dict[str, str] = {"v1": "classic", "v2": "prefix"}
+TEMPLATES["v3"] = replace(
+    TEMPLATES["v2"],
+    stream_header="The stream so far, in time order (one frame per second, the audio in parts):",
+    stream_replay_header=(
+        "The stream so far, in time order (one frame per second, the audio in parts), replayed:"
+    ),
+    audio_segment="[audio from {start} to {end}]",
+)
+
+LAYOUTS: dict[str, str] = {"v1": "classic", "v2": "prefix", "v3": "timeline"}
 """Version -> layout. ``classic``: the stream header names t and precedes the media, the cap
 note precedes the frames, audio and transcript follow them. ``prefix``: everything that changes
 between decision points (cap note, video label, audio, transcripts, history, time) comes after
-the last frame, so consecutive prompts share system, request and every earlier frame."""
+the last frame, so consecutive prompts share system, request and every earlier frame.
+``timeline``: ``prefix`` with the native audio as consecutive segments between the frames, in
+time order, the partial last segment after the newest frame (:func:`audio_segments`), so the
+prompts also share every complete segment."""
 
 
 def layout_of(version: str | None = None) -> str:
@@ -228,6 +249,57 @@ def fmt_time(t: float) -> str:
 
 def _text(s: str) -> TextPart:
     return TextPart(text=s)
+
+
+def audio_segments(
+    n_samples: int, sample_rate: int, segment_s: float | None
+) -> list[tuple[int, int]]:
+    """Sample bounds ``[(start, end), ...]`` of the stream audio [0, t] (``n_samples`` samples at
+    ``sample_rate`` Hz) cut into consecutive segments of ``round(segment_s * sample_rate)``
+    samples: together exactly ``[0, n_samples)`` (no sample lost or repeated), every segment full
+    but the last, which holds the remainder (full when ``n_samples`` is a multiple). ``None``: one
+    segment. No samples: no segment. E.g. 4.5 s at 16 kHz in 2 s segments: ``[(0, 32000),
+    (32000, 64000), (64000, 72000)]``.
+
+    Raises:
+        ValueError: ``segment_s`` gives fewer than one sample.
+    """
+    if n_samples <= 0:
+        return []
+    if segment_s is None:
+        return [(0, int(n_samples))]
+    step = round(float(segment_s) * int(sample_rate))
+    if step < 1:
+        raise ValueError(f"audio.segment_s = {segment_s} is under one sample at {sample_rate} Hz")
+    return [(a, min(a + step, int(n_samples))) for a in range(0, int(n_samples), step)]
+
+
+def _timeline_parts(
+    obs: Observation,
+    tp: PromptTemplate,
+    frames_as: str,
+    tail: list[Part] | None,
+    segment_s: float | None,
+) -> list[Part]:
+    """The timeline layout's media: frames (or the one video, first) and the audio segments of
+    :func:`audio_segments` in time order, a segment after every frame up to its end, the last
+    segment after the newest frame."""
+    sr = int(obs.sample_rate)
+    audio = obs.audio if obs.audio is not None else []
+
+    def segment(a: int, b: int) -> list[Part]:
+        label = tp.audio_segment.format(start=fmt_time(a / sr), end=fmt_time(b / sr))
+        return [_text(label), AudioPart(audio=audio[a:b], sample_rate=sr, stream=True)]
+
+    bounds = audio_segments(len(audio), sr, segment_s)
+    last = segment(*bounds[-1]) if bounds else []
+    if frames_as == "video":
+        media = _frame_parts(obs.frames, tp, False, "video", tail)
+        return media + [p for a, b in bounds[:-1] for p in segment(a, b)] + last
+    timed = [(float(f.pts_s), 0, _frame_parts([f], tp, False)) for f in obs.frames]
+    timed += [(b / sr, 1, segment(a, b)) for a, b in bounds[:-1]]
+    timed.sort(key=lambda x: x[:2])  # at equal times the frame first
+    return [p for _, _, ps in timed for p in ps] + last
 
 
 def system_text(
@@ -333,22 +405,29 @@ def _stream_parts(
     header: str,
     frames_as: str = "image",
     tail: list[Part] | None = None,
+    timeline: bool = False,
+    segment_s: float | None = None,
 ) -> list[Part]:
     """The stream header and frames, then (classic layout) the audio and transcript; with
-    ``tail`` (prefix layout) everything that changes with t is appended to ``tail`` instead."""
+    ``tail`` (prefix layout) everything that changes with t is appended to ``tail`` instead;
+    ``timeline``: the audio segments of ``segment_s`` go between the frames
+    (:func:`_timeline_parts`)."""
     ts = fmt_time(obs.t)
     parts = [_text(header.format(t=ts))]
     late = parts if tail is None else tail
-    if obs.frames:
-        if len(obs.frames) < obs.n_frames_available and not text_only:
-            late.append(
-                _text(tp.frames_capped.format(n=len(obs.frames), total=obs.n_frames_available))
-            )
+    heard = obs.audio is not None and not text_only and bool(obs.has_audio or obs.attachments)
+    if obs.frames and len(obs.frames) < obs.n_frames_available and not text_only:
+        late.append(_text(tp.frames_capped.format(n=len(obs.frames), total=obs.n_frames_available)))
+    if timeline and heard:
+        parts.extend(_timeline_parts(obs, tp, frames_as, tail, segment_s))
+        if not obs.frames:
+            late.append(_text(tp.frames_none))
+    elif obs.frames:
         parts.extend(_frame_parts(obs.frames, tp, text_only, frames_as, tail))
     elif not text_only:
         late.append(_text(tp.frames_none))
-    if obs.audio is not None and not text_only:
-        if obs.has_audio or obs.attachments:
+    if obs.audio is not None and not text_only and not (timeline and heard):
+        if heard:
             late.append(_text(tp.audio.format(t=ts)))
             late.append(AudioPart(audio=obs.audio, sample_rate=int(obs.sample_rate), stream=True))
         else:
@@ -389,12 +468,24 @@ def _body_parts(
     header: str,
     frames_as: str,
 ) -> list[Part]:
-    """Request and stream parts in the version's layout (see :data:`LAYOUTS`)."""
-    tail: list[Part] | None = [] if layout_of(request.settings.prompt_version) == "prefix" else None
+    """Request and stream parts in the version's layout (see :data:`LAYOUTS`).
+
+    Raises:
+        ValueError: ``audio.segment_s`` set with a layout that sends the audio as one item."""
+    s = request.settings
+    layout = layout_of(s.prompt_version)
+    if s.audio.segment_s is not None and layout != "timeline":
+        raise ValueError(
+            f"audio.segment_s = {s.audio.segment_s} needs a timeline prompt version (v3); "
+            f"prompt_version {s.prompt_version!r} sends the audio [0, t] as one item: pass "
+            "--set prompt_version=v3 or unset audio.segment_s"
+        )
+    tail: list[Part] | None = [] if layout in ("prefix", "timeline") else None
     parts = _request_parts(request, obs, tp, text_only, tail)
-    scene = "none" if (request.settings.scene == "none" or obs is None) else "full"
+    scene = "none" if (s.scene == "none" or obs is None) else "full"
     if obs is not None and scene == "full":
-        parts.extend(_stream_parts(obs, tp, text_only, header, frames_as, tail))
+        timeline, seg = layout == "timeline", s.audio.segment_s
+        parts.extend(_stream_parts(obs, tp, text_only, header, frames_as, tail, timeline, seg))
     return parts + (tail or [])
 
 
@@ -508,26 +599,12 @@ def messages_to_text(messages: Sequence[Message | dict[str, Any]]) -> str:
 
 
 def online_turn(
-    request: DecisionRequest,
-    previous: Observation | None,
-    *,
-    text_only: bool = False,
-    frames_as: str = "image",
-    first: bool | None = None,
-    results_shown: int | None = None,
+    request: DecisionRequest, previous: Observation | None, **options: Any
 ) -> list[dict[str, Any]]:
     """:func:`online_prompt` in the dict form (:func:`~interactscope.engines.base.prompt_dicts`),
-    for adapters that keep the conversation as dicts."""
-    return prompt_dicts(
-        online_prompt(
-            request,
-            previous,
-            text_only=text_only,
-            frames_as=frames_as,
-            first=first,
-            results_shown=results_shown,
-        )
-    )
+    for adapters that keep the conversation as dicts; ``options`` are :func:`online_prompt`'s
+    keyword arguments (``text_only``, ``frames_as``, ``first``, ``results_shown``)."""
+    return prompt_dicts(online_prompt(request, previous, **options))
 
 
 def online_prompt(
