@@ -36,13 +36,12 @@ from interactscope.engines.config import BackendOptions
 from interactscope.engines.streaming_qwen import load_qwen_vl
 from interactscope.media.causal import fit_size
 from interactscope.streaming.adapters.base import (
-    Adapter,
     AdapterError,
     AdapterOutput,
+    ConfiguredAdapter,
     DecisionRequest,
     Session,
     adapter_errors,
-    options_of,
 )
 from interactscope.streaming.schema import Interaction, VideoRecord
 
@@ -169,7 +168,7 @@ def frame_times(start_k: int, n: int, fps: float) -> list[float]:
     return [round((start_k + i) / fps, 6) for i in range(n)]
 
 
-class NativeStreamAdapter(Adapter):
+class NativeStreamAdapter(ConfiguredAdapter):
     """Base of the streaming-model adapters: Online Rolling only; frames from
     :class:`StreamFrames` (the driver's 1 fps observation is not used, ``needs_media`` False);
     the engine is built by the subclass's :meth:`build` (lazily, at :meth:`prepare`).
@@ -194,7 +193,6 @@ class NativeStreamAdapter(Adapter):
         processor: Any | None = None,
     ):
         super().__init__(name, config, settings)
-        self.options = options_of(self.options_class, name, config, settings)
         self.model, self.processor = model, processor
         self.bench: Any = None
         self._frames: tuple[str, StreamFrames] | None = None
