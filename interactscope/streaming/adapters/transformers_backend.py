@@ -40,7 +40,6 @@ log-mel STFT frames reused across points),
 
 from __future__ import annotations
 
-import logging
 from typing import Any, ClassVar
 
 from interactscope.engines.base import ImagePart, Message, Part, TextPart, VideoPart
@@ -61,8 +60,6 @@ from interactscope.streaming.adapters.base import (
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import build_prompt, online_prompt
 from interactscope.streaming.schema import Interaction, VideoRecord
-
-log = logging.getLogger(__name__)
 
 __all__ = ["MODEL_TYPES", "Rendered", "TransformersAdapter", "TransformersSession"]
 
