@@ -14,33 +14,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from interactscope.core import registry as plugins
-from interactscope.engines.base import (
-    AudioPart,
-    ChatResult,
-    Engine,
-    EngineError,
-    ImagePart,
-    Message,
-    TextPart,
-    VideoPart,
-    as_messages,
-)
+from interactscope.engines import base as _base
+
+# the message types and helpers of the chat interface are this package's API: base.__all__ is
+# the one list of them
+from interactscope.engines.base import *  # noqa: F403
+from interactscope.engines.base import Engine, EngineError
 from interactscope.engines.config import merge_options, parse_options
 
-__all__ = [
-    "ENGINES",
-    "AudioPart",
-    "ChatResult",
-    "Engine",
-    "EngineError",
-    "ImagePart",
-    "Message",
-    "TextPart",
-    "VideoPart",
-    "as_messages",
-    "engine_class",
-    "load_engine",
-]
+__all__ = ["ENGINES", *_base.__all__, "engine_class", "load_engine"]
 
 KIND = "engines"
 for _name, _target in {

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ __all__ = [
     "DecisionRequest",
     "RecordSink",
     "Session",
+    "ConfiguredAdapter",
     "FrameConsumer",
     "LocalEngineAdapter",
     "budget_side",
@@ -228,17 +229,39 @@ def area_budget_side(
     return _min_side(side, max_side)
 
 
-class LocalEngineAdapter(FrameConsumer, Adapter):
-    """An adapter over one in-process engine (``self.engine``), which it loads, exposes and
-    closes; a subclass builds the engine in ``__init__`` and calls :meth:`_use`."""
+class ConfiguredAdapter(Adapter):
+    """An adapter whose backend options are its model config validated into
+    :attr:`options_class` (with the run's ``settings.adapter`` overrides; :func:`options_of`)
+    once, at construction, into ``self.options``.
 
+    Raises:
+        AdapterError: (construction) an unknown or invalid option, naming it and the valid ones.
+    """
+
+    options_class: ClassVar[type[BaseModel]]
     options: Any
+
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
+        super().__init__(name, config, settings)
+        self.options = options_of(self.options_class, name, config, settings)
+
+
+class LocalEngineAdapter(FrameConsumer, ConfiguredAdapter):
+    """An adapter over one in-process engine (``self.engine``), which it loads, exposes and
+    closes; a subclass builds the engine from ``self.options`` in :meth:`make_engine`, which
+    takes the keyword arguments given to the constructor beyond ``name, config, settings``
+    (an already-loaded model and its tokenizer or processor: tests, notebooks)."""
+
     engine: Any
 
-    def _use(self, options: Any, engine: Any) -> None:
-        self.options, self.engine = options, engine
-        self.max_new_tokens = engine.max_new_tokens
-        self.temperature = options.generation.temperature
+    def __init__(self, name: str, config: dict[str, Any], settings: Settings, **loaded: Any):
+        super().__init__(name, config, settings)
+        self.engine = self.make_engine(**loaded)
+        self.max_new_tokens = self.engine.max_new_tokens
+        self.temperature = self.options.generation.temperature
+
+    def make_engine(self, **loaded: Any) -> Any:  # pragma: no cover - per backend
+        raise NotImplementedError
 
     @property
     def model(self) -> Any:

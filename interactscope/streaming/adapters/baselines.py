@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -31,11 +31,10 @@ from interactscope.media.onsets import (
     visual_changes,
 )
 from interactscope.streaming.adapters.base import (
-    Adapter,
     AdapterError,
     AdapterOutput,
+    ConfiguredAdapter,
     DecisionRequest,
-    options_of,
 )
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.grid import decision_grid
@@ -84,12 +83,8 @@ def _simulate_latency(options: BaselineOptions) -> None:
         time.sleep(options.simulate_latency_s)
 
 
-class _Baseline(Adapter):
-    Options: type[BaselineOptions] = BaselineOptions
-
-    def __init__(self, name: str, config: dict[str, Any], settings: Settings):
-        super().__init__(name, config, settings)
-        self.options = options_of(self.Options, name, config, settings)
+class _Baseline(ConfiguredAdapter):
+    options_class: ClassVar[type[BaselineOptions]] = BaselineOptions
 
 
 class SilentAdapter(_Baseline):
@@ -128,7 +123,7 @@ def _oracle_calls(tg: Target, names: list[str]) -> list[ToolCall]:
 class OracleAdapter(_Baseline):
     backend = "oracle"
     needs_media = False
-    Options = OracleOptions
+    options_class = OracleOptions
 
     def _plan(self, interaction: Interaction, video: VideoRecord) -> dict[float, Target]:
         grid = decision_grid(
@@ -170,7 +165,7 @@ class BlindFireAdapter(_Baseline):
     backend = "blind-fire"
     needs_media = False
     DEFAULT_TEXT = "Heads up: what you asked about is happening now."
-    Options = BlindFireOptions
+    options_class = BlindFireOptions
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
@@ -196,20 +191,28 @@ class BlindFireAdapter(_Baseline):
         out = {"delay_s": self.delay_s, "tool": self.tool, "text": self.text}
         return {**out, "environment_tools": self.env_tools} if self.env_tools else out
 
-    def respond(self, request: DecisionRequest) -> AdapterOutput:
+    def fires(self, request: DecisionRequest) -> dict[str, Any] | None:
+        """The facts (``extra``) of an answer at this decision point, or None to stay silent:
+        here the first grid point >= q + ``delay_s``."""
         it = request.interaction
         grid = decision_grid(it.q, request.video.duration_s or it.q, self.settings.grid.step_s)
         due = [g for g in grid if g >= round(it.q + self.delay_s, 3) - 1e-9]
-        if not due or round(request.t, 3) != due[0]:
+        return {} if due and round(request.t, 3) == due[0] else None
+
+    def respond(self, request: DecisionRequest) -> AdapterOutput:
+        """Silent unless :meth:`fires`; then the most frequent T1 tool among those offered
+        (else the benchmark's) for T1, else ``text``."""
+        extra = self.fires(request)
+        if extra is None:
             return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
         offered = {t.name for t in request.tools}
         tool = (_most_frequent(self.counts, offered) if offered else None) or self.tool
-        if it.task == "T1" and tool:
-            return AdapterOutput(
-                text=_tool_text([tool]), silent=False, tool_calls=[ToolCall(name=tool)],
-                latency_s=0.0,
-            )  # fmt: skip
-        return AdapterOutput(text=self.text, silent=False, tool_calls=[], latency_s=0.0)
+        if request.interaction.task == "T1" and tool:
+            return AdapterOutput(text=_tool_text([tool]), silent=False,
+                                 tool_calls=[ToolCall(name=tool)], latency_s=0.0, extra=extra)  # fmt: skip
+        return AdapterOutput(
+            text=self.text, silent=False, tool_calls=[], latency_s=0.0, extra=extra
+        )
 
 
 class ChangeDetectorAdapter(BlindFireAdapter):
@@ -226,7 +229,7 @@ class ChangeDetectorAdapter(BlindFireAdapter):
     backend = "change-detector"
     needs_media = True
     DEFAULT_TEXT = "Something just changed: here is what you asked about."
-    Options = ChangeDetectorOptions
+    options_class = ChangeDetectorOptions
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
@@ -267,17 +270,11 @@ class ChangeDetectorAdapter(BlindFireAdapter):
                 out.append("audio")
         return out
 
+    def fires(self, request: DecisionRequest) -> dict[str, Any] | None:
+        """``{"events": [...]}`` when t brings a new event (:meth:`events`), else None."""
+        events = self.events(request)
+        return {"events": events} if events else None
+
     def respond(self, request: DecisionRequest) -> AdapterOutput:
         _simulate_latency(self.options)
-        events = self.events(request)
-        if not events:
-            return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
-        offered = {t.name for t in request.tools}
-        tool = (_most_frequent(self.counts, offered) if offered else None) or self.tool
-        extra = {"events": events}
-        if request.interaction.task == "T1" and tool:
-            return AdapterOutput(text=_tool_text([tool]), silent=False,
-                                 tool_calls=[ToolCall(name=tool)], latency_s=0.0, extra=extra)  # fmt: skip
-        return AdapterOutput(
-            text=self.text, silent=False, tool_calls=[], latency_s=0.0, extra=extra
-        )
+        return super().respond(request)

@@ -46,13 +46,11 @@ from interactscope.streaming.adapters.base import (
     DecisionRequest,
     LocalEngineAdapter,
     adapter_errors,
-    options_of,
     output_of,
     where_of,
 )
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import SPEAK_PROMPT_VERSION, render_speak, render_text
-from interactscope.streaming.settings import Settings
 
 __all__ = [
     "CAVEAT",
@@ -124,26 +122,16 @@ class CascadeAdapter(LocalEngineAdapter):
     backend: ClassVar[str] = "cascade"
     needs_media: ClassVar[bool] = True
     supports_online: ClassVar[bool] = False
+    options_class = CascadeOptions
 
-    def __init__(
-        self,
-        name: str,
-        config: dict[str, Any],
-        settings: Settings,
-        *,
-        model: Any | None = None,
-        tokenizer: Any | None = None,
-    ):
-        super().__init__(name, config, settings)
-        options = options_of(CascadeOptions, name, config, settings)
-        engine = CausalLMEngine(
-            options,
-            name,
+    def make_engine(self, *, model: Any | None = None, tokenizer: Any | None = None) -> Any:
+        return CausalLMEngine(
+            self.options,
+            self.name,
             model=model,
             tokenizer=tokenizer,
             default_max_new_tokens=DEFAULT_MAX_NEW_TOKENS,
         )
-        self._use(options, engine)
 
     @property
     def tokenizer(self) -> Any:

@@ -28,15 +28,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from interactscope.engines.streaming_qwen import TokenStream
 from interactscope.streaming.adapters.base import adapter_errors, smart_resize
 from interactscope.streaming.adapters.native_stream import (
     NativeOptions,
-    NativeSession,
     Piece,
     PieceResult,
+    QwenVLSession,
     QwenVLStreamAdapter,
-    chunk_pieces,
 )
 
 __all__ = ["LiveCCAdapter", "LiveCCOptions", "LiveCCSession"]
@@ -100,22 +98,22 @@ def piece_text(
     return text if first else "<|im_end|>\n" + text[offset:]
 
 
-class LiveCCSession(NativeSession):
+class LiveCCSession(QwenVLSession):
     """One interaction through LiveCC's loop (module docstring)."""
 
     adapter: LiveCCAdapter
 
     def __init__(self, adapter: LiveCCAdapter, interaction: Any, frames: Any):
         super().__init__(adapter, interaction, frames)
-        o = adapter.options
-        self.stream = TokenStream(adapter.model, adapter.processor, o.positions,
-                                  o.repetition_penalty)  # fmt: skip
         self.offset = adapter.system_offset()
         self.eos = adapter.eos_id
 
-    def pieces(self, duration_s: float) -> list[Piece]:
+    def chunking(self) -> tuple[int, int]:
         o = self.adapter.options
-        return chunk_pieces(duration_s, o.fps, o.initial_frames, o.chunk_frames)
+        return o.initial_frames, o.chunk_frames
+
+    def repetition_penalty(self) -> float | None:
+        return self.adapter.options.repetition_penalty
 
     def _threshold(self) -> list[Any]:
         o = self.adapter.options

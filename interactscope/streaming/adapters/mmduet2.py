@@ -32,15 +32,13 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import Field
 
-from interactscope.engines.streaming_qwen import TokenStream
 from interactscope.streaming.adapters.base import AdapterError, adapter_errors
 from interactscope.streaming.adapters.native_stream import (
     NativeOptions,
-    NativeSession,
     Piece,
     PieceResult,
+    QwenVLSession,
     QwenVLStreamAdapter,
-    chunk_pieces,
 )
 
 __all__ = ["MMDuet2Adapter", "MMDuet2Options", "MMDuet2Session", "SYSTEM_PROMPT"]
@@ -72,7 +70,7 @@ class MMDuet2Adapter(QwenVLStreamAdapter):
     options_class: ClassVar[type[NativeOptions]] = MMDuet2Options
 
 
-class MMDuet2Session(NativeSession):
+class MMDuet2Session(QwenVLSession):
     """One interaction through MMDuet2's loop; ``history`` is its conversation."""
 
     adapter: MMDuet2Adapter
@@ -80,7 +78,6 @@ class MMDuet2Session(NativeSession):
     def __init__(self, adapter: MMDuet2Adapter, interaction: Any, frames: Any):
         super().__init__(adapter, interaction, frames)
         o = adapter.options
-        self.stream = TokenStream(adapter.model, adapter.processor, o.positions)
         self.history: list[dict[str, Any]] = [{"role": "system", "content": o.system_prompt}]
         self.images: list[np.ndarray] = []
         self.prompt_text = ""  # the last prompt rendered (up to the generation prompt)
@@ -88,9 +85,9 @@ class MMDuet2Session(NativeSession):
         tok = adapter.processor.tokenizer
         self.no_id = int(tok(NO_REPLY, add_special_tokens=False).input_ids[0])
 
-    def pieces(self, duration_s: float) -> list[Piece]:
-        o = self.adapter.options
-        return chunk_pieces(duration_s, o.fps, o.frames_per_turn, o.frames_per_turn)
+    def chunking(self) -> tuple[int, int]:
+        n = self.adapter.options.frames_per_turn
+        return n, n
 
     def render(self) -> str:
         """The conversation as MMDuet2's loop renders it before generating."""

@@ -33,16 +33,15 @@ import numpy as np
 from pydantic import Field
 
 from interactscope.engines.config import BackendOptions
-from interactscope.engines.streaming_qwen import load_qwen_vl
+from interactscope.engines.streaming_qwen import TokenStream, load_qwen_vl
 from interactscope.media.causal import fit_size
 from interactscope.streaming.adapters.base import (
-    Adapter,
     AdapterError,
     AdapterOutput,
+    ConfiguredAdapter,
     DecisionRequest,
     Session,
     adapter_errors,
-    options_of,
 )
 from interactscope.streaming.schema import Interaction, VideoRecord
 
@@ -53,6 +52,7 @@ __all__ = [
     "NativeStreamAdapter",
     "QwenVLStreamAdapter",
     "NativeSession",
+    "QwenVLSession",
     "Piece",
     "StreamFrames",
     "PieceResult",
@@ -169,7 +169,7 @@ def frame_times(start_k: int, n: int, fps: float) -> list[float]:
     return [round((start_k + i) / fps, 6) for i in range(n)]
 
 
-class NativeStreamAdapter(Adapter):
+class NativeStreamAdapter(ConfiguredAdapter):
     """Base of the streaming-model adapters: Online Rolling only; frames from
     :class:`StreamFrames` (the driver's 1 fps observation is not used, ``needs_media`` False);
     the engine is built by the subclass's :meth:`build` (lazily, at :meth:`prepare`).
@@ -194,7 +194,6 @@ class NativeStreamAdapter(Adapter):
         processor: Any | None = None,
     ):
         super().__init__(name, config, settings)
-        self.options = options_of(self.options_class, name, config, settings)
         self.model, self.processor = model, processor
         self.bench: Any = None
         self._frames: tuple[str, StreamFrames] | None = None
@@ -314,6 +313,33 @@ class NativeSession(Session):
         self.todo = []
         if self.stream is not None:
             self.stream.close()
+
+
+class QwenVLSession(NativeSession):
+    """A session of a :class:`QwenVLStreamAdapter` (LiveCC, MMDuet2): the model's running
+    state is a :class:`~interactscope.engines.streaming_qwen.TokenStream` (its KV cache;
+    positions by the options' ``positions``), and the loop's pieces are :func:`chunk_pieces` at
+    the options' ``fps``, sized by the subclass's :meth:`chunking`."""
+
+    def __init__(
+        self, adapter: NativeStreamAdapter, interaction: Interaction, frames: StreamFrames
+    ):
+        super().__init__(adapter, interaction, frames)
+        o = adapter.options
+        self.stream = TokenStream(adapter.model, adapter.processor, o.positions,
+                                  self.repetition_penalty())  # fmt: skip
+
+    def chunking(self) -> tuple[int, int]:  # pragma: no cover - per model
+        """(frames of the first piece, frames of each later piece)."""
+        raise NotImplementedError
+
+    def repetition_penalty(self) -> float | None:
+        """The penalty over the whole sequence at each reply (None: none)."""
+        return None
+
+    def pieces(self, duration_s: float) -> list[Piece]:
+        first, every = self.chunking()
+        return chunk_pieces(duration_s, self.adapter.options.fps, first, every)
 
 
 def combine(results: list[PieceResult]) -> AdapterOutput:

@@ -58,14 +58,13 @@ from interactscope.engines.openai_compat import (
     to_openai_tools,
 )
 from interactscope.streaming.adapters.base import (
-    Adapter,
     AdapterOutput,
+    ConfiguredAdapter,
     DecisionRequest,
     FrameConsumer,
     Session,
     adapter_errors,
     area_budget_side,
-    options_of,
     where_of,
 )
 from interactscope.streaming.bench import Benchmark
@@ -130,7 +129,7 @@ LOW_DETAIL_SIDE = 512
 """Long side (px) an OpenAI server reduces an ``image_detail: low`` image to (512 x 512 box)."""
 
 
-class OpenAIAdapter(FrameConsumer, Adapter):
+class OpenAIAdapter(FrameConsumer, ConfiguredAdapter):
     """Offline Probing and Online Rolling over an OpenAI-compatible endpoint.
 
     Thread-safe: :meth:`respond_batch` runs up to ``max_concurrency`` requests at once.
@@ -142,10 +141,11 @@ class OpenAIAdapter(FrameConsumer, Adapter):
     backend: ClassVar[str] = "openai"
     needs_media: ClassVar[bool] = True
     supports_online: ClassVar[bool] = True
+    options_class = OpenAIOptions
+    options: OpenAIOptions
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
-        self.options = options_of(OpenAIOptions, name, config, settings)
         self.engine = OpenAIEngine(self.options, name)
         self.model = self.engine.model
         self._audio_lock = threading.Lock()

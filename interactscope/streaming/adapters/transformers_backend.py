@@ -40,7 +40,6 @@ log-mel STFT frames reused across points),
 
 from __future__ import annotations
 
-import logging
 from typing import Any, ClassVar
 
 from interactscope.engines.base import ImagePart, Message, Part, TextPart, VideoPart
@@ -54,7 +53,6 @@ from interactscope.streaming.adapters.base import (
     LocalEngineAdapter,
     Session,
     adapter_errors,
-    options_of,
     output_of,
     pixel_budget_side,
     where_of,
@@ -62,9 +60,6 @@ from interactscope.streaming.adapters.base import (
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import build_prompt, online_prompt
 from interactscope.streaming.schema import Interaction, VideoRecord
-from interactscope.streaming.settings import Settings
-
-log = logging.getLogger(__name__)
 
 __all__ = ["MODEL_TYPES", "Rendered", "TransformersAdapter", "TransformersSession"]
 
@@ -93,20 +88,15 @@ class TransformersAdapter(LocalEngineAdapter):
     backend: ClassVar[str] = "transformers"
     needs_media: ClassVar[bool] = True
     supports_online: ClassVar[bool] = True
+    options_class = QwenOptions
 
-    def __init__(
-        self,
-        name: str,
-        config: dict[str, Any],
-        settings: Settings,
-        *,
-        model: Any | None = None,
-        processor: Any | None = None,
-    ):
-        super().__init__(name, config, settings)
-        options = options_of(QwenOptions, name, config, settings)
-        self._use(options, QwenEngine(options, name, model=model, processor=processor))
-        self.frames_as = self.engine.frames_as
+    def make_engine(self, *, model: Any | None = None, processor: Any | None = None) -> Any:
+        return QwenEngine(self.options, self.name, model=model, processor=processor)
+
+    @property
+    def frames_as(self) -> str:
+        """``video`` or ``image``: how the stream frames reach the model (the engine's)."""
+        return self.engine.frames_as
 
     @property
     def family(self) -> str | None:

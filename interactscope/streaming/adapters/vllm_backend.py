@@ -96,14 +96,13 @@ from interactscope.engines.qwen_options import QwenOptions
 from interactscope.engines.vllm_engine import Rendered, VLLMEngine
 from interactscope.media import Frame, probe
 from interactscope.streaming.adapters.base import (
-    Adapter,
     AdapterError,
     AdapterOutput,
+    ConfiguredAdapter,
     DecisionRequest,
     FrameConsumer,
     adapter_errors,
     budget_side,
-    options_of,
     smart_resize,
     where_of,
 )
@@ -198,7 +197,7 @@ def _downscaled_size(w: int, h: int, max_side: int | None) -> tuple[int, int]:
     return max(1, round(w * scale)), max(1, round(h * scale))
 
 
-class VLLMAdapter(FrameConsumer, Adapter):
+class VLLMAdapter(FrameConsumer, ConfiguredAdapter):
     """Offline Probing with the ``vllm.LLM`` engine; see the module docstring for the options.
 
     The engine is started by :meth:`prepare` (the driver counts it as ``load_s``), or on first
@@ -211,10 +210,11 @@ class VLLMAdapter(FrameConsumer, Adapter):
     backend: ClassVar[str] = "vllm"
     needs_media: ClassVar[bool] = True
     supports_online: ClassVar[bool] = False
+    options_class = QwenOptions
+    options: QwenOptions
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         super().__init__(name, config, settings)
-        self.options = options_of(QwenOptions, name, config, settings)
         with adapter_errors():
             self.chat_engine = VLLMEngine(
                 self.options, name, frames_as="image", max_frames=settings.frames.max

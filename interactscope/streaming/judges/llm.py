@@ -9,7 +9,6 @@ Both send the versioned prompt :func:`~interactscope.streaming.judges.base.judge
 
 from __future__ import annotations
 
-import logging
 import os
 from typing import Any
 
@@ -32,8 +31,6 @@ from interactscope.streaming.judges.base import (
 from interactscope.streaming.judges.frames import FramesJudge, FramesSettings
 
 __all__ = ["LocalJudge", "OpenAIJudge", "local_frames_judge", "openai_frames_judge"]
-
-log = logging.getLogger(__name__)
 
 DEFAULT_OPENAI_MODEL = "gpt-4o"
 

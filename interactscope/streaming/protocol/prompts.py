@@ -601,9 +601,13 @@ def messages_to_text(messages: Sequence[Message | dict[str, Any]]) -> str:
 def online_turn(
     request: DecisionRequest, previous: Observation | None, **options: Any
 ) -> list[dict[str, Any]]:
-    """:func:`online_prompt` in the dict form (:func:`~interactscope.engines.base.prompt_dicts`),
-    for adapters that keep the conversation as dicts; ``options`` are :func:`online_prompt`'s
-    keyword arguments (``text_only``, ``frames_as``, ``first``, ``results_shown``)."""
+    """:func:`online_prompt` (the same arguments; ``options`` are its keyword-only ones) in the
+    dict form (:func:`~interactscope.engines.base.prompt_dicts`), for adapters that keep the
+    conversation as dicts.
+
+    Raises:
+        TypeError: an option :func:`online_prompt` does not take.
+    """
     return prompt_dicts(online_prompt(request, previous, **options))
 
 

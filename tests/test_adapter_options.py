@@ -1,0 +1,73 @@
+"""The one options mechanism of the streaming adapters (``adapters.base.ConfiguredAdapter``,
+``LocalEngineAdapter.make_engine``) and the one list of the chat interface's names
+(``engines.base.__all__``, re-exported by ``interactscope.engines``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import interactscope.engines as engines
+from interactscope.engines import base
+from interactscope.engines.config import BackendOptions
+from interactscope.streaming.adapters.base import (
+    AdapterError,
+    ConfiguredAdapter,
+    LocalEngineAdapter,
+)
+from interactscope.streaming.settings import Settings
+
+
+class EchoOptions(BackendOptions):
+    prefix: str = ""
+    repeat: int = 1
+
+
+class EchoAdapter(ConfiguredAdapter):
+    backend = "echo-test"
+    options_class = EchoOptions
+
+
+class FakeEngine:
+    max_new_tokens = 7
+
+    def __init__(self, options: EchoOptions, name: str, model: Any = None):
+        self.options, self.name, self.model = options, name, model
+
+
+class EchoLocal(LocalEngineAdapter):
+    backend = "echo-local-test"
+    options_class = EchoOptions
+
+    def make_engine(self, *, model: Any = None) -> FakeEngine:
+        return FakeEngine(self.options, self.name, model)
+
+
+def test_options_are_the_config_and_its_groups_under_the_run_overrides():
+    cfg = {"backend": "echo-test", "prefix": "> ", "limits": {"repeat": 2}}
+    assert EchoAdapter("echo", cfg, Settings()).options == EchoOptions(prefix="> ", repeat=2)
+    ad = EchoAdapter("echo", cfg, Settings(adapter={"repeat": 3}))
+    assert ad.options == EchoOptions(prefix="> ", repeat=3)
+
+
+def test_an_unknown_option_is_refused_at_construction_naming_it_and_the_valid_ones():
+    with pytest.raises(AdapterError) as err:
+        EchoAdapter("echo", {"backend": "echo-test", "prefx": "> "}, Settings())
+    msg = str(err.value)
+    assert "'echo'" in msg and "prefx" in msg and "prefix" in msg and "\n" not in msg
+
+
+def test_a_local_engine_adapter_builds_its_engine_from_the_parsed_options():
+    cfg = {"repeat": 4, "generation": {"temperature": 0.5}}
+    ad = EchoLocal("local", cfg, Settings(), model="M")
+    assert ad.engine.options.repeat == 4 and ad.engine.name == "local"
+    assert (ad.model, ad.max_new_tokens, ad.temperature) == ("M", 7, 0.5)
+    with pytest.raises(TypeError):  # make_engine's keywords only
+        EchoLocal("local", cfg, Settings(), tokenizer="T")
+
+
+def test_the_engines_package_exports_every_name_of_the_chat_interface():
+    assert set(base.__all__) <= set(engines.__all__)
+    assert all(getattr(engines, n) is getattr(base, n) for n in base.__all__)
+    assert {"ENGINES", "engine_class", "load_engine"} <= set(engines.__all__)
