@@ -392,7 +392,9 @@ class VLLMEngine:
         if isinstance(cached, int) and not isinstance(cached, bool):
             raw["cached_tokens"] = cached
         return ChatResult(
-            text=str(comp.text or ""),
+            # stripped as the transformers engines strip their decode: the local engines give
+            # one text for one answer (a leading-space token is not part of the reply)
+            text=str(comp.text or "").strip(),
             prompt_tokens=len(prompt_ids) if prompt_ids is not None else None,
             completion_tokens=len(comp_ids) if comp_ids is not None else None,
             latency_s=latency_s,
