@@ -12,7 +12,7 @@ from av.video.frame import PictureType
 
 import interactscope.media.causal as causal
 from interactscope.media import CausalMedia
-from tests.helpers.media_fixtures import code_image, read_code
+from tests.helpers.media_fixtures import code_image, encode_frames, read_code
 
 CITY = Path(causal.__file__).parents[1] / "data" / "demo" / "media" / "city_speech.mp4"
 
@@ -33,13 +33,7 @@ def bclip(tmp_path_factory):
         "g": "50",
         "x264-params": "bframes=3:b-adapt=0:b-pyramid=none:scenecut=0",
     }
-    for i in range(N):
-        fr = av.VideoFrame.from_ndarray(code_image(i), format="rgb24")
-        fr.pts, fr.time_base = i, Fraction(1, FPS)
-        for p in s.encode(fr):
-            out.mux(p)
-    for p in s.encode():
-        out.mux(p)
+    encode_frames(out, s, (code_image(i) for i in range(N)), FPS)
     out.close()
     return path
 
