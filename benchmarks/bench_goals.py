@@ -14,7 +14,9 @@ the child's, all threads):
   baseline is the run's own model time: wall (``summary.timings``) and CPU (all threads, inside
   ``generate``), with the outside CPU per decision point. Printed three times: the defaults,
   ``host_threads: null`` (torch's own thread count for host work, the old path) and
-  ``CausalMedia(skip_unshown=False)`` (every video frame decoded). Goal < 10 %.
+  ``CausalMedia(skip_unshown=False)`` (every video frame decoded). Goal < 10 % of CPU (issue
+  29, "Done when"; the wall share is printed beside it: on a loaded machine it moves with the
+  other load).
 - **observations / decode** at the source size and at the consumer size (600x338): every
   decision point's causal frames (cap 32) and audio vs one plain PyAV decode of the same clip.
   Goal <= 1.2x.
@@ -148,7 +150,9 @@ def _overhead(clip_root: str, opts: dict) -> dict:
     t = s.timings
     return {"share": t.outside_model_share, "collect_s": t.collect_s, "model_s": t.model_s,
             "points": s.written, "collect_cpu_s": cpu, "model_cpu_s": gen_cpu[0],
-            "cpu_share": (cpu - gen_cpu[0]) / cpu if cpu else None}  # fmt: skip
+            "cpu_share": (cpu - gen_cpu[0]) / cpu if cpu else None,
+            "stages": {k[:-2]: getattr(t, k) for k in ("decode_s", "process_s", "write_s",
+                                                         "other_s")}}  # fmt: skip
 
 
 def _rolling(_: str, opts: dict) -> dict:
@@ -288,7 +292,7 @@ def decode_pass(clips: list[Path], repeat: int) -> None:
         row(f"decode pass, {clip.name} ({on['duration_s']:g} s): frames shown at no second "
             f"skipped / every frame", f"{on['cpu_s'] / off['cpu_s']:.2f}x CPU "
             f"({on['skipped']} frames not decoded)", f"CPU {on['cpu_s']:.2f} vs "
-            f"{off['cpu_s']:.2f} s", "< 1x (0 skipped: no non-reference B-frames)",
+            f"{off['cpu_s']:.2f} s", "none (the saving; 1x when no frame is skipped)",
             None)  # fmt: skip
 
 
@@ -393,8 +397,9 @@ def main() -> None:
             f"{r['collect_cpu_s']:.1f} s (model {r['model_cpu_s']:.1f} s, outside "
             f"{r['collect_cpu_s'] - r['model_cpu_s']:.2f} s = "
             f"{1000 * (r['collect_cpu_s'] - r['model_cpu_s']) / max(1, r['points']):.0f} ms "
-            "per point)", "< 10 %", r["share"] < 0.10 and r["cpu_share"] < 0.10)  # fmt: skip
-    decode_pass([root / "media" / "clip.mp4", *_real_clips()], 2 if args.quick else 3)
+            f"per point; wall of {', '.join(f'{k} {v:.2f} s' for k, v in r['stages'].items())})",
+            "< 10 % of CPU", r["cpu_share"] < 0.10)  # fmt: skip
+    decode_pass([root / "media" / "clip.mp4", *_real_clips()], 3 if args.quick else 5)
     wanted = args.seconds
     if args.quick:
         have = [s for s in wanted if (args.clips / f"synth_720p_{s}s.mp4").exists()]
