@@ -6,8 +6,9 @@ decision time from memory:
 * video: only the 1 fps samples are kept -- the frame shown at grid second k is the last decoded
   frame with pts <= k (exact rational comparison in the stream's own time base), which is right
   for variable frame rate and B-frame reordering (the decoder hands frames out in presentation
-  order). Samples are stored at the largest size any consumer uses, never the source's when
-  that is smaller: with ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that
+  order); frames shown at no second that no other frame references are not decoded at all
+  (H.264/HEVC non-reference B-frames, :class:`_Unshown`: same samples). Samples are stored at
+  the largest size any consumer uses, never the source's when that is smaller: with ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that
   size, converted once while decoding (3 B/pixel; requests get views of that one store), else
   as yuv420p frames (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's
   processor budget: ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
