@@ -166,7 +166,8 @@ class _Unshown:
     with pts <= k, SPEC §2: at 25 fps 24 of 25 frames are shown at no second).
 
     Packets pass through a look-ahead of :data:`_LOOKAHEAD` video packets, so at release the
-    packets with the next larger pts are known (B-frame reordering is shorter): a packet whose
+    packets with the next larger pts are known (B-frame reordering is shorter; a next pts not
+    yet seen only makes the interval look longer, so it never causes a skip): a packet whose
     pts interval [pts, next pts) holds no integer second is sent with ``skip_frame =
     "NONREF"``, which makes the decoder drop it only if no other frame references it (the
     kept frames' pixels are unchanged); every other packet with ``"DEFAULT"``. Dropping a frame
