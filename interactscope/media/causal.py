@@ -8,9 +8,9 @@ decision time from memory:
   for variable frame rate and B-frame reordering (the decoder hands frames out in presentation
   order); frames shown at no second that no other frame references are not decoded at all
   (H.264/HEVC non-reference B-frames, :class:`_Unshown`: same samples). Samples are stored at
-  the largest size any consumer uses, never the source's when that is smaller: with ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that
-  size, converted once while decoding (3 B/pixel; requests get views of that one store), else
-  as yuv420p frames (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's
+  the largest size any consumer uses, never the source's when that is smaller: with
+  ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that size, converted once
+  while decoding (3 B/pixel; requests get views of that one store), else as yuv420p frames (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's
   processor budget: ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
   cache, 128 MiB by default, plus a weak registry so a frame a batch still holds is never converted
   twice). At the source size a 10-minute 720p clip holds about 0.83 GB of samples + the cache;
@@ -172,13 +172,13 @@ class _Unshown:
     "NONREF"``, which makes the decoder drop it only if no other frame references it (the
     kept frames' pixels are unchanged); every other packet with ``"DEFAULT"``. Dropping a frame
     shown at no second changes no sample (its predecessor then lasts until the next decoded
-    frame, over no integer either). :meth:`confirmed` checks that against the frames the pass
+    frame, over no integer either). :meth:`not_decoded` checks that against the frames the pass
     decoded; a pass it does not confirm (a lost frame, odd timestamps) is redone without it.
     """
 
     def __init__(self, cc, tb: Fraction, origin: Fraction):
         self.cc, self.mode = cc, cc.skip_frame
-        self._num, self._den = tb.numerator * origin.denominator, tb.denominator
+        self._num = tb.numerator * origin.denominator
         self._off, self._scale = (
             origin.numerator * tb.denominator,
             tb.denominator * origin.denominator,
@@ -229,8 +229,9 @@ class _Unshown:
     def not_decoded(self, decoded: list[Fraction], last: int) -> int | None:
         """How many frames the pass did not decode, or None if one of them would have been
         shown. ``decoded``: the pts (s, ascending) of the frames the pass placed; ``last``:
-        the last second that matters (the clip's, or ``keep_only``'s). Confirmed when each skipped pts lies in an interval up to its
-        next decoded frame (or past ``last``) that holds no grid second."""
+        the last second that matters (the clip's, or ``keep_only``'s). Confirmed when each
+        skipped pts lies in an interval up to its next decoded frame (or past ``last``) that
+        holds no grid second."""
         have, n = set(decoded), 0
         for tk in self.skipped:
             p = tk * self.tb - self.origin
