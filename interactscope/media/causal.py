@@ -10,8 +10,9 @@ decision time from memory:
   (H.264/HEVC non-reference B-frames, :class:`_Unshown`: same samples). Samples are stored at
   the largest size any consumer uses, never the source's when that is smaller: with
   ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that size, converted once
-  while decoding (3 B/pixel; requests get views of that one store), else as yuv420p frames (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's
-  processor budget: ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
+  while decoding (3 B/pixel; requests get views of that one store), else as yuv420p frames
+  (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's processor budget:
+  ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
   cache, 128 MiB by default, plus a weak registry so a frame a batch still holds is never converted
   twice). At the source size a 10-minute 720p clip holds about 0.83 GB of samples + the cache;
   at a 200,704-pixel budget (the Qwen configs: stored at 600x338) 0.18 GB. A clip whose estimate
