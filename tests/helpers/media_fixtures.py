@@ -127,18 +127,25 @@ def write_silent_video(path: Path, seconds: float = 10.0, fps: int = 2, size: in
     v.width = v.height = size
     v.pix_fmt = "yuv420p"
     v.codec_context.options = {"preset": "ultrafast"}
-    for i in range(int(round(seconds * fps))):
-        img = np.full((size, size, 3), (i * 7) % 256, np.uint8)
-        fr = av.VideoFrame.from_ndarray(img, format="rgb24")
-        fr.pts = i
-        fr.time_base = Fraction(1, fps)
-        fr.duration = 1
-        for p in v.encode(fr):
-            out.mux(p)
-    for p in v.encode():
-        out.mux(p)
+    n = int(round(seconds * fps))
+    imgs = (np.full((size, size, 3), (i * 7) % 256, np.uint8) for i in range(n))
+    encode_frames(out, v, imgs, fps, duration=1)
     out.close()
     return path
+
+
+def encode_frames(out, stream, images, fps: int, duration: int | None = None) -> None:
+    """Encode and mux RGB ``images`` as frames i = 0, 1, ... with pts i / ``fps`` s (each
+    ``duration`` ticks long when given), then flush the encoder."""
+    for i, img in enumerate(images):
+        fr = av.VideoFrame.from_ndarray(np.ascontiguousarray(img), format="rgb24")
+        fr.pts, fr.time_base = i, Fraction(1, fps)
+        if duration is not None:
+            fr.duration = duration
+        for p in stream.encode(fr):
+            out.mux(p)
+    for p in stream.encode():
+        out.mux(p)
 
 
 def write_av_clip(path: Path, seconds: int = 10, faststart: bool = False) -> Path:
@@ -152,15 +159,8 @@ def write_av_clip(path: Path, seconds: int = 10, faststart: bool = False) -> Pat
     a = out.add_stream("aac", rate=16000)
     a.layout = "mono"
     rng = np.random.default_rng(0)
-    for i in range(seconds * 25):
-        img = rng.integers(0, 255, (64, 64, 3), dtype=np.uint8)  # noise: many bytes per frame
-        fr = av.VideoFrame.from_ndarray(img, format="rgb24")
-        fr.pts = i
-        fr.time_base = Fraction(1, 25)
-        for p in v.encode(fr):
-            out.mux(p)
-    for p in v.encode():
-        out.mux(p)
+    noise = (rng.integers(0, 255, (64, 64, 3), dtype=np.uint8) for _ in range(seconds * 25))
+    encode_frames(out, v, noise, 25)  # noise: many bytes per frame
     t = np.arange(seconds * 16000) / 16000
     _encode_audio(out, a, (0.3 * np.sin(2 * np.pi * 440 * t))[None].astype(np.float32), 16000)
     out.close()
