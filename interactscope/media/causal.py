@@ -835,9 +835,12 @@ class CausalMedia:
             cap = self._plan_cap(c, [s for s in (v, a) if s is not None], origin)
             picks = _Picks(cap, *self.keep_only[1:])
         dec = _Decoder(self, origin, side, a is not None, rgb_side, picks)
-        if a is not None:  # the track's buffer from the header duration (+ the 1 s padding)
-            est = max(0.0, (c.duration or 0) / 1e6 - float(origin))
-            dec.track = _Track(_n_samples(est + 2, self.sample_rate))
+        if a is not None:  # the track's buffer from the header duration (+ the 1 s padding),
+            # at most max_memory_bytes: a damaged header's absurd duration cannot ask for more
+            est = min(max(0.0, (c.duration or 0) / 1e6 - float(origin)), 1e7)
+            dec.track = _Track(
+                min(_n_samples(est + 2, self.sample_rate), self.max_memory_bytes // 4)
+            )
         if skip and v is not None and v.codec_context.name in _SKIP_CODECS:
             dec.unshown = _Unshown(v.codec_context, v.time_base, origin)
         error = dec.demux_all(c, [s for s in (v, a) if s is not None])
