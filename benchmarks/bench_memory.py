@@ -21,7 +21,8 @@ Run by hand (prints figures, asserts nothing):
      batch holds them: peak RSS, and the distinct array bytes they reference
      (``ArrayBytes``). The old code runs at ``--old-batch`` points (its 256-point batch holds
      about 11 GB; issue 18 measured 11.3 GB).
-3. Prints each phase's wall time (best of ``--repeat``), the ratio observe / plain (goal <= 1.2x), peak RSS (goal for
+3. Prints each phase's wall time (best of ``--repeat``), the ratio observe / plain (goal <= 1.2x), peak RSS (with
+   its phases: the baseline after imports and the decode pass's peak; goal for
    a 10-minute 720p clip: well under 0.5 GB of media data) and the batch figures (goal: a
    256-point batch <= 1 GB of host memory).
 """
@@ -104,13 +105,16 @@ def _phase_observe(ob, path: str, args) -> dict:
     from interactscope.streaming.protocol.grid import decision_grid
 
     it = _interaction()
-    grid = decision_grid(0.0, ob.media.duration_s)
+    start = _rss_mb()  # the process baseline: imports, no media yet
+    grid = decision_grid(0.0, ob.media.duration_s)  # decodes the clip
+    decoded = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # the decode pass's peak
     n = 0
     for t in grid:
         obs = ob.observe(t, it)
         n += len(obs.frames)
     m = ob.media
     return {"points": len(grid), "frames": n, "held_mb": m.held_bytes / 2**20,
+            "rss_start_mb": start, "decode_peak_mb": decoded,
             "stored": getattr(m, "stored_as", "yuv420p"),
             "stored_side": getattr(m, "stored_side", None)}  # fmt: skip
 
@@ -219,7 +223,8 @@ def main() -> None:
             o = best(f"observe-{kind}", clip, args)
             row += (f"\n        {kind}: {o['wall_s']:5.1f} s = {o['wall_s'] / plain['wall_s']:.2f}x "
                     f"(cpu {o['cpu_s'] / plain['cpu_s']:.2f}x), "
-                    f"peak RSS {o['peak_rss_mb']:4.0f} MiB, media data {o['held_mb']:4.0f} MiB "
+                    f"peak RSS {o['peak_rss_mb']:4.0f} MiB (baseline {o['rss_start_mb']:.0f}, "
+                    f"decode pass {o['decode_peak_mb']:.0f}), media data {o['held_mb']:4.0f} MiB "
                     f"({o['stored']} @ {o['stored_side'] or 'source'})")  # fmt: skip
         print(row, flush=True)
     s = 300 if 300 in clips else max(clips)

@@ -29,6 +29,7 @@ the rest; ``frames_until`` then returns ``[]``.
 from __future__ import annotations
 
 import bisect
+import ctypes
 import logging
 import math
 import threading
@@ -246,6 +247,17 @@ class _Unshown:
         return n
 
 
+def _trim_heap() -> bool:
+    """Give the heap pages freed by the decode pass back to the OS (glibc ``malloc_trim``; the
+    decoder's 720p buffers and conversion temporaries leave holes that later, differently sized
+    allocations -- converted RGB frames -- do not reuse: ~20 MB on a 10-minute clip). False
+    when nothing was released or the C library has no ``malloc_trim`` (not glibc)."""
+    try:
+        return bool(ctypes.CDLL(None).malloc_trim(0))
+    except (AttributeError, OSError):
+        return False
+
+
 def select_indices(n: int, max_frames: int, policy: str = "uniform") -> list[int]:
     """Indices (0..n-1, ascending) of the samples kept under the frame cap (SPEC §2).
 
@@ -369,6 +381,38 @@ def load_audio(
     return cm._audio, 0.0, "pyav"
 
 
+class _Track:
+    """The resampled mono track written in place as the resampler yields it: one zero-filled
+    buffer sized from the header duration (calloc: pages never written cost no memory), grown
+    only when the file is longer than its header says. A list of chunks joined at the end
+    would hold the track twice at the decode pass's peak (a 10-minute clip: 2 x 38 MB)."""
+
+    def __init__(self, capacity: int):
+        self.buf = np.zeros(max(0, capacity), np.float32)
+        self.pos: int | None = None  # next sample's index (None: nothing placed yet)
+        self.skip = 0  # samples still to drop (a stream starting before the file clock)
+
+    def place(self, x: np.ndarray, offset: int) -> None:
+        """Append resampled samples ``x``; the first call puts sample 0 at ``offset`` (samples
+        on the file clock; a negative offset drops the first ``-offset`` samples)."""
+        if self.pos is None:
+            self.pos, self.skip = max(0, offset), max(0, -offset)
+        if self.skip:
+            k = min(self.skip, len(x))
+            x, self.skip = x[k:], self.skip - k
+        self.reserve(self.pos + len(x))
+        self.buf[self.pos : self.pos + len(x)] = x
+        self.pos += len(x)
+
+    def reserve(self, n: int) -> None:
+        """At least ``n`` samples of buffer (grown by 1.5x: few copies when the header is
+        short or missing)."""
+        if n > len(self.buf):
+            grown = np.zeros(max(n, len(self.buf) * 3 // 2), np.float32)
+            grown[: len(self.buf)] = self.buf
+            self.buf = grown
+
+
 class _Decoder:
     """State of the single decode pass of one file: 1 fps samples (into the owning
     :class:`CausalMedia`), resampled audio chunks and per-stream start/end times, all on the
@@ -395,7 +439,7 @@ class _Decoder:
         self.interpolation = "AREA" if callable(media.store_max_side) else None
         sr = media.sample_rate
         self.resampler = av.AudioResampler(format="flt", layout="mono", rate=sr) if audio else None
-        self.chunks: list[np.ndarray] = []
+        self.track = _Track(0)  # the caller sizes it from the header (``audio_capacity``)
         self._fifo: av.AudioFifo | None = None  # decoded audio not yet resampled (one format)
         self._fifo_key: tuple[str, str, int] | None = None
         self.audio_start: Fraction | None = None
@@ -487,7 +531,11 @@ class _Decoder:
         if self._fifo is None or not self._fifo.samples:
             return
         for o in self.resampler.resample(self._fifo.read()):
-            self.chunks.append(o.to_ndarray().reshape(-1))
+            self._place(o)
+
+    def _place(self, o: av.AudioFrame) -> None:
+        off = _n_samples(float(self.audio_start or 0), self.media.sample_rate)
+        self.track.place(o.to_ndarray().reshape(-1), off)
 
     def on_frame(self, fr) -> None:
         self.on_video(fr) if isinstance(fr, av.VideoFrame) else self.on_audio(fr)
@@ -558,25 +606,18 @@ class _Decoder:
             try:
                 self._push_audio()
                 for o in self.resampler.resample(None):
-                    self.chunks.append(o.to_ndarray().reshape(-1))
+                    self._place(o)
             except av.error.FFmpegError:
                 pass
-        if not self.chunks:
+        tr = self.track
+        if tr.pos is None:
             return None
-        off = _n_samples(float(self.audio_start or 0), self.media.sample_rate)
-        if off < 0:  # starts before the file clock: drop the first -off samples
-            track = np.concatenate(self.chunks).astype(np.float32, copy=False)[-off:]
-            self.chunks = [track]
-            off = 0
-        n = off + sum(len(ch) for ch in self.chunks)
-        buf = np.zeros(max(n, pad_to), np.float32)  # calloc: the zero tail costs no memory
-        i = off
-        for ch in self.chunks:
-            buf[i : i + len(ch)] = ch
-            i += len(ch)
-        self.chunks.clear()
-        self.media._audio_buf = buf
-        return buf[:n]
+        tr.reserve(pad_to)
+        n = tr.pos
+        # a view of the calloc'ed buffer: capacity past max(n, pad_to) is never touched
+        self.media._audio_buf = tr.buf[: max(n, pad_to)]
+        self.track = _Track(0)
+        return self.media._audio_buf[:n]
 
 
 class CausalMedia:
@@ -757,6 +798,7 @@ class CausalMedia:
             with decoding(self.path, open_container(self.path)) as c:
                 self._decode_open(c, video, False, False)
         self.decode_count += 1
+        _trim_heap()
 
     def _plan_cap(self, c: av.container.InputContainer, streams: list, origin: Fraction) -> int:
         """``keep_only``: the prefix's last grid second, ``min(floor(t), last second)`` (the
@@ -793,6 +835,12 @@ class CausalMedia:
             cap = self._plan_cap(c, [s for s in (v, a) if s is not None], origin)
             picks = _Picks(cap, *self.keep_only[1:])
         dec = _Decoder(self, origin, side, a is not None, rgb_side, picks)
+        if a is not None:  # the track's buffer from the header duration (+ the 1 s padding),
+            # at most max_memory_bytes: a damaged header's absurd duration cannot ask for more
+            est = min(max(0.0, (c.duration or 0) / 1e6 - float(origin)), 1e7)
+            dec.track = _Track(
+                min(_n_samples(est + 2, self.sample_rate), self.max_memory_bytes // 4)
+            )
         if skip and v is not None and v.codec_context.name in _SKIP_CODECS:
             dec.unshown = _Unshown(v.codec_context, v.time_base, origin)
         error = dec.demux_all(c, [s for s in (v, a) if s is not None])

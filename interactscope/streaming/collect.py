@@ -39,7 +39,6 @@ from interactscope.streaming.adapters.registry import (
     require_online_support,
 )
 from interactscope.streaming.bench import Benchmark, BenchmarkError, load_benchmark
-from interactscope.streaming.environments.execution import StreamEnvironments
 from interactscope.streaming.protocol.driver import CollectSummary, collect, interaction_grid
 from interactscope.streaming.runlog import RESPONSES, RunFolder, RunWriter, merge_runs, open_run
 from interactscope.streaming.schema import BenchmarkInfo, Invocation, RunManifest
@@ -457,6 +456,9 @@ def tool_executor(b: Benchmark) -> Any:
     """Executes environment interactions' calls (docs/protocol.md#environments), else None."""
     if not b.environments:
         return None
+    # here, not at module level: it imports egobench (scipy, pandas: ~75 MB of RSS) that a
+    # run without environments never uses
+    from interactscope.streaming.environments.execution import StreamEnvironments
 
     return StreamEnvironments(b)
 
