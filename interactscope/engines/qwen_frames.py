@@ -6,11 +6,17 @@ processor's ``image_processor`` and ``video_processor`` for the duration of one 
 (:meth:`FrameCache.installed`) and answers them piece by piece:
 
 - an image (``Qwen2VLImageProcessor``): its ``pixel_values`` rows and ``image_grid_thw`` row;
-- a video (``Qwen2VLVideoProcessor``): each temporal patch (``temporal_patch_size`` consecutive
-  frames, 2 for Qwen) is processed as a video of its own; the video's ``pixel_values_videos``
-  are those pieces concatenated in time order and its ``video_grid_thw`` is ``[sum of the
-  pieces' t, h, w]``. This equals processing the whole video because resizing, rescaling and
-  normalising act on each frame alone and the patch layout is time-major.
+- a video (``Qwen2VLVideoProcessor``): each frame is resized, rescaled and normalised once, as a
+  one-frame video of its own (the processor pads it to a temporal patch by repeating it; the
+  first of the copies is kept: ``(h*w patches, channels, patch_size**2)``). A temporal patch
+  (``temporal_patch_size`` consecutive frames, 2 for Qwen) is those frames' patches stacked on
+  the temporal axis of the processor's patch layout (``channel, temporal, patch, patch``), a
+  copy, no resize; it is cached too. The video's ``pixel_values_videos`` are its temporal
+  patches concatenated in time order and its ``video_grid_thw`` is ``[sum of the pieces' t,
+  h, w]``. This equals processing the whole video because resizing, rescaling and normalising
+  act on each frame alone and the patch layout is time-major; past the frame cap, where the
+  uniform picks shift at every decision point and so pair frames differently, a new pair costs
+  a copy of two cached frames instead of a resize.
 
 A piece is keyed by the call's keyword arguments (``fps`` left out: frames are never sampled)
 and a digest of its frames' bytes, shape and dtype. An array seen before is recognised by
@@ -48,7 +54,8 @@ class FrameCache:
             0 keeps nothing.
 
     Attributes:
-        hits, misses: frames answered from the cache / processed, since creation.
+        hits, misses: frames sent that were not processed again (answered from the cache) /
+            frames the processor processed, since creation.
     """
 
     def __init__(self, max_bytes: int = 256 << 20):
@@ -130,26 +137,88 @@ class FrameCache:
                 _, (old, _) = self._store.popitem(last=False)
                 self._bytes -= int(old.element_size() * old.nelement())
 
-    def piece(self, inner: Any, kind: str, frames: Sequence[np.ndarray], kw: dict) -> tuple:
-        """(pixel rows, grid row (1, 3)) of one image or temporal patch, processed at most once.
+    def piece(self, inner: Any, frames: Sequence[np.ndarray], kw: dict) -> tuple:
+        """(pixel rows, grid row (1, 3)) of one image, processed at most once.
 
         Raises:
             _Uncacheable: the processor's output has keys the cache cannot assemble.
         """
-        sig = repr(sorted((k, repr(v)) for k, v in kw.items() if k != "fps"))
-        key = (kind, sig, *(self._digest(f) for f in frames))
+        key = ("image", _sig(kw), *(self._digest(f) for f in frames))
         hit = self._get(key)
         if hit is not None:
             self.hits += len(frames)
             return hit
-        out = inner([list(frames)] if kind == "video" else [frames[0]], **kw)
-        keys = _VIDEO_KEYS if kind == "video" else _IMAGE_KEYS
-        if set(out.keys()) != keys:
+        out = inner([frames[0]], **kw)
+        if set(out.keys()) != _IMAGE_KEYS:
             raise _Uncacheable(sorted(out.keys()))
-        pix, grid = (out[k] for k in sorted(keys, key=lambda k: "grid" in k))
+        pix, grid = out["pixel_values"], out["image_grid_thw"]
         self.misses += len(frames)
         self._put(key, (pix, grid))
         return pix, grid
+
+    def video_pieces(self, inner: Any, pieces: Sequence[Sequence[np.ndarray]], kw: dict) -> list:
+        """(pixel rows ``(t*h*w, C*tps*p*p)``, grid row ``(1, 3)``) per temporal patch of
+        ``pieces`` (each ``tps`` frames); a cached temporal patch as it is, another built from
+        its frames' cached patches, the frames never seen processed in one processor call.
+
+        Raises:
+            _Uncacheable: the processor's output is not the Qwen patch layout.
+        """
+        import torch  # optional dependency ([transformers])
+
+        sig = _sig(kw)
+        keys = [("video", sig, *(self._digest(f) for f in p)) for p in pieces]
+        out = [self._get(k) for k in keys]
+        have: dict[str, tuple[Any, Any]] = {}
+        new: dict[str, np.ndarray] = {}
+        for p, k, hit in zip(pieces, keys, out, strict=True):
+            for f, d in zip(p, k[2:], strict=True):
+                if hit is None and d not in have and d not in new:
+                    got = self._get(("frame", sig, d))
+                    have.update({d: got} if got is not None else {})
+                    new.update({} if got is not None else {d: f})
+        have.update(self._frames(inner, new, sig, kw))
+
+        for i, (k, hit) in enumerate(zip(keys, out, strict=True)):
+            if hit is None:
+                parts = [have[d] for d in k[2:]]
+                if len({tuple(g[0].tolist()) for _, g in parts}) != 1:
+                    raise _Uncacheable("frames of different sizes in one temporal patch")
+                rows = torch.stack([r for r, _ in parts], dim=2)
+                out[i] = (rows.reshape(rows.shape[0], -1), parts[0][1])
+                self._put(k, out[i])
+        self.misses += len(new)
+        self.hits += sum(len(p) for p in pieces) - len(new)
+        return out
+
+    def _frames(self, inner: Any, frames: dict[str, np.ndarray], sig: str, kw: dict) -> dict:
+        """Per digest, the frame's patches ``(h*w, C, p*p)`` and grid row ``(1, 3)``, t = 1:
+        each frame a one-frame video (padded by the processor to a temporal patch of copies of
+        it: the first copy kept), all in one processor call; stored under ``("frame", ...)``."""
+        if not frames:
+            return {}
+        res = inner([[f] for f in frames.values()], **kw)
+        if set(res.keys()) != _VIDEO_KEYS:
+            raise _Uncacheable(sorted(res.keys()))
+        pix, grids = res["pixel_values_videos"], res["video_grid_thw"]
+        tps = int(kw.get("temporal_patch_size") or inner.temporal_patch_size)
+        pp = int(kw.get("patch_size") or inner.patch_size) ** 2
+        if pix.ndim != 2 or pix.shape[1] % (tps * pp) or (grids[:, 0] != 1).any():
+            raise _Uncacheable("not the Qwen patch layout")
+        done, at = {}, 0
+        for d, grid in zip(frames, grids, strict=True):
+            n = int(grid[1] * grid[2])
+            rows = pix[at : at + n].view(n, -1, tps, pp)[:, :, 0].clone()
+            at += n
+            done[d] = (rows, grid[None].clone())
+            self._put(("frame", sig, d), done[d])
+        return done
+
+
+def _sig(kw: dict) -> str:
+    """The processor call's keyword arguments as a key (``fps`` left out: frames are never
+    sampled)."""
+    return repr(sorted((k, repr(v)) for k, v in kw.items() if k != "fps"))
 
 
 class _Uncacheable(Exception):
@@ -214,8 +283,13 @@ class _Proxy:
         )
 
         pix, grids = [], []
-        for item in pieces:
-            parts = [self._cache.piece(self._inner, self._kind, p, kw) for p in item]
+        if self._kind == "video":  # every item's new frames processed in one call
+            flat = self._cache.video_pieces(self._inner, [p for it in pieces for p in it], kw)
+            at = [0, *np.cumsum([len(it) for it in pieces]).tolist()]
+            by_item = [flat[a:b] for a, b in zip(at, at[1:], strict=False)]
+        else:
+            by_item = [[self._cache.piece(self._inner, p, kw) for p in it] for it in pieces]
+        for parts in by_item:
             hw = {tuple(g[0, 1:].tolist()) for _, g in parts}
             if len(hw) != 1:
                 raise _Uncacheable("pieces of different sizes")
