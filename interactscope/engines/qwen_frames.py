@@ -25,7 +25,9 @@ read-only). The store is locked: threads may share one cache. Calls the cache ca
 exactly go to the processor unchanged: another processor class, ``return_metadata`` (Qwen2.5-VL / Qwen3-VL video metadata),
 ``cap_pixels_per_frame`` (the pixel budget then depends on the frame count), frame sampling, a
 frame count not a multiple of the temporal patch, frames of different sizes, or outputs with
-other keys. Entries are evicted least recently used beyond ``max_bytes``.
+other keys. Entries are evicted least recently used beyond ``max_bytes``, temporal patches before
+frames: past the frame cap the patches of a batch's points outweigh their frames many times
+over, and letting them push frames out would process those frames again.
 """
 
 from __future__ import annotations
@@ -50,8 +52,8 @@ class FrameCache:
     """Processed frames keyed by content (see the module docstring).
 
     Args:
-        max_bytes: bound on the cached tensors' bytes (least recently used evicted first);
-            0 keeps nothing.
+        max_bytes: bound on the cached tensors' bytes (least recently used temporal patches
+            evicted first, then least recently used frames); 0 keeps nothing.
 
     Attributes:
         hits, misses: frames sent that were not processed again (answered from the cache) /
@@ -62,7 +64,8 @@ class FrameCache:
         self.max_bytes = int(max_bytes)
         self.hits = 0
         self.misses = 0
-        self._store: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+        self._store: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()  # frames, images
+        self._pairs: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()  # temporal patches
         self._bytes = 0
         self._ids: dict[int, tuple[weakref.ref, str]] = {}
         self._lock = threading.Lock()
@@ -119,23 +122,33 @@ class FrameCache:
         return d
 
     # -------------------------------------------------------------------- store
+    def _tier(self, key: tuple) -> OrderedDict:
+        """Frames and images (processed by the processor) / temporal patches (copies of cached
+        frames: cheap to build again, and past the frame cap rarely asked for twice)."""
+        return self._pairs if key[0] == "video" else self._store
+
     def _get(self, key: tuple) -> tuple[Any, Any] | None:
         with self._lock:
-            hit = self._store.get(key)
+            tier = self._tier(key)
+            hit = tier.get(key)
             if hit is not None:
-                self._store.move_to_end(key)
+                tier.move_to_end(key)
             return hit
 
     def _put(self, key: tuple, value: tuple[Any, Any]) -> None:
-        size = int(value[0].element_size() * value[0].nelement())
+        """Store ``value``; beyond ``max_bytes`` the least recently used temporal patches go
+        first, frames only when none is left (a patch never pushes out a frame)."""
+        size = _nbytes(value[0])
+        tier = self._tier(key)
         with self._lock:
-            if size > self.max_bytes or key in self._store:
+            if size > self.max_bytes or key in tier:
                 return
-            self._store[key] = value
+            tier[key] = value
             self._bytes += size
             while self._bytes > self.max_bytes:
-                _, (old, _) = self._store.popitem(last=False)
-                self._bytes -= int(old.element_size() * old.nelement())
+                victims = self._pairs if self._pairs else self._store
+                _, (old, _) = victims.popitem(last=False)
+                self._bytes -= _nbytes(old)
 
     def piece(self, inner: Any, frames: Sequence[np.ndarray], kw: dict) -> tuple:
         """(pixel rows, grid row (1, 3)) of one image, processed at most once.
@@ -213,6 +226,10 @@ class FrameCache:
             done[d] = (rows, grid[None].clone())
             self._put(("frame", sig, d), done[d])
         return done
+
+
+def _nbytes(t: Any) -> int:
+    return int(t.element_size() * t.nelement())
 
 
 def _sig(kw: dict) -> str:
