@@ -360,9 +360,9 @@ def _engine(model_proc, **opts):
 @pytest.mark.parametrize(
     "frames_as,hits,misses",
     [
-        # video: frames 0..k padded to pairs; each point processes only its newest pair (2
-        # frames), the last point (7.6 s, same frames as 7 s) none: 8 pairs missed, 48 - 16 hit
-        ("video", 32, 16),
+        # video: frames 0..k padded to pairs (1+1, 2, 3+1, ..., 8, 8: 48 frames sent); each of
+        # the 8 distinct frames processed once, 48 - 8 reused
+        ("video", 40, 8),
         # image: each of the 8 distinct frames once; 1+2+..+8+8 = 44 frames sent, 36 reused
         ("image", 36, 8),
     ],
@@ -417,10 +417,13 @@ def test_frame_cache_leaves_calls_it_cannot_reproduce_to_the_processor(media):
 
 
 class Qwen2VLVideoProcessor:
-    """A stand-in with the real class name: each frame k (filled with k) gives one pixel row
-    [k, k, k, k] (float32, 16 bytes) and grid (t, 1, 1)."""
+    """A stand-in with the real class name and the real patch layout at 1 channel pair: frames
+    are padded to pairs by repeating the last one; a pair (a, b) of frames filled with a and b
+    gives one pixel row [a, b, a, b] (channels 2 x temporal 2 x patch 1x1, float32, 16 bytes),
+    a video of n frames grid (n / 2, 1, 1)."""
 
     temporal_patch_size = 2
+    patch_size = 1
 
     def __init__(self):
         self.frames = 0
@@ -429,11 +432,15 @@ class Qwen2VLVideoProcessor:
         import torch
         from transformers.feature_extraction_utils import BatchFeature
 
-        (video,) = videos
-        self.frames += len(video)
-        rows = torch.tensor([[float(f[0, 0, 0])] * 4 for f in video])
-        grid = torch.tensor([[len(video) // 2, 1, 1]])
-        return BatchFeature({"pixel_values_videos": rows, "video_grid_thw": grid})
+        rows, grids = [], []
+        for video in videos:
+            self.frames += len(video)
+            ks = [float(f[0, 0, 0]) for f in video]
+            ks += ks[-1:] * (len(ks) % 2)
+            rows += [[a, b, a, b] for a, b in zip(ks[::2], ks[1::2], strict=True)]
+            grids.append([len(ks) // 2, 1, 1])
+        return BatchFeature({"pixel_values_videos": torch.tensor(rows),
+                             "video_grid_thw": torch.tensor(grids)})  # fmt: skip
 
 
 def test_frame_cache_assembles_pieces_in_time_order_and_evicts_least_recently_used():
@@ -443,25 +450,83 @@ def test_frame_cache_assembles_pieces_in_time_order_and_evicts_least_recently_us
 
     inner = Qwen2VLVideoProcessor()
     proc = SimpleNamespace(video_processor=inner)
-    video = [np.full((2, 2, 3), k, np.uint8) for k in range(6)]  # 3 pieces of 32 bytes
+    video = [np.full((2, 2, 3), k, np.uint8) for k in range(6)]  # 6 frames, 3 pairs
     kw = {"do_sample_frames": False, "return_tensors": "pt"}
-    for max_bytes, second_call_frames in ((96, 0), (64, 6)):
+    # stored: 6 frames of 8 bytes (1 patch x 2 channels), then 3 pairs of 16 bytes = 96 bytes.
+    # 64 bytes: each pair pushes out the pair before it, never a frame: the second call builds
+    # pairs 0 and 1 again from the frames, processing none. 40 bytes: frame 5 pushes out frame 0
+    # (least recently used), no pair fits beside 5 frames: frame 0 is processed again
+    for max_bytes, second_call_frames in ((96, 0), (64, 0), (40, 1)):
         cache, inner.frames = FrameCache(max_bytes), 0
         with cache.installed(proc):
             out = proc.video_processor([video], **kw)
             assert isinstance(proc.video_processor, type(proc.video_processor))
         assert proc.video_processor is inner  # restored
-        assert out["pixel_values_videos"][:, 0].tolist() == [0, 1, 2, 3, 4, 5]
+        assert out["pixel_values_videos"].tolist() == [[0, 1, 0, 1], [2, 3, 2, 3], [4, 5, 4, 5]]
         assert out["video_grid_thw"].tolist() == [[3, 1, 1]]
         with cache.installed(proc):
             again = proc.video_processor([video], **kw)
-        assert inner.frames == 6 + second_call_frames  # 96 B keeps all 3; 64 B thrashes (LRU)
+        assert inner.frames == 6 + second_call_frames
         assert again["pixel_values_videos"].tolist() == out["pixel_values_videos"].tolist()
     with FrameCache().installed(proc):  # sampling frames: not cacheable, straight through
         inner.frames = 0
         proc.video_processor([video[:4]], do_sample_frames=True)
         proc.video_processor([video[:3]], do_sample_frames=False)  # odd count: straight through
     assert inner.frames == 7
+
+
+def test_frame_cache_pairs_frames_anew_without_processing_them_again():
+    """Past the frame cap the uniform picks shift, so frames meet new partners: frames 1, 2, 3
+    were processed in the first call; the second call's pairs (1, 2) and (3, 4) are built from
+    them, only frame 4 goes to the processor; the two videos of one call share one processor
+    call for their new frames."""
+    from types import SimpleNamespace
+
+    from interactscope.engines.qwen_frames import FrameCache
+
+    inner = Qwen2VLVideoProcessor()
+    proc = SimpleNamespace(video_processor=inner)
+    f = [np.full((2, 2, 3), k, np.uint8) for k in range(6)]
+    kw = {"do_sample_frames": False, "return_tensors": "pt"}
+    cache = FrameCache()
+    with cache.installed(proc):
+        proc.video_processor([f[0:4]], **kw)
+        out = proc.video_processor([f[1:5], [f[5], f[0]]], **kw)
+    assert out["pixel_values_videos"].tolist() == [[1, 2, 1, 2], [3, 4, 3, 4], [5, 0, 5, 0]]
+    assert out["video_grid_thw"].tolist() == [[2, 1, 1], [1, 1, 1]]
+    assert inner.frames == 4 + 2  # frames 4 and 5
+    assert (cache.hits, cache.misses) == (10 - 6, 6)  # 10 frames sent, 6 distinct
+
+
+def test_frame_cache_equals_the_qwen_video_processor_on_shifting_picks():
+    """The real ``Qwen2VLVideoProcessor`` (resize to a multiple of 28, bicubic, rescale,
+    normalise, patchify): videos whose frames are re-paired at every call (as uniform picks past
+    the frame cap) give exactly the processor's own tensors, each frame processed once."""
+    from types import SimpleNamespace
+
+    import torch
+    from transformers.models.qwen2_vl.video_processing_qwen2_vl import (
+        Qwen2VLVideoProcessor as Real,
+    )
+
+    from interactscope.engines.qwen_frames import FrameCache
+
+    real = Real(min_pixels=56 * 56, max_pixels=28 * 28 * 6)
+    rng = np.random.default_rng(0)
+    frames = [rng.integers(0, 256, (50, 70, 3), dtype=np.uint8) for _ in range(9)]
+    picks = [[0, 1, 2, 3], [0, 2, 3, 4], [1, 2, 4, 5], [0, 3, 5, 6, 7, 8]]
+    kw = {"do_sample_frames": False, "return_tensors": "pt", "cap_pixels_per_frame": False}
+    proc = SimpleNamespace(video_processor=real)
+    cache = FrameCache()
+    for p in picks:
+        video = [frames[i] for i in p]
+        want = real([video], **kw)
+        with cache.installed(proc):
+            got = proc.video_processor([video], **kw)
+        assert got["video_grid_thw"].tolist() == want["video_grid_thw"].tolist()
+        assert got["video_grid_thw"][0, 1:].tolist() == [4, 4]  # 50x70 resized to 56x56
+        assert torch.equal(got["pixel_values_videos"], want["pixel_values_videos"])
+    assert cache.misses == 9 and cache.hits == 18 - 9
 
 
 def test_frame_cache_takes_the_items_by_keyword_as_earlier_transformers_5_pass_them():
@@ -481,9 +546,9 @@ def test_frame_cache_takes_the_items_by_keyword_as_earlier_transformers_5_pass_t
         by_name = proc.video_processor(videos=[video], **kw)
         positional = proc.video_processor([video], **kw)
         odd = proc.video_processor(videos=[video[:3]], do_sample_frames=False)  # not cacheable
-    assert by_name["pixel_values_videos"][:, 0].tolist() == [0, 1, 2, 3]
+    assert by_name["pixel_values_videos"][:, 0].tolist() == [0, 2]
     assert positional["pixel_values_videos"].tolist() == by_name["pixel_values_videos"].tolist()
-    assert odd["video_grid_thw"].tolist() == [[1, 1, 1]]
+    assert odd["video_grid_thw"].tolist() == [[2, 1, 1]]  # the processor's own padding
     assert inner.frames == 4 + 3 and (cache.hits, cache.misses) == (4, 4)
 
 
