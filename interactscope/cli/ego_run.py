@@ -239,7 +239,8 @@ def score_run_with(
         s = score.results[name].summary
         rejected = s.scenario == "kitchen" and s.settings["kitchen_numeric_strings"] == "reject"
         hint = (
-            "kitchen_numeric_strings=reject (a run from before the rule) rejects the GT's "
+            "kitchen_numeric_strings=reject (set, or read so from a run made before the rule) "
+            "rejects the GT's "
             "quantities given as strings; --set kitchen_numeric_strings=float converts them as "
             "the official tools do; "
             if rejected
