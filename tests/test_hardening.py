@@ -44,8 +44,9 @@ def test_second_writer_is_refused_naming_the_holder_pid(tmp_path):
 
 @pytest.mark.slow
 def test_two_concurrent_collects_one_refuses_records_stay_unique(tmp_path):
+    # 89 points x 0.1 s: the second process starts (1-3 s on a loaded CI box) well inside it
     cfg = tmp_path / "slow-oracle.yaml"
-    cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.03\n")
+    cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.1\n")
     run = tmp_path / "run"
     cmd = [*CLI, "collect", "--model", str(cfg), "--bench", str(DEMO), "--out", str(run),
            "--no-progress"]  # fmt: skip
