@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, computed_field
 
 from interactscope.core.text import one_decimal
+from interactscope.stats import B_DEFAULT, SEED_DEFAULT
 
 
 def isolate(text: str) -> str:
@@ -45,8 +46,9 @@ class ViewSettings(_Model):
         jpeg_quality: JPEG quality of the thumbnails (1–95).
         lazy_threshold: with more interactions than this, timelines are drawn when their section
             scrolls into view instead of all at once.
-        resamples: cluster-bootstrap resamples B for the summary intervals.
-        seed: bootstrap seed.
+        resamples: cluster-bootstrap resamples B for the summary intervals (default: the
+            stats default B, as ``compare`` and ``report``).
+        seed: bootstrap seed (default: the stats default).
         transcripts: show the transcript heard so far (runs with ``audio.mode = asr``).
     """
 
@@ -55,8 +57,8 @@ class ViewSettings(_Model):
     thumb_px: int = Field(160, ge=16, le=1024)
     jpeg_quality: int = Field(70, ge=1, le=95)
     lazy_threshold: int = Field(200, ge=0)
-    resamples: int = Field(10_000, ge=100)
-    seed: int = 0
+    resamples: int = Field(B_DEFAULT, ge=100)  # the same B and seed as score/compare/report
+    seed: int = SEED_DEFAULT
     transcripts: bool = True
 
 
