@@ -178,3 +178,17 @@ def test_blind_fire_calls_the_most_frequent_tool_it_is_offered(tmp_path):
 def test_silent_baseline_never_speaks(tmp_path):
     s = run_collect(model="silent", bench=DEMO, out=tmp_path / "r", progress=False)
     assert s.non_silent == 0 and s.written == 89  # sum(DEMO_POINTS.values())
+
+
+@pytest.mark.parametrize("backend", ["silent", "oracle", "blind-fire"])
+def test_every_baseline_sleeps_simulate_latency_s_per_call(tmp_path, monkeypatch, backend):
+    """``simulate_latency_s`` is a BaselineOptions option: one sleep of that length per decision
+    point, blind-fire included (it answered at once before)."""
+    from interactscope.streaming.adapters import baselines
+
+    slept: list[float] = []
+    monkeypatch.setattr(baselines.time, "sleep", slept.append)
+    cfg = tmp_path / "slow.yaml"
+    cfg.write_text(f"backend: {backend}\noptions:\n  simulate_latency_s: 0.25\n")
+    run_collect(model=str(cfg), bench=DEMO, out=tmp_path / "run", progress=False)
+    assert slept.count(0.25) == sum(DEMO_POINTS.values())  # 89 (time.sleep is global: others)

@@ -202,6 +202,7 @@ class BlindFireAdapter(_Baseline):
     def respond(self, request: DecisionRequest) -> AdapterOutput:
         """Silent unless :meth:`fires`; then the most frequent T1 tool among those offered
         (else the benchmark's) for T1, else ``text``."""
+        _simulate_latency(self.options)
         extra = self.fires(request)
         if extra is None:
             return AdapterOutput(text=self.settings.silence_token, silent=True, latency_s=0.0)
