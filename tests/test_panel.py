@@ -251,3 +251,11 @@ def test_demo_help_names_every_baseline_of_the_panel() -> None:
     assert "change-detector" in BASELINES
     for name in BASELINES:
         assert name in text, name
+
+
+def test_the_paper_panel_lists_change_detector_among_the_baselines() -> None:
+    """The signal-driven control is a no-model baseline of the panel, not an "other" config."""
+    rows = json.loads(runner.invoke(app, ["models", "--json"]).output)
+    groups = {r["name"]: r["group"] for r in rows}
+    assert groups["change-detector"] == groups["blind-fire"] == "baseline"
+    assert groups["vllm-serve"] == "other"
