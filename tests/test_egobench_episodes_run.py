@@ -150,6 +150,32 @@ def test_an_old_folder_without_kitchen_resumes_without_the_kitchen_rule(tmp_path
     assert (again.written, again.skipped) == (1, 1)
 
 
+TOOL_RULES = ("undeclared_params", "coerce_numeric_strings", "kitchen_numeric_strings")
+
+
+def test_run_json_records_the_resolved_tool_rules_and_a_null_folder_still_resumes(
+    tmp_path: Path,
+) -> None:
+    """A new run.json records the rules summary.json reports (under `ours`: drop, false,
+    float), not `null`. A folder written with `null` (before this) resumes with no flag and
+    re-scores identically: null is the profile's rule, the one it ran with."""
+    out = tmp_path / "run"
+    kitchen = {"variants": ["kitchen1"], "tasks": "1-2"}
+    execute(prepare(_req(out, **kitchen)))
+    m = json.loads((out / "run.json").read_text())
+    assert [m["settings"][k] for k in TOOL_RULES] == ["drop", False, "float"]
+    scored = score_run(out).results["kitchen1"]
+    assert [scored.summary.settings[k] for k in TOOL_RULES] == ["drop", False, "float"]
+    m["settings"].update(dict.fromkeys(TOOL_RULES))  # as written before the rules were resolved
+    (out / "run.json").write_text(json.dumps(m))
+    assert score_run(out).results["kitchen1"].tasks == scored.tasks
+    lines = (out / EPISODES).read_text().splitlines(keepends=True)
+    (out / EPISODES).write_text(lines[0])  # task 2 not yet played
+    again = execute(prepare(_req(out, **kitchen)))
+    assert (again.written, again.skipped) == (1, 1)
+    assert score_run(out).results["kitchen1"].tasks == scored.tasks
+
+
 def test_torn_last_line_is_dropped_and_that_episode_played_again(tmp_path: Path) -> None:
     out = tmp_path / "run"
     execute(prepare(_req(out, tasks="1-3")))

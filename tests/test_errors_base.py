@@ -110,6 +110,7 @@ WORDED_APART = {
     ("streaming.py", "_model_frame_budget", "AdapterError"),  # a warning: source-size frames
     ("prompt.py", "build_previews", "BenchmarkError"),  # the first problem only
     ("prompt.py", "engine_view", "AdapterError"),  # a warning: the template's rendering
+    ("prompt.py", "check_options", "AdapterError"),  # the bad value named; no class: the warning
     ("importers.py", "score_peer_cmd", "BenchmarkError"),  # "benchmark of RUN: ..."
 }
 

@@ -17,6 +17,7 @@ import typer
 import yaml
 
 from interactscope.core.files import UnsafeWriteError
+from interactscope.core.resources import demo_benchmark_dir
 from interactscope.core.secrets import install_log_redaction, redact
 
 CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3", "faster_whisper")
@@ -53,6 +54,20 @@ def setup_logging(verbose: bool) -> None:
         if not verbose:
             handler.addFilter(_QuietClients())
     install_log_redaction()  # API keys never reach a log line, with -v included
+
+
+BUNDLED_BENCHMARKS = {"demo": demo_benchmark_dir}
+"""Benchmark names ``--bench`` (and ``validate``) accept beside folders: the package's own copy,
+found as ``interactscope demo`` finds it, from a checkout or a ``pip install``."""
+
+
+def bench_dir(path: Path) -> Path:
+    """``path``, or the bundled benchmark it names (:data:`BUNDLED_BENCHMARKS`, e.g. ``demo``)
+    when no such file or folder exists here: a local ``./demo`` shadows the bundled one, as
+    ``./configs/models`` shadows the bundled model configs."""
+    if str(path) in BUNDLED_BENCHMARKS and not path.exists():
+        return BUNDLED_BENCHMARKS[str(path)]()
+    return path
 
 
 def fail(msg: str, code: int = 1) -> None:

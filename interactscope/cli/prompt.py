@@ -8,11 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from pydantic import ValidationError
 
 from interactscope.cli.app import app
-from interactscope.cli.common import fail, parse_sets
-from interactscope.streaming.adapters.base import AdapterError
-from interactscope.streaming.adapters.registry import build_adapter, load_model_config
+from interactscope.cli.common import bench_dir, fail, parse_sets
+from interactscope.engines.config import merge_options
+from interactscope.streaming.adapters.base import AdapterError, options_of
+from interactscope.streaming.adapters.registry import (
+    adapter_class,
+    build_adapter,
+    load_model_config,
+)
 from interactscope.streaming.bench import BenchmarkError, load_benchmark
 from interactscope.streaming.collect import resolve_settings
 from interactscope.streaming.protocol.observation import Observer
@@ -23,6 +29,7 @@ from interactscope.streaming.protocol.preview import (
     preview_two_step,
 )
 from interactscope.streaming.protocol.requests import interaction_grid
+from interactscope.streaming.settings import DRIVER_ADAPTER_KEYS
 
 
 def build_previews(
@@ -40,7 +47,7 @@ def build_previews(
     try:
         name, config = load_model_config(model)
         settings = resolve_settings(config, overrides)
-        b = load_benchmark(bench, media_errors="record")
+        b = load_benchmark(bench_dir(bench), media_errors="record")
     except BenchmarkError as exc:  # the first problem; `validate` lists them all
         fail(str(exc).splitlines()[0])
     text_only = config.get("sees_pixels") is False or config.get("backend") == "cascade"
@@ -115,8 +122,10 @@ def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, A
     ``consumer_max_side``, the frame size the collection driver holds frames at). An adapter
     that cannot be built here (e.g. vLLM without its package) is read from its config
     (``frames_as``) and a warning says the frame size and labels may differ. Raises
-    ``typer.Exit`` when the protocol is online and the backend does not support it."""
+    ``typer.Exit`` (exit 1, one line, as ``collect``) on an invalid backend option, and when
+    the protocol is online and the backend does not support it."""
 
+    check_options(name, config, settings)
     try:
         adapter = build_adapter(name, config, settings)
     except (AdapterError, ImportError) as exc:
@@ -145,6 +154,38 @@ def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, A
     }
 
 
+def check_options(name: str, config: dict[str, Any], settings: Any) -> None:
+    """Refuse, in one line (exit 1, as ``collect``), a model config or ``--set adapter.KEY``
+    option its backend's options model rejects: an unknown key (the valid ones listed) or a
+    bad value (the value given, then what is valid). Checked before the adapter is built, so
+    the preview's fallback for an adapter that cannot be built here (its package missing)
+    never hides a typo; a backend whose class cannot be imported is left to that fallback."""
+    try:
+        options_class = getattr(adapter_class(config["backend"]), "options_class", None)
+    except AdapterError:
+        return
+    if options_class is None:
+        return
+    try:
+        options_of(options_class, name, config, settings)
+    except AdapterError as exc:
+        fail(_naming_values(str(exc).splitlines()[0], options_class, config, settings))
+
+
+def _naming_values(line: str, options_class: Any, config: dict, settings: Any) -> str:
+    """``line`` (the options' message: ``option 'KEY': what is valid``) with each invalid
+    value after its key: ``option 'decision' = 'twostep': Input should be ...``."""
+    overrides = {k: v for k, v in settings.adapter.items() if k not in DRIVER_ADAPTER_KEYS}
+    try:
+        options_class.model_validate(merge_options(config, overrides))
+    except ValidationError as exc:
+        for e in exc.errors():
+            key = ".".join(str(p) for p in e["loc"])
+            if e["type"] != "extra_forbidden":
+                line = line.replace(f"option {key!r}:", f"option {key!r} = {e['input']!r}:", 1)
+    return line
+
+
 def _find(b: Any, iid: str) -> Any:
     try:
         return b.interaction(iid)
@@ -169,7 +210,9 @@ def prompt(
     model: str = typer.Option(
         ..., "--model", "-m", help="Model config name (see `interactscope models`)."
     ),
-    bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
+    bench: Path = typer.Option(
+        ..., "--bench", "-b", help="Benchmark folder, or demo (the bundled demo benchmark)."
+    ),
     interaction_id: str = typer.Option(..., "--id", help="Interaction id."),
     at: float | None = typer.Option(
         None,
@@ -183,7 +226,8 @@ def prompt(
     request, tool catalogue, history, and each attached frame/audio part described (count, times,
     sizes) — without calling the model.
 
-    Example: interactscope prompt --model qwen3-omni --bench annotations/demo --id t1-taxi --at 4"""
+    Example: interactscope prompt --model qwen3-omni --bench demo --id t1-taxi --at 4
+    (demo: the bundled demo benchmark, in a checkout or a pip install)."""
     if at is not None and at < 0:
         fail("--at must be >= 0 (seconds from the file start)")
     echo_previews(build_previews(model, bench, parse_sets(set_), [(interaction_id, at)]), as_json)

@@ -17,6 +17,7 @@ from interactscope.cli.app import app
 from interactscope.cli.common import (
     EXIT_INCOMPLETE,
     EXIT_RECORD_ERRORS,
+    bench_dir,
     disk_errors,
     fail,
     interrupts,
@@ -59,7 +60,8 @@ DEFAULT_DEMO_JUDGE = "embedding"
 @app.command()
 def validate(
     bench: Path = typer.Argument(
-        ..., help="Benchmark folder (benchmark.json + interactions.jsonl)."
+        ...,
+        help="Benchmark folder (benchmark.json + interactions.jsonl), or demo (the bundled one).",
     ),
     no_probe: bool = typer.Option(False, "--no-probe", help="Do not open the media files."),
     strict_media: bool = typer.Option(
@@ -80,7 +82,7 @@ def validate(
     level = quiet.level
     quiet.setLevel(logging.ERROR)  # validate prints the warnings itself, once
     try:
-        b = load_benchmark(bench, probe_media=not no_probe, missing_media=missing)
+        b = load_benchmark(bench_dir(bench), probe_media=not no_probe, missing_media=missing)
     except BenchmarkError as exc:
         quiet.setLevel(level)
         if as_json:
@@ -164,7 +166,9 @@ DRY_RUN = typer.Option(
 @app.command()
 def collect(
     model: str | None = MODEL,
-    bench: Path = typer.Option(..., "--bench", "-b", help="Benchmark folder."),
+    bench: Path = typer.Option(
+        ..., "--bench", "-b", help="Benchmark folder, or demo (the bundled demo benchmark)."
+    ),
     out: Path = typer.Option(..., "--out", "-o", help="Run folder; an existing one is resumed."),
     protocol: str | None = PROTOCOL,
     set_: list[str] = SETS,
@@ -201,6 +205,7 @@ def collect(
     Records go to RUN/responses.jsonl (one per decision point, fsynced per batch); RUN/run.json holds every
     setting. Killing and re-running the same command resumes without duplicates or gaps."""
     setup_logging(verbose)
+    bench = bench_dir(bench)
     if panel is not None:
         return collect_panel(panel, bench, out, limit, progress=not no_progress)
     if model is None:

@@ -13,7 +13,7 @@ from interactscope.core.settings import (
     fill_legacy,
     unknown_setting_hint,
 )
-from interactscope.egobench.profiles import PROFILES
+from interactscope.egobench.profiles import PROFILES, TOOL_RULE_OVERRIDES, run_profile
 
 Mode = Literal["easy", "hard", "static"]
 
@@ -177,8 +177,19 @@ OFFICIAL_DEFAULTS: dict[str, Any] = {
 """Settings ``runner=official`` changes (docs/egobench.md, "Runner profiles")."""
 
 
+def resolve_tool_rules(settings: EpisodeSettings) -> EpisodeSettings:
+    """``settings`` with each tool-rule override (:data:`~interactscope.egobench.profiles
+    .TOOL_RULE_OVERRIDES`; ``None``: the profile's) set to the rule the episodes execute with
+    (:func:`~interactscope.egobench.profiles.run_profile`), so a new ``run.json`` records what
+    ``summary.json`` reports (``kitchen_numeric_strings: float`` under ``ours``, not ``null``).
+    The rules are the same either way: ``run_profile`` of the result equals that of the input."""
+    rules = run_profile(settings)
+    return settings.model_copy(update={k: getattr(rules, k) for k in TOOL_RULE_OVERRIDES})
+
+
 def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> EpisodeSettings:
-    """Settings for ``mode`` with dotted ``overrides`` (``{"limits.max_user_turns": 5}``).
+    """Settings for ``mode`` with dotted ``overrides`` (``{"limits.max_user_turns": 5}``), the
+    tool-rule overrides resolved (:func:`resolve_tool_rules`).
 
     ``runner=official`` starts from :data:`OFFICIAL_DEFAULTS` (the official runner's
     defaults); explicit overrides still win.
@@ -197,7 +208,7 @@ def build_settings(mode: str, overrides: dict[str, Any] | None = None) -> Episod
             "reproduces the official interactive easy loop"
         )
     try:
-        return EpisodeSettings.model_validate(raw)
+        return resolve_tool_rules(EpisodeSettings.model_validate(raw))
     except ValidationError as exc:
         e = exc.errors()[0]
         key = ".".join(str(p) for p in e["loc"])

@@ -20,6 +20,7 @@ from pydantic import BaseModel
 from interactscope.engines.base import Message, Part, as_messages, prompt_dicts
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.prompts import (
+    SPEAK_PROMPT_VERSION,
     build_messages,
     online_turn,
     render_speak,
@@ -69,8 +70,9 @@ class PromptPreview(BaseModel):
     """The messages of one decision point and what they carry. Online Rolling: ``turn`` is the
     step (1 = the replay), ``since_s`` the previous step's time (turn > 1), and ``messages`` the
     messages that step appends to the session's conversation. Two-step decision
-    (``adapter.decision=two_step``): ``step`` 1 is the speak-now question, ``step`` 2 the
-    answer prompt, generated only when p(yes) >= ``speak_threshold``."""
+    (``adapter.decision=two_step``): ``step`` 1 is the speak-now question (``prompt_version``'s
+    text prompt plus the yes/no question of template ``speak_prompt``, e.g. ``speak-v1``),
+    ``step`` 2 the answer prompt, generated only when p(yes) >= ``speak_threshold``."""
 
     interaction_id: str
     t: float
@@ -83,6 +85,7 @@ class PromptPreview(BaseModel):
     since_s: float | None = None
     step: int | None = None
     speak_threshold: float | None = None
+    speak_prompt: str | None = None
 
 
 def _part(p: Any) -> PartPreview:
@@ -201,8 +204,11 @@ def preview_two_step(
         tools=[tool.name for tool in req.tools],
         speak_threshold=speak_threshold,
     )
+    speak = render_speak(req, SPEAK_PROMPT_VERSION)  # the cascade adapter's template
     return [
-        PromptPreview(**common, messages=preview_parts(render_speak(req)), step=1),
+        PromptPreview(
+            **common, messages=preview_parts(speak), step=1, speak_prompt=SPEAK_PROMPT_VERSION
+        ),
         PromptPreview(**common, messages=preview_parts(render_text(req)), step=2),
     ]
 
@@ -291,7 +297,11 @@ def format_preview(pv: PromptPreview) -> str:
             f"what is new since {pv.since_s:g} s)"
         )
     if pv.step == 1:
-        turn = ", two-step decision, step 1: the speak-now question (p(yes) from next-token probabilities)"
+        # step 1's messages are the prompt's plus the yes/no question of its own template
+        turn = (
+            f"{f' + {pv.speak_prompt}' if pv.speak_prompt else ''}, two-step decision, step 1: "
+            "the speak-now question (p(yes) from next-token probabilities)"
+        )
     elif pv.step is not None:
         turn = (
             f", two-step decision, step 2: the answer, only when p(yes) >= {pv.speak_threshold:g}"
