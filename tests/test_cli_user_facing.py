@@ -37,6 +37,14 @@ def test_a_misspelled_adapter_value_is_refused_naming_key_value_and_valid_values
         assert "warning" not in line and "Traceback" not in r.output
 
 
+def test_a_real_collect_names_the_bad_value_too(tmp_path) -> None:
+    out = tmp_path / "run"
+    r = _run("collect", "--model", "silent", "--bench", DEMO, "--out", str(out), "--no-progress",
+             "--set", "adapter.simulate_latency_s=-1")  # fmt: skip
+    assert r.exit_code == 1 and "option 'simulate_latency_s' = -1" in r.output
+    assert "greater than or equal to 0" in r.output and not (out / "responses.jsonl").exists()
+
+
 def test_a_bad_number_names_the_value_and_an_unknown_key_the_valid_keys() -> None:
     r = _run("prompt", "--model", "cascade", "--bench", DEMO, *TAXI,
              "--set", "adapter.speak_threshold=abc")  # fmt: skip

@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import typer
-from pydantic import ValidationError
 
 from interactscope.cli.app import app
 from interactscope.cli.common import bench_dir, fail, parse_sets
-from interactscope.engines.config import merge_options
 from interactscope.streaming.adapters.base import AdapterError, options_of
 from interactscope.streaming.adapters.registry import (
     adapter_class,
@@ -29,7 +27,6 @@ from interactscope.streaming.protocol.preview import (
     preview_two_step,
 )
 from interactscope.streaming.protocol.requests import interaction_grid
-from interactscope.streaming.settings import DRIVER_ADAPTER_KEYS
 
 
 def build_previews(
@@ -169,21 +166,7 @@ def check_options(name: str, config: dict[str, Any], settings: Any) -> None:
     try:
         options_of(options_class, name, config, settings)
     except AdapterError as exc:
-        fail(_naming_values(str(exc).splitlines()[0], options_class, config, settings))
-
-
-def _naming_values(line: str, options_class: Any, config: dict, settings: Any) -> str:
-    """``line`` (the options' message: ``option 'KEY': what is valid``) with each invalid
-    value after its key: ``option 'decision' = 'twostep': Input should be ...``."""
-    overrides = {k: v for k, v in settings.adapter.items() if k not in DRIVER_ADAPTER_KEYS}
-    try:
-        options_class.model_validate(merge_options(config, overrides))
-    except ValidationError as exc:
-        for e in exc.errors():
-            key = ".".join(str(p) for p in e["loc"])
-            if e["type"] != "extra_forbidden":
-                line = line.replace(f"option {key!r}:", f"option {key!r} = {e['input']!r}:", 1)
-    return line
+        fail(str(exc).splitlines()[0])
 
 
 def _find(b: Any, iid: str) -> Any:

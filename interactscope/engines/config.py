@@ -110,7 +110,8 @@ def parse_options(cls: type[OptionsT], options: Mapping[str, Any], where: str) -
         where: names the source in messages, e.g. ``"model 'gpt-4o' (backend openai)"``.
 
     Raises:
-        EngineError: one line per problem; an unknown key names the key and the valid keys.
+        EngineError: one line per problem; an unknown key names the key and the valid keys, a
+            bad value is named (its repr, cut at 60 characters) with what is valid.
     """
     try:
         return cls.model_validate(dict(options))
@@ -125,5 +126,7 @@ def parse_options(cls: type[OptionsT], options: Mapping[str, Any], where: str) -
                     f"valid options: {valid}"
                 )
             else:
-                lines.append(f"{where}: option {key!r}: {e['msg']}")
+                given = repr(e.get("input"))
+                given = given if len(given) <= 60 else given[:57] + "..."
+                lines.append(f"{where}: option {key!r} = {given}: {e['msg']}")
         raise EngineError("; ".join(lines)) from None
