@@ -46,7 +46,7 @@ class QwenOptions(BackendOptions):
 
     checkpoint: str | None = Field(None, description="hub id or local folder")
     family: Literal["omni", "vl"] | None = Field(None, description="default from model_type")
-    frames_as: Literal["image", "video"] | None = None
+    frames_as: Literal["image", "video", "video_pairs"] | None = None
     mm_processor_kwargs: dict[str, Any] | None = None
     processor_kwargs: dict[str, Any] | None = Field(None, description="alias of the above")
     videos_kwargs: dict[str, Any] = Field(default_factory=dict)
