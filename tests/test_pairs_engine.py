@@ -147,3 +147,18 @@ def test_qwen3_vl_metadata_is_per_item():
     assert [m.total_num_frames for m in meta] == [2, 2, 2]
     text = proc.tokenizer.decode(eng.process(r)["input_ids"][0])
     assert all(f"<{x} seconds>" in text for x in ("0.5", "2.5", "4.0"))
+
+
+def test_items_of_different_frame_rates_take_one_fps(omni):
+    """Past the cap the picks are spread (stride): items (0, 4) and (8, 9) have 0.25 and 1 Hz.
+    The Omni processor takes one ``fps`` (a list is refused); for one-patch items it does not
+    enter the positions, so the first item's is sent (second_per_grid 2 / 0.25 = 8 s)."""
+    eng = _engine(omni, frames_as=PAIRS)
+    obs = _obs(9.0)
+    obs = Observation(t=9.0, frames=[obs.frames[k] for k in (0, 4, 8, 9)], n_frames_available=10,
+                      has_audio=False)  # fmt: skip
+    r = eng.render(build_messages(_request(9.0, obs, NONE), frames_as=PAIRS))
+    assert r.video_fps == [0.25, 1.0]
+    out = eng.process(r)
+    assert out["video_grid_thw"].tolist() == [[1, 4, 4]] * 2
+    assert out["video_second_per_grid"].tolist() == [8.0, 8.0]
