@@ -157,3 +157,12 @@ def test_image_and_video_text_unchanged_by_the_new_key():
             assert "[video: frames at" not in str(
                 _user(build_messages(_request(3.0, prompt_version=v), frames_as=fa))
             )
+
+
+def test_preview_shows_each_item_and_the_padded_newest():
+    from interactscope.streaming.protocol.preview import preview_parts
+
+    (_, user) = preview_parts(build_messages(_request(4.5, prompt_version="v2"), frames_as=PAIRS))
+    videos = [p for p in user.parts if p.kind == "video"]
+    assert [p.pts_s for p in videos] == [[0.0, 1.0], [2.0, 3.0], [4.0]]
+    assert [p.sent_pts_s for p in videos] == [None, None, [4.0, 4.0]]

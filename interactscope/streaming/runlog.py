@@ -258,13 +258,13 @@ FRAMES_AS_DEFAULTS = {"transformers": "video", "vllm": "image"}
 def frames_layout(m: RunManifest) -> str | None:
     """How a run sent the stream frames (``frames_as``: ``image`` | ``video`` | ``video_pairs``):
     ``settings.adapter.frames_as`` (``--set``), else its recorded model config's (top level or
-    under ``limits:`` / ``vllm:``), else the backend's default (:data:`FRAMES_AS_DEFAULTS`).
+    under ``limits:`` / ``vllm:`` / ``transformers:``), else the backend's default (:data:`FRAMES_AS_DEFAULTS`).
     None when ``run.json`` holds no model config (older runs) or the backend has no such key."""
     cfg = (m.model_extra or {}).get("model_config")
     if not isinstance(cfg, dict):
         return None
     found = m.settings.adapter.get("frames_as")
-    for where in (cfg, cfg.get("limits"), cfg.get("vllm")):
+    for where in (cfg, cfg.get("limits"), cfg.get("vllm"), cfg.get("transformers")):
         if found is None and isinstance(where, dict):
             found = where.get("frames_as")
     found = found or FRAMES_AS_DEFAULTS.get(str(cfg.get("backend") or m.backend))
