@@ -677,8 +677,7 @@ def online_prompt(
     audio samples ``[len(previous.audio), len(audio))``, transcript words ending after
     ``previous.t``, then the current time and the ask. The model's own answers are appended by
     the session as assistant turns between steps, so ``history.n`` is not repeated here.
-    ``frames_as="video_pairs"`` is sent as ``"video"`` here (the replay as one video, each later
-    turn's new frames as one video): the session's own KV cache already keeps every earlier turn.
+    ``frames_as="video_pairs"`` goes as ``"video"`` (the session's KV cache keeps earlier turns).
     When ``request.tool_results`` is set (an environment executed the model's tool calls), a
     later step's turn also lists the calls executed since the previous step with their results
     (:func:`_new_results`), after the stream parts and before the current time.
@@ -700,10 +699,7 @@ def online_prompt(
     tp = get_template(s.prompt_version)
     obs = request.observation
     now = _text(tp.now.format(t=fmt_time(request.t), token=s.silence_token))
-    if frames_as == "video_pairs":
-        # the session keeps its KV cache itself: each turn's new frames go as one video, as
-        # ``video`` sends them (docs/protocol.md, frames as video pairs)
-        frames_as = "video"
+    frames_as = "video" if frames_as == "video_pairs" else frames_as  # see the docstring
     scene = "none" if (s.scene == "none" or obs is None) else "full"
     if first is None:
         first = previous is None
