@@ -162,3 +162,19 @@ def test_items_of_different_frame_rates_take_one_fps(omni):
     out = eng.process(r)
     assert out["video_grid_thw"].tolist() == [[1, 4, 4]] * 2
     assert out["video_second_per_grid"].tolist() == [8.0, 8.0]
+
+
+def test_pairs_visual_tokens_are_the_one_videos(omni):
+    """The vision encoder attends within each temporal patch (``get_vision_cu_seqlens``,
+    ``merge_temporal=False``), so the items' 3 x 4 merged tokens equal the one video's."""
+    import torch
+
+    a_eng, b_eng = _engine(omni, frames_as=PAIRS), _engine(omni, frames_as="video")
+    a = a_eng.process(a_eng.render(_msgs(4.0)))
+    b = b_eng.process(b_eng.render(_msgs(4.0, "video")))
+    gen = a_eng.generator
+    visual = getattr(gen, "visual", None) or gen.model.visual
+    with torch.no_grad():
+        ea = visual(a["pixel_values_videos"], grid_thw=a["video_grid_thw"]).pooler_output
+        eb = visual(b["pixel_values_videos"], grid_thw=b["video_grid_thw"]).pooler_output
+    assert ea.shape[0] == 12 and torch.equal(ea, eb)
