@@ -178,3 +178,19 @@ def test_pairs_visual_tokens_are_the_one_videos(omni):
         ea = visual(a["pixel_values_videos"], grid_thw=a["video_grid_thw"]).pooler_output
         eb = visual(b["pixel_values_videos"], grid_thw=b["video_grid_thw"]).pooler_output
     assert ea.shape[0] == 12 and torch.equal(ea, eb)
+
+
+@pytest.mark.slow
+def test_pairs_share_the_prefix_within_the_cap_on_the_3b_engine():
+    """``bench_prefix.measure_config`` (qwen2.5-omni-3b's engine and budget over the tiny Omni
+    model, media placeholders keyed by their item's bytes): t = 1..32, all within the cap. The
+    one video shares nothing from its first placeholder on; the pairs keep every earlier item,
+    >= 0.9 of the shorter prompt on average (docs/protocol.md: 90 %), over 3x the video's."""
+    from benchmarks.bench_prefix import measure_config
+
+    v3 = {"prompt_version": "v3", "audio.segment_s": 8}
+    pairs = measure_config("qwen2.5-omni-3b", 31, "stride", v3, frames_as=PAIRS)
+    video = measure_config("qwen2.5-omni-3b", 31, "stride", v3, frames_as="video")
+    assert pairs["frames_as"] == PAIRS and pairs["beyond"] != pairs["beyond"]  # none past it
+    assert pairs["within"] >= 0.9 and pairs["within"] > 3 * video["within"]
+    assert pairs["tokens"] < 1.05 * video["tokens"]  # about one video's tokens (+ labels)
