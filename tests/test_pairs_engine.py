@@ -194,3 +194,14 @@ def test_pairs_share_the_prefix_within_the_cap_on_the_3b_engine():
     assert pairs["frames_as"] == PAIRS and pairs["beyond"] != pairs["beyond"]  # none past it
     assert pairs["within"] >= 0.9 and pairs["within"] > 3 * video["within"]
     assert pairs["tokens"] < 1.05 * video["tokens"]  # about one video's tokens (+ labels)
+
+
+def test_vllm_default_limit_takes_every_item():
+    """ceil(frames.max / 2) 2-frame videos (32 frames: 16; 5: 3), 4 image attachments."""
+    from interactscope.engines.qwen_options import QwenOptions
+    from interactscope.engines.vllm_engine import VLLMEngine
+
+    limits = VLLMEngine._limits
+    assert limits(QwenOptions(), PAIRS, 32) == {"image": 4, "video": 16, "audio": 2}
+    assert limits(QwenOptions(), PAIRS, 5)["video"] == 3
+    assert limits(QwenOptions(), "video", 32) == {"image": 4, "video": 1, "audio": 2}
