@@ -9,7 +9,8 @@ Families (from the checkpoint's ``model_type``, or ``family:`` in the model conf
 Arrays only: parts are passed to the processor as ``videos=`` / ``images=`` / ``audio=`` arrays,
 never as file paths (Qwen's helper utilities read a whole file's audio, past any clip end), and
 ``use_audio_in_video``/``load_audio_from_video`` are never set. An image part that is a stream
-frame (not an attachment) goes as a 1-frame video when ``frames_as: video``. Qwen's temporal
+frame (not an attachment) goes as a 1-frame video when ``frames_as: video`` or ``video_pairs``
+(whose prompts carry 2-frame video parts, each its own processor video). Qwen's temporal
 patch is 2 frames, so an odd frame count is padded by repeating the newest frame. An audio part
 longer than the feature extractor's window (``n_samples``) keeps its most recent window; one
 shorter than ``min_audio_samples`` (fewer than 480 give no audio token) gets zeros in front.
