@@ -49,7 +49,18 @@ def _checkpoint(folder: Path) -> Path:
     return folder
 
 
-def _config(path: Path, ckpt: Path, args: argparse.Namespace) -> str:
+PAIRS_LAYOUT = {
+    "frames_as": "video_pairs",
+    "settings": {"prompt_version": "v3", "audio": {"mode": "native", "segment_s": 8},
+                 "frames": {"max": 32, "cap_policy": "stride"}},
+}  # fmt: skip
+"""The prefix-sharing layout measured for ``qwen2.5-omni-3b`` (docs/protocol.md, frames as
+video pairs): 2-frame video items, prompt v3 with 8 s audio segments, ``stride`` past the cap."""
+
+
+def _config(path: Path, ckpt: Path, args: argparse.Namespace, pairs: bool = False) -> str:
+    """A tiny-model copy of ``qwen2.5-omni-3b``'s config (its frames layout: ``video``, prompt
+    v2, ``uniform``); ``pairs``: :data:`PAIRS_LAYOUT` instead."""
     cfg = {
         "backend": "transformers",
         "checkpoint": str(ckpt),
@@ -61,6 +72,8 @@ def _config(path: Path, ckpt: Path, args: argparse.Namespace) -> str:
         "limits": {"processor_kwargs": {"max_pixels": args.max_pixels}},
         "settings": {"audio": {"mode": "native"}, "frames": {"max": 32}},
     }
+    if pairs:
+        cfg.update(PAIRS_LAYOUT)
     path.write_text(json.dumps(cfg, indent=2))
     return str(path)
 

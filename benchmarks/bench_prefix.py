@@ -10,7 +10,8 @@ Qwen2.5-Omni processor of ``tests/helpers/tiny_qwen.py`` exactly as the ``transf
 (chat template + media placeholders expanded by the processor) and tokenized. For each pair
 (t, t + 1) it measures the longest common prefix of the two token sequences as a share of the
 shorter one. That share bounds what automatic prefix caching (vLLM, servers) can reuse. Printed
-per prompt version, ``frames_as`` and ``frames.cap_policy``: the mean share for t within the
+per prompt version, ``frames_as`` (``image``, ``video``, ``video_pairs``) and
+``frames.cap_policy``: the mean share for t within the
 frame cap (t + 1 < frames.max) and beyond it, and the ratio new / old measured in the same run.
 Goal: >= 90 % within the cap for ``v2`` with image frames, and past it for the shipped configs
 (``measure_config``; ``v3`` with ``audio.segment_s`` for native audio, docs/protocol.md).
@@ -217,7 +218,7 @@ def main() -> None:
     print(f"t = 1..{args.seconds}, frames.max = 32; share = common token prefix / shorter prompt")
     print(f"{'frames_as':9} {'cap_policy':10} {'version':7} {'within cap':>10} {'beyond':>8} "
           f"{'tokens':>7}")  # fmt: skip
-    for frames_as in ("image", "video"):
+    for frames_as in ("image", "video", "video_pairs"):
         for policy in ("uniform", "stride"):
             res = {}
             for version in ("v1", "v2"):

@@ -86,7 +86,7 @@ def observation(t: float, settings: Any, audio: bool = True) -> Any:
 def _item_tags(inp: dict[str, Any], prompt_ids: list[int], ids: dict[int, str]) -> list[Any]:
     """Each prompt token tagged: text tokens by themselves, placeholder tokens by the digest of
     their item (images and audio one run each in prompt order; every video run belongs to the
-    one video item)."""
+    one video item, or with several video items, ``frames_as: video_pairs``, one run each)."""
     import numpy as np
 
     mm = inp.get("multi_modal_data", {})
@@ -97,21 +97,22 @@ def _item_tags(inp: dict[str, Any], prompt_ids: list[int], ids: dict[int, str]) 
             arr = item[0] if isinstance(item, tuple) else item
             out.append(hashlib.sha1(np.ascontiguousarray(arr).tobytes()).hexdigest())
         digests[kind] = out
-    assert len(digests.get("video", [])) <= 1, "one video item per prompt at most"
-    seen = {"image": -1, "audio": -1}
+    one_video = len(digests.get("video", [])) <= 1
+    seen = {"image": -1, "audio": -1, "video": -1}
     tags: list[Any] = []
     prev = None
     for tok in prompt_ids:
         kind = ids.get(tok)
         if kind is None:
             tags.append(tok)
-        elif kind == "video":
+        elif kind == "video" and one_video:
             tags.append(("video", digests["video"][0]))
         else:
             if prev != tok:
                 seen[kind] += 1
             tags.append((kind, digests[kind][seen[kind]]))
         prev = tok
+    assert one_video or seen["video"] + 1 == len(digests["video"]), "one run per video item"
     return tags
 
 

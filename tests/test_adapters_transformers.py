@@ -365,6 +365,8 @@ def _engine(model_proc, **opts):
         ("video", 40, 8),
         # image: each of the 8 distinct frames once; 1+2+..+8+8 = 44 frames sent, 36 reused
         ("image", 36, 8),
+        # video_pairs: the same 48 frames sent (items of 2, the lone newest padded), 8 processed
+        ("video_pairs", 40, 8),
     ],
 )
 @pytest.mark.slow

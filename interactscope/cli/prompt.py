@@ -113,7 +113,7 @@ def _online(b: Any, it: Any, t: float | None, settings: Any, obs: Any, text_only
 
 def engine_view(name: str, config: dict[str, Any], settings: Any) -> dict[str, Any]:
     """How the model's adapter shapes what its engine receives, without loading weights:
-    ``frames_as`` (``image`` | ``video``: how the prompt's messages are built), ``convert`` (the
+    ``frames_as`` (``image`` | ``video`` | ``video_pairs``: how the prompt's messages are built), ``convert`` (the
     adapter's own rewrite of a message's parts: the vLLM adapter builds image parts and turns
     them into one video part itself), ``consumer_side`` (the adapter's
     ``consumer_max_side``, the frame size the collection driver holds frames at). An adapter

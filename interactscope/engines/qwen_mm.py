@@ -9,7 +9,8 @@ Families (from the checkpoint's ``model_type``, or ``family:`` in the model conf
 Arrays only: parts are passed to the processor as ``videos=`` / ``images=`` / ``audio=`` arrays,
 never as file paths (Qwen's helper utilities read a whole file's audio, past any clip end), and
 ``use_audio_in_video``/``load_audio_from_video`` are never set. An image part that is a stream
-frame (not an attachment) goes as a 1-frame video when ``frames_as: video``. Qwen's temporal
+frame (not an attachment) goes as a 1-frame video when ``frames_as: video`` or ``video_pairs``
+(whose prompts carry 2-frame video parts, each its own processor video). Qwen's temporal
 patch is 2 frames, so an odd frame count is padded by repeating the newest frame. An audio part
 longer than the feature extractor's window (``n_samples``) keeps its most recent window; one
 shorter than ``min_audio_samples`` (fewer than 480 give no audio token) gets zeros in front.
@@ -474,7 +475,7 @@ class QwenEngine:
                 parts.append({"type": "text", "text": p.text})
             elif isinstance(p, base.ImagePart):
                 img = np.ascontiguousarray(p.image)
-                if self.frames_as == "video" and not p.attachment:
+                if self.frames_as in ("video", "video_pairs") and not p.attachment:
                     # a stream frame in image form (e.g. online replay): a 1-frame video
                     _add_video(r, [img], [float(p.pts_s or 0.0)], parts)
                 else:
@@ -512,7 +513,13 @@ class QwenEngine:
         vk = {"do_sample_frames": False, **self.options.videos_kwargs}
         if self.video_size is not None:
             vk.setdefault("size", dict(self.video_size))
-        vk.setdefault("fps", r.video_fps[0] if len(set(r.video_fps)) == 1 else r.video_fps)
+        one_patch = all(len(v) <= 2 for v in r.videos)  # e.g. frames_as: video_pairs
+        if len(set(r.video_fps)) == 1 or one_patch:
+            # the Omni processors take one fps; for one-temporal-patch items it does not enter
+            # the positions (get_rope_index: t_index = [0] * second_per_grid)
+            vk.setdefault("fps", r.video_fps[0])
+        else:
+            vk.setdefault("fps", r.video_fps)
         if self._wants_metadata():
             # Qwen3-VL writes each frame's timestamp into the prompt from this metadata;
             # without it it assumes 24 fps. Index k at 1 fps = stream second k.

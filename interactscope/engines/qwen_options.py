@@ -42,11 +42,12 @@ class PreflightOptions(BaseModel):
 
 class QwenOptions(BackendOptions):
     """Model config keys of the ``vllm`` and ``transformers`` backends (see the module docstring).
-    ``frames_as`` defaults to ``image`` on vLLM and ``video`` on transformers."""
+    ``frames_as`` (``image`` | ``video`` | ``video_pairs``: 2-frame video items,
+    docs/protocol.md) defaults to ``image`` on vLLM and ``video`` on transformers."""
 
     checkpoint: str | None = Field(None, description="hub id or local folder")
     family: Literal["omni", "vl"] | None = Field(None, description="default from model_type")
-    frames_as: Literal["image", "video"] | None = None
+    frames_as: Literal["image", "video", "video_pairs"] | None = None
     mm_processor_kwargs: dict[str, Any] | None = None
     processor_kwargs: dict[str, Any] | None = Field(None, description="alias of the above")
     videos_kwargs: dict[str, Any] = Field(default_factory=dict)

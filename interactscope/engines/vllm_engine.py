@@ -177,12 +177,15 @@ class VLLMEngine:
 
     @staticmethod
     def _limits(o: QwenOptions, frames_as: str, max_frames: int) -> dict[str, int]:
-        """``limit_mm_per_prompt``, by default room for ``max_frames`` stream frames (or one
-        video) plus 4 image attachments and 2 audio items."""
+        """``limit_mm_per_prompt``, by default room for ``max_frames`` stream frames (as images,
+        one video, or ``video_pairs``' ceil(max_frames / 2) two-frame videos) plus 4 image
+        attachments and 2 audio items."""
         if o.limit_mm_per_prompt:
             return {str(k): int(v) for k, v in o.limit_mm_per_prompt.items()}
         if frames_as == "image":
             return {"image": int(max_frames) + 4, "audio": 2}
+        if frames_as == "video_pairs":
+            return {"image": 4, "video": (int(max_frames) + 1) // 2, "audio": 2}
         return {"image": 4, "video": 1, "audio": 2}
 
     @property

@@ -238,8 +238,37 @@ def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
             f"{new.benchmark.name}@{new.benchmark.fingerprint}"
         )
     old_s, new_s = old.settings.model_dump(mode="json"), new.settings.model_dump(mode="json")
+    old_fa, new_fa = frames_layout(old), frames_layout(new)
+    if old_fa is not None and new_fa is not None:  # compared as used, however it was set
+        for d in (old_s, new_s):
+            d.get("adapter", {}).pop("frames_as", None)
+        if old_fa != new_fa:
+            diffs.append(
+                f"frames_as: {old_fa!r} != {new_fa!r} (the model config's frames layout; pass "
+                f"--set adapter.frames_as={old_fa} to resume with the one the run used)"
+            )
     diffs += [f"settings.{d}" for d in diff_settings(old_s, new_s)]
     return diffs
+
+
+FRAMES_AS_DEFAULTS = {"transformers": "video", "vllm": "image"}
+"""The ``frames_as`` of a model config that names none, per backend (``QwenOptions``)."""
+
+
+def frames_layout(m: RunManifest) -> str | None:
+    """How a run sent the stream frames (``frames_as``: ``image`` | ``video`` | ``video_pairs``):
+    ``settings.adapter.frames_as`` (``--set``), else its recorded model config's (top level or
+    under ``limits:`` / ``vllm:`` / ``transformers:``), else the backend's default (:data:`FRAMES_AS_DEFAULTS`).
+    None when ``run.json`` holds no model config (older runs) or the backend has no such key."""
+    cfg = (m.model_extra or {}).get("model_config")
+    if not isinstance(cfg, dict):
+        return None
+    found = m.settings.adapter.get("frames_as")
+    for where in (cfg, cfg.get("limits"), cfg.get("vllm"), cfg.get("transformers")):
+        if found is None and isinstance(where, dict):
+            found = where.get("frames_as")
+    found = found or FRAMES_AS_DEFAULTS.get(str(cfg.get("backend") or m.backend))
+    return None if found is None else str(found)
 
 
 def open_run(

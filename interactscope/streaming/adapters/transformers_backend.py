@@ -24,7 +24,7 @@ answers after the first eviction are not those of re-encoding).
 Options (model config: top level, or inside ``limits:`` / ``transformers:``; ``--set adapter.*``
 overrides any of them; unknown keys are refused): :class:`interactscope.engines.qwen_options.QwenOptions`
 — ``checkpoint``, ``family`` (``omni`` | ``vl``), ``device``, ``dtype``, ``attn_implementation``,
-``frames_as`` (``video`` | ``image``), ``processor_kwargs`` (``{max_pixels, min_pixels}``: the
+``frames_as`` (``video`` | ``image`` | ``video_pairs``), ``processor_kwargs`` (``{max_pixels, min_pixels}``: the
 per-frame pixel budget, also given as the video ``size`` on every call), ``videos_kwargs``,
 ``trust_remote_code``, ``min_audio_samples`` (1600), ``session_max_frames`` (Online Rolling;
 default ``frames.max``), ``session_cache`` (true), ``session_reprefill_every`` (cap // 2),

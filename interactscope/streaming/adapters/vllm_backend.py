@@ -24,10 +24,13 @@ also be given in ``settings.adapter``, which wins):
 ``max_model_len`` (default 32768)
     Context length in tokens: prompt + ``generation.max_new_tokens``.
 ``limit_mm_per_prompt`` (default ``{image: frames.max + 4, audio: 2}``; with ``frames_as: video``
-``{image: 4, video: 1, audio: 2}``; the 4 images are room for query attachments)
+``{image: 4, video: 1, audio: 2}``, with ``video_pairs`` ``{image: 4, video: ceil(frames.max /
+2), audio: 2}``; the 4 images are room for query attachments)
     Per-prompt multimodal item limits given to the engine and checked by :meth:`preflight`.
-``frames_as`` (``image`` | ``video``, default ``image``; the shipped vLLM configs say ``image``:
-with prompt ``v2`` the prefix cache reuses every earlier frame, docs/protocol.md#prompts)
+``frames_as`` (``image`` | ``video`` | ``video_pairs``, default ``image``; the shipped vLLM
+configs say ``image``: with prompt ``v2`` the prefix cache reuses every earlier frame,
+docs/protocol.md#prompts; ``video_pairs``: 2-frame video items, each after its label, the
+prompt builder's parts as they are)
 ``mm_processor_kwargs`` (alias ``processor_kwargs``, the transformers backend's key)
     Passed to the engine (and per prompt), e.g. ``{max_pixels: 602112}``.
 ``videos_kwargs``
@@ -276,6 +279,8 @@ class VLLMAdapter(FrameConsumer, ConfiguredAdapter):
 
         if self.frames_as == "video" and not self.joins_video_itself():
             return build_prompt(request, frames_as="video")
+        if self.frames_as == "video_pairs":  # the builder's 2-frame items, any layout
+            return build_prompt(request, frames_as="video_pairs")
         return build_prompt(request)
 
     def joins_video_itself(self) -> bool:

@@ -4,7 +4,8 @@ of its pixels or samples. Nothing here calls a model.
 
 What the engine receives depends on the adapter, so the caller passes what it knows of it:
 ``frames_as`` (``image``: one image part per frame; ``video``: one video part, whose odd frame
-count the Qwen engines pad with the newest frame), ``convert`` (an adapter's own rewrite of a
+count the Qwen engines pad with the newest frame; ``video_pairs``: a video part per two frames,
+the lone newest one padded so), ``convert`` (an adapter's own rewrite of a
 message's parts, e.g. the vLLM adapter's video relabelling) and an
 :class:`~interactscope.streaming.protocol.observation.Observer` built with the adapter's
 consumer side (the frame size the engine gets). Online Rolling is shown as its turns: turn 1

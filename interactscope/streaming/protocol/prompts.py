@@ -15,7 +15,13 @@ serialized form (:func:`~interactscope.engines.base.prompt_dicts`, read back by
 - ``{"type": "audio", "audio": np.ndarray (n,) float32 mono, "sampling_rate": int}`` — the stream
   waveform [0, t] (``"role": "stream"``) or its new part in Online Rolling;
 - with ``frames_as="video"`` the stream frames are one part instead:
-  ``{"type": "video", "video": [(H, W, 3) uint8, ...], "pts_s": [float, ...]}``.
+  ``{"type": "video", "video": [(H, W, 3) uint8, ...], "pts_s": [float, ...]}``;
+- with ``frames_as="video_pairs"`` (since issue 29) they are consecutive video parts of two
+  frames each (picks 0+1, 2+3, ...: one Qwen temporal patch; an odd newest pick is a 1-frame
+  part, which the Qwen engines pad to 2), each after a ``[video: frames at A, B]`` label
+  (:data:`FRAME_LAYOUTS`). Earlier items are then unchanged from t to t + 1 (a prefix cache
+  keeps them) at about one video's tokens. Online Rolling sends them as ``video`` does
+  (:func:`online_prompt`).
 
 The wording lives in :data:`TEMPLATES` and the layout in :data:`LAYOUTS`, both keyed by version
 (``settings.prompt_version``). A version is never edited once runs were made with it: add a new
@@ -69,6 +75,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from interactscope.streaming.schema import ResponseRecord, ToolSpec
 
 __all__ = [
+    "FRAME_LAYOUTS",
     "LAYOUTS",
     "ONLINE_RESULTS_HEADER",
     "PROMPT_VERSION",
@@ -130,6 +137,7 @@ class PromptTemplate:
     history_line: str
     now: str
     audio_segment: str = ""  # the timeline layout's segment label (v3 on)
+    video_pair: str = ""  # frames_as video_pairs: one item's label (since issue 29)
 
 
 TEMPLATES: dict[str, PromptTemplate] = {
@@ -170,6 +178,7 @@ TEMPLATES: dict[str, PromptTemplate] = {
         stream_new_header="New in the stream since {prev} (up to {t}):",
         frame="[frame at {pts}]",
         video="[video: {n} frames, at {times}]",
+        video_pair="[video: frames at {times}]",
         frames_none="(no video frames yet)",
         frames_capped="({n} of the {total} frames so far, one per second)",
         frames_omitted="({n} video frames omitted: this model cannot see them)",
@@ -205,6 +214,16 @@ TEMPLATES["v3"] = replace(
     ),
     audio_segment="[audio from {start} to {end}]",
 )
+
+FRAME_LAYOUTS: dict[str, str] = {
+    "image": "one image part per frame, each after its [frame at X] label",
+    "video": "the frames as one video part (v1: label before it; v2+: label after the media)",
+    "video_pairs": (
+        "consecutive 2-frame video parts (picks 0+1, 2+3, ...; an odd newest pick alone), "
+        "each after its [video: frames at A, B] label; v3 places each at its last frame's time"
+    ),
+}
+"""``frames_as`` -> how the stream frames are sent (the adapter's ``frames_as`` key)."""
 
 LAYOUTS: dict[str, str] = {"v1": "classic", "v2": "prefix", "v3": "timeline"}
 """Version -> layout. ``classic``: the stream header names t and precedes the media, the cap
@@ -283,7 +302,13 @@ def _timeline_parts(
 ) -> list[Part]:
     """The timeline layout's media: frames (or the one video, first) and the audio segments of
     :func:`audio_segments` in time order, a segment after every frame up to its end, the last
-    segment after the newest frame."""
+    segment after the newest frame.
+
+    ``video_pairs``: each 2-frame item at its last frame's time, a segment after the items
+    ending by its end; at equal times a pair first but a lone newest frame (an odd count) after
+    the segment, and a full last segment is placed by its end like the others. So the segment
+    ending at B stays where it is when the lone item (B) becomes the pair (B, B + 1) at the next
+    point (B + 1 > B), instead of moving from after it to before it."""
     sr = int(obs.sample_rate)
     audio = obs.audio if obs.audio is not None else []
 
@@ -296,9 +321,16 @@ def _timeline_parts(
     if frames_as == "video":
         media = _frame_parts(obs.frames, tp, False, "video", tail)
         return media + [p for a, b in bounds[:-1] for p in segment(a, b)] + last
-    timed = [(float(f.pts_s), 0, _frame_parts([f], tp, False)) for f in obs.frames]
+    if frames_as == "video_pairs":
+        step = None if segment_s is None else round(float(segment_s) * sr)
+        if bounds and step is not None and bounds[-1][1] - bounds[-1][0] == step:
+            bounds, last = bounds + [(0, 0)], []  # a full last segment: placed by its end
+        timed = [(float(g[-1].pts_s), 0 if len(g) == 2 else 2, _pair_parts(g, tp))
+                 for g in _pairs(obs.frames)]  # fmt: skip
+    else:
+        timed = [(float(f.pts_s), 0, _frame_parts([f], tp, False)) for f in obs.frames]
     timed += [(b / sr, 1, segment(a, b)) for a, b in bounds[:-1]]
-    timed.sort(key=lambda x: x[:2])  # at equal times the frame first
+    timed.sort(key=lambda x: x[:2])  # at equal times the frame (a pair) first, a lone one last
     return [p for _, _, ps in timed for p in ps] + last
 
 
@@ -391,11 +423,26 @@ def _frame_parts(
         late.append(_text(tp.video.format(n=len(frames), times=times)))
         video = VideoPart(frames=[f.image for f in frames], pts_s=[float(f.pts_s) for f in frames])
         return late + [video] if tail is None else [video]
+    if frames_as == "video_pairs":
+        return [p for g in _pairs(frames) for p in _pair_parts(g, tp)]
     parts: list[Part] = []
     for f in frames:
         parts.append(_text(tp.frame.format(pts=fmt_time(f.pts_s))))
         parts.append(ImagePart(image=f.image, pts_s=float(f.pts_s)))
     return parts
+
+
+def _pairs(frames: Sequence[Any]) -> list[Sequence[Any]]:
+    """``frames`` (time order) as consecutive items of two (Qwen's temporal patch): picks 0+1,
+    2+3, ...; an odd count leaves the newest alone."""
+    return [frames[i : i + 2] for i in range(0, len(frames), 2)]
+
+
+def _pair_parts(frames: Sequence[Any], tp: PromptTemplate) -> list[Part]:
+    """One ``video_pairs`` item: its label (the frames' times) and a video part of its frames."""
+    times = ", ".join(fmt_time(f.pts_s) for f in frames)
+    video = VideoPart(frames=[f.image for f in frames], pts_s=[float(f.pts_s) for f in frames])
+    return [_text(tp.video_pair.format(times=times)), video]
 
 
 def _stream_parts(
@@ -510,9 +557,10 @@ def build_prompt(
             :class:`~interactscope.streaming.protocol.observation.Observation` or ``None`` (no media:
             ``scene = none`` or an adapter that needs none).
         text_only: render for a text-only model (no image/audio parts; transcript kept).
-        frames_as: ``"image"`` (one image part per frame, each after a ``[frame at X s]`` label)
-            or ``"video"`` (one ``{"type": "video", "video": [arrays], "pts_s": [floats]}`` part
-            after a label listing the frame times).
+        frames_as: ``"image"`` (one image part per frame, each after a ``[frame at X s]`` label),
+            ``"video"`` (one ``{"type": "video", "video": [arrays], "pts_s": [floats]}`` part
+            after a label listing the frame times) or ``"video_pairs"`` (one such part per two
+            consecutive frames, each after its own label; :data:`FRAME_LAYOUTS`).
 
     Returns:
         ``[Message(role="system", content=[TextPart]), Message(role="user", content=[parts])]``
@@ -629,6 +677,7 @@ def online_prompt(
     audio samples ``[len(previous.audio), len(audio))``, transcript words ending after
     ``previous.t``, then the current time and the ask. The model's own answers are appended by
     the session as assistant turns between steps, so ``history.n`` is not repeated here.
+    ``frames_as="video_pairs"`` goes as ``"video"`` (the session's KV cache keeps earlier turns).
     When ``request.tool_results`` is set (an environment executed the model's tool calls), a
     later step's turn also lists the calls executed since the previous step with their results
     (:func:`_new_results`), after the stream parts and before the current time.
@@ -650,6 +699,7 @@ def online_prompt(
     tp = get_template(s.prompt_version)
     obs = request.observation
     now = _text(tp.now.format(t=fmt_time(request.t), token=s.silence_token))
+    frames_as = "video" if frames_as == "video_pairs" else frames_as  # see the docstring
     scene = "none" if (s.scene == "none" or obs is None) else "full"
     if first is None:
         first = previous is None
