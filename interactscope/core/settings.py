@@ -4,6 +4,7 @@ one-line errors, the human-readable difference of two settings dicts, and legacy
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -110,6 +111,32 @@ def diff_settings(a: dict[str, Any], b: dict[str, Any], *, ignore: Iterable[str]
         for k in sorted(set(fa) | set(fb))
         if fa.get(k, "<unset>") != fb.get(k, "<unset>")
     ]
+
+
+_BARE = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_YAML_WORDS = {"null", "true", "false", "yes", "no", "on", "off", "~", ""}
+
+
+def set_value(value: Any) -> str:
+    """``value`` as ``--set KEY=VALUE`` writes it (read back with YAML): ``null`` for unset, a
+    plain word bare, anything else (numbers, booleans, lists, words YAML would read otherwise)
+    as JSON, which YAML reads back as the same value."""
+    if isinstance(value, str) and value.lower() not in _YAML_WORDS and set(value) <= _BARE:
+        if not value[0].isdigit() and value[0] not in ".-":
+            return value
+    return json.dumps(value, ensure_ascii=False)
+
+
+def restoring_sets(
+    a: dict[str, Any], b: dict[str, Any], *, ignore: Iterable[str] = ()
+) -> list[str]:
+    """The ``--set KEY=VALUE`` arguments that turn settings ``b`` back into ``a`` on every key
+    :func:`diff_settings` lists (an unset key of ``a``: ``null``), sorted by key."""
+    ignore = tuple(ignore)
+    fa = {k: v for k, v in flatten(a).items() if not _ignored(k, ignore)}
+    fb = {k: v for k, v in flatten(b).items() if not _ignored(k, ignore)}
+    keys = sorted(k for k in set(fa) | set(fb) if fa.get(k, "<unset>") != fb.get(k, "<unset>"))
+    return [f"--set {k}={set_value(fa.get(k))}" for k in keys]
 
 
 # --------------------------------------------------------------------------- legacy defaults

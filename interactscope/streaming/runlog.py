@@ -32,7 +32,7 @@ from interactscope.runs.folder import dedupe as _dedupe
 from interactscope.runs.folder import read_manifest as _read_manifest
 from interactscope.streaming.bench import load_benchmark
 from interactscope.streaming.schema import ResponseRecord, RunManifest, StageTimings
-from interactscope.streaming.settings import diff_settings
+from interactscope.streaming.settings import diff_settings, restoring_sets
 
 log = logging.getLogger(__name__)
 
@@ -247,8 +247,13 @@ def manifest_differences(old: RunManifest, new: RunManifest) -> list[str]:
                 f"frames_as: {old_fa!r} != {new_fa!r} (the model config's frames layout; pass "
                 f"--set adapter.frames_as={old_fa} to resume with the one the run used)"
             )
-    diffs += [f"settings.{d}" for d in diff_settings(old_s, new_s)]
-    return diffs
+    setting_diffs = [f"settings.{d}" for d in diff_settings(old_s, new_s)]
+    sets = restoring_sets(old_s, new_s)
+    if old_fa is not None and new_fa is not None and old_fa != new_fa:
+        sets.append(f"--set adapter.frames_as={old_fa}")
+    if setting_diffs:  # one line that gives the run's own settings back
+        setting_diffs.append("to resume with the run's own settings: " + " ".join(sets))
+    return diffs + setting_diffs
 
 
 FRAMES_AS_DEFAULTS = {"transformers": "video", "vllm": "image"}

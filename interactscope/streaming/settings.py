@@ -18,6 +18,7 @@ from interactscope.core.settings import apply_overrides as apply_overrides
 from interactscope.core.settings import diff_settings as _diff
 from interactscope.core.settings import flatten as flatten
 from interactscope.core.settings import options_with as options_with
+from interactscope.core.settings import restoring_sets as _restoring
 
 EXECUTION_SETTINGS: tuple[str, ...] = (
     "adapter.max_concurrency",
@@ -167,6 +168,12 @@ def diff_settings(
     """:func:`interactscope.core.settings.diff_settings` leaving out the execution settings
     (:data:`EXECUTION_SETTINGS`) unless ``include_execution``."""
     return _diff(a, b, ignore=() if include_execution else EXECUTION_SETTINGS)
+
+
+def restoring_sets(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """:func:`interactscope.core.settings.restoring_sets` over the settings
+    :func:`diff_settings` compares (execution settings left out)."""
+    return _restoring(a, b, ignore=EXECUTION_SETTINGS)
 
 
 Strategy = Literal["online", "sequential", "batched"]
