@@ -452,10 +452,10 @@ def test_frame_cache_assembles_pieces_in_time_order_and_evicts_least_recently_us
     proc = SimpleNamespace(video_processor=inner)
     video = [np.full((2, 2, 3), k, np.uint8) for k in range(6)]  # 6 frames, 3 pairs
     kw = {"do_sample_frames": False, "return_tensors": "pt"}
-    # stored: 6 frames of 8 bytes (1 patch x 2 channels), then 3 pairs of 16 bytes = 96 bytes.
-    # 64 bytes: each pair pushes out the pair before it, never a frame: the second call builds
-    # pairs 0 and 1 again from the frames, processing none. 40 bytes: frame 5 pushes out frame 0
-    # (least recently used), no pair fits beside 5 frames: frame 0 is processed again
+    # stored: 6 frames of 8 bytes (1 patch x 2 channels) = 48 bytes; pairs are not stored (each
+    # is written from its frames). 96 and 64 bytes hold every frame: the second call processes
+    # none. 40 bytes: frame 5 pushes out frame 0 (least recently used): frame 0 is processed
+    # again (and pushes out frame 1, which the same call then reads from its own result)
     for max_bytes, second_call_frames in ((96, 0), (64, 0), (40, 1)):
         cache, inner.frames = FrameCache(max_bytes), 0
         with cache.installed(proc):
