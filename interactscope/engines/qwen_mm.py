@@ -46,6 +46,7 @@ from interactscope.engines.base import (
 from interactscope.engines.qwen_audio import LogMelCache, tight_audio_length
 from interactscope.engines.qwen_frames import FrameCache, TemporalPatch, join_pieces
 from interactscope.engines.qwen_options import QwenOptions
+from interactscope.engines.qwen_tokens import run_tokenizing
 from interactscope.engines.vllm_engine import fps_of
 
 __all__ = ["MODEL_TYPES", "QwenEngine", "Rendered", "collate_left"]
@@ -564,12 +565,14 @@ class QwenEngine:
 
     @contextlib.contextmanager
     def caches_installed(self, *, lazy: bool = False) -> Iterator[None]:
-        """The frame cache (``lazy``: see :meth:`FrameCache.installed`) and the log-mel cache
+        """The frame cache (``lazy``: see :meth:`FrameCache.installed`), the log-mel cache and
+        the placeholder-run tokenizer (:func:`~interactscope.engines.qwen_tokens.run_tokenizing`)
         hooked into the processor while inside, torch limited to ``host_threads``
         (:func:`host_threads`)."""
         with contextlib.ExitStack() as stack:
             stack.enter_context(host_threads(self.options.host_threads))
             stack.enter_context(counting_validation(self.processor))
+            stack.enter_context(run_tokenizing(self.processor))
             if self.frame_cache is not None:
                 stack.enter_context(self.frame_cache.installed(self.processor, lazy=lazy))
             if self.audio_cache is not None:
