@@ -197,3 +197,19 @@ def test_run_tokenizer_repeats_each_placeholder_id_by_its_run():
     assert got["input_ids"].tolist() == [want]
     assert got["attention_mask"].tolist() == [[1] * len(want)]
     assert cut["input_ids"].tolist() == [want[:4]]
+
+
+def test_placeholder_counts_checked_by_counting_with_the_librarys_error():
+    from interactscope.engines.qwen_tokens import run_tokenizing
+
+    proc = _engine().processor
+    v = proc.tokenizer.convert_tokens_to_ids("<|VIDEO|>")
+    a, b = (proc.tokenizer(c)["input_ids"][0] for c in "ab")
+    text = ["a<|VIDEO|><|VIDEO|>b<|VIDEO|>"]
+    with run_tokenizing(proc):
+        assert "_check_special_mm_tokens" in vars(proc)  # the counting check, while inside
+        check = proc._check_special_mm_tokens
+        assert check(text, {"input_ids": torch.tensor([[a, v, v, b, v]])}, ["video"]) is None
+        with pytest.raises(ValueError, match=r"Mismatch in `video` token count.*ids=\[2\].*\[3\]"):
+            check(text, {"input_ids": torch.tensor([[a, v, v, b]])}, ["video"])  # truncated
+    assert "_check_special_mm_tokens" not in vars(proc)

@@ -34,18 +34,52 @@ _PASS_KWARGS = {"return_tensors", "padding", "padding_side", "add_special_tokens
 @contextlib.contextmanager
 def run_tokenizing(processor: Any) -> Iterator[None]:
     """``processor.tokenizer`` answered by :class:`_RunTokenizer` while inside (see the module
-    docstring), restored after; a processor without a tokenizer or media tokens is left alone."""
+    docstring), and the processor's check of the placeholder counts after tokenizing done by
+    counting (:func:`_counting_check`), both restored after; a processor without a tokenizer or
+    media tokens is left alone."""
     inner = getattr(processor, "tokenizer", None)
     own = getattr(processor, "__dict__", None)
     tokens = _media_tokens(processor, inner)
     if inner is None or own is None or not tokens or isinstance(inner, _RunTokenizer):
         yield
         return
+    check = getattr(processor, "_check_special_mm_tokens", None)
+    own_check = check is not None and "_check_special_mm_tokens" not in own
     processor.tokenizer = _RunTokenizer(inner, tokens)
+    if own_check:
+        processor._check_special_mm_tokens = _counting_check(processor, check)
     try:
         yield
     finally:
         processor.tokenizer = inner
+        if own_check:
+            del processor._check_special_mm_tokens
+
+
+def _counting_check(processor: Any, check: Any) -> Any:
+    """transformers' ``_check_special_mm_tokens(text, text_inputs, modalities)`` (placeholder
+    ids in ``input_ids`` = placeholders in the text, else truncation cut some), counting with
+    ``str.count`` instead of a regular expression over the expanded text: the same counts where
+    the text holds no control-token marker (the library's regular expression only skips
+    placeholders right after one); any other case, and any mismatch (to raise the library's
+    error), goes to ``check``."""
+    from transformers.processing_utils import _CONTROL_TOKEN_START
+
+    def counting(text: Any, text_inputs: Any, modalities: list[str]) -> Any:
+        ids = text_inputs["input_ids"]
+        rows = ids.tolist() if hasattr(ids, "tolist") else ids
+        if not isinstance(text, list) or any(_CONTROL_TOKEN_START in t for t in text):
+            return check(text, text_inputs, modalities)
+        for modality in modalities:
+            s = getattr(processor, f"{modality}_token", None)
+            i = getattr(processor, f"{modality}_token_id", None)
+            if s is None or i is None:
+                continue
+            if [list(r).count(i) for r in rows] != [t.count(s) for t in text]:
+                return check(text, text_inputs, modalities)
+        return None
+
+    return counting
 
 
 def _media_tokens(processor: Any, tok: Any) -> dict[str, int]:
