@@ -63,6 +63,7 @@ def _counting_check(processor: Any, check: Any) -> Any:
     the text holds no control-token marker (the library's regular expression only skips
     placeholders right after one); any other case, and any mismatch (to raise the library's
     error), goes to ``check``."""
+    # optional dependency ([transformers])
     from transformers.processing_utils import _CONTROL_TOKEN_START
 
     def counting(text: Any, text_inputs: Any, modalities: list[str]) -> Any:
