@@ -193,26 +193,36 @@ class FrameCache:
         return out
 
     def _frames(self, inner: Any, frames: dict[str, np.ndarray], sig: str, kw: dict) -> dict:
-        """Per digest, the frame's patches ``(h*w, C, p*p)`` and grid row ``(1, 3)``, t = 1:
-        each frame a one-frame video (padded by the processor to a temporal patch of copies of
-        it: the first copy kept), all in one processor call; stored under ``("frame", ...)``."""
+        """Per digest, the frame's patches ``(h*w, C, p*p)`` and grid row ``(1, 3)``, t = 1,
+        all in one processor call; stored under ``("frame", ...)``. Frames of one size go
+        ``tps`` at a time as one temporal patch (one video) and are taken apart on its temporal
+        axis; a last one alone is a one-frame video (padded by the processor with copies of it:
+        the first copy kept). Resizing, rescaling and normalising act on each frame alone, so
+        the rows are those of processing each frame alone, without patching the copies."""
         if not frames:
             return {}
-        res = inner([[f] for f in frames.values()], **kw)
+        tps = int(kw.get("temporal_patch_size") or inner.temporal_patch_size)
+        pp = int(kw.get("patch_size") or inner.patch_size) ** 2
+        by_size: dict[tuple, list[str]] = {}
+        for d, f in frames.items():
+            by_size.setdefault(f.shape, []).append(d)
+        groups = [ds[i : i + tps] for ds in by_size.values() for i in range(0, len(ds), tps)]
+        res = inner([[frames[d] for d in g] for g in groups], **kw)
         if set(res.keys()) != _VIDEO_KEYS:
             raise _Uncacheable(sorted(res.keys()))
         pix, grids = res["pixel_values_videos"], res["video_grid_thw"]
-        tps = int(kw.get("temporal_patch_size") or inner.temporal_patch_size)
-        pp = int(kw.get("patch_size") or inner.patch_size) ** 2
-        if pix.ndim != 2 or pix.shape[1] % (tps * pp) or (grids[:, 0] != 1).any():
+        if pix.ndim != 2 or pix.shape[1] % (tps * pp) or len(grids) != len(groups):
+            raise _Uncacheable("not the Qwen patch layout")
+        if (grids[:, 0] != 1).any():
             raise _Uncacheable("not the Qwen patch layout")
         done, at = {}, 0
-        for d, grid in zip(frames, grids, strict=True):
+        for g, grid in zip(groups, grids, strict=True):
             n = int(grid[1] * grid[2])
-            rows = pix[at : at + n].view(n, -1, tps, pp)[:, :, 0].clone()
+            rows = pix[at : at + n].view(n, -1, tps, pp)
             at += n
-            done[d] = (rows, grid[None].clone())
-            self._put(("frame", sig, d), done[d])
+            for k, d in enumerate(g):
+                done[d] = (rows[:, :, k].clone(), grid[None].clone())
+                self._put(("frame", sig, d), done[d])
         return done
 
 
