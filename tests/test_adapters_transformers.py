@@ -498,6 +498,34 @@ def test_frame_cache_pairs_frames_anew_without_processing_them_again():
     assert (cache.hits, cache.misses) == (10 - 6, 6)  # 10 frames sent, 6 distinct
 
 
+def test_frame_cache_processes_new_frames_two_at_a_time_as_one_temporal_patch():
+    """5 new frames of one size and 1 of another: videos of 2, 2 and 1 frames, and the one frame
+    of the other size alone (a temporal patch per video, so no copies padded in but the last
+    one's); each frame's rows are its own, as if processed alone."""
+    from types import SimpleNamespace
+
+    from interactscope.engines.qwen_frames import FrameCache
+
+    sent: list[list[int]] = []
+
+    def call(self, videos, **kw):
+        sent.append(sorted(len(v) for v in videos))
+        return Qwen2VLVideoProcessor.__call__(self, videos, **kw)
+
+    spy = type("Qwen2VLVideoProcessor", (Qwen2VLVideoProcessor,), {"__call__": call})()
+    proc = SimpleNamespace(video_processor=spy)
+    small = [np.full((2, 2, 3), k, np.uint8) for k in range(5)]
+    big = np.full((4, 2, 3), 9, np.uint8)
+    cache = FrameCache()
+    with cache.installed(proc):
+        out = proc.video_processor([[*small, small[4]], [big, big]], do_sample_frames=False)
+    assert sent == [[1, 1, 2, 2]]  # the 2x2 frames as 2 + 2 + 1, the 4x2 one alone
+    assert (spy.frames, cache.misses, cache.hits) == (6, 6, 2)
+    rows = [[0, 1, 0, 1], [2, 3, 2, 3], [4, 4, 4, 4], [9, 9, 9, 9]]
+    assert out["pixel_values_videos"].tolist() == rows
+    assert out["video_grid_thw"].tolist() == [[3, 1, 1], [1, 1, 1]]
+
+
 def test_frame_cache_equals_the_qwen_video_processor_on_shifting_picks():
     """The real ``Qwen2VLVideoProcessor`` (resize to a multiple of 28, bicubic, rescale,
     normalise, patchify): videos whose frames are re-paired at every call (as uniform picks past
