@@ -6,9 +6,10 @@ processor's ``image_processor`` and ``video_processor`` for the duration of one 
 (:meth:`FrameCache.installed`) and answers them piece by piece:
 
 - an image (``Qwen2VLImageProcessor``): its ``pixel_values`` rows and ``image_grid_thw`` row;
-- a video (``Qwen2VLVideoProcessor``): each frame is resized, rescaled and normalised once, as a
-  one-frame video of its own (the processor pads it to a temporal patch by repeating it; the
-  first of the copies is kept: ``(h*w patches, channels, patch_size**2)``). A temporal patch
+- a video (``Qwen2VLVideoProcessor``): each frame is resized, rescaled and normalised once, new
+  frames of one size ``temporal_patch_size`` at a time as one video taken apart on its temporal
+  axis, a last one alone as a one-frame video (the processor pads it to a temporal patch by
+  repeating it; the first of the copies is kept): ``(h*w patches, channels, patch_size**2)``. A temporal patch
   (``temporal_patch_size`` consecutive frames, 2 for Qwen) is those frames' patches stacked on
   the temporal axis of the processor's patch layout (``channel, temporal, patch, patch``): a
   :class:`TemporalPatch`, which holds its frames and writes the stacked rows straight into the
