@@ -454,10 +454,10 @@ def test_frame_cache_assembles_pieces_in_time_order_and_evicts_least_recently_us
     proc = SimpleNamespace(video_processor=inner)
     video = [np.full((2, 2, 3), k, np.uint8) for k in range(6)]  # 6 frames, 3 pairs
     kw = {"do_sample_frames": False, "return_tensors": "pt"}
-    # stored: 6 frames of 8 bytes (1 patch x 2 channels), then 3 pairs of 16 bytes = 96 bytes.
-    # 64 bytes: each pair pushes out the pair before it, never a frame: the second call builds
-    # pairs 0 and 1 again from the frames, processing none. 40 bytes: frame 5 pushes out frame 0
-    # (least recently used), no pair fits beside 5 frames: frame 0 is processed again
+    # stored: 6 frames of 8 bytes (1 patch x 2 channels) = 48 bytes; pairs are not stored (each
+    # is written from its frames). 96 and 64 bytes hold every frame: the second call processes
+    # none. 40 bytes: frame 5 pushes out frame 0 (least recently used): frame 0 is processed
+    # again (and pushes out frame 1, which the same call then reads from its own result)
     for max_bytes, second_call_frames in ((96, 0), (64, 0), (40, 1)):
         cache, inner.frames = FrameCache(max_bytes), 0
         with cache.installed(proc):
@@ -498,6 +498,34 @@ def test_frame_cache_pairs_frames_anew_without_processing_them_again():
     assert out["video_grid_thw"].tolist() == [[2, 1, 1], [1, 1, 1]]
     assert inner.frames == 4 + 2  # frames 4 and 5
     assert (cache.hits, cache.misses) == (10 - 6, 6)  # 10 frames sent, 6 distinct
+
+
+def test_frame_cache_processes_new_frames_two_at_a_time_as_one_temporal_patch():
+    """5 new frames of one size and 1 of another: videos of 2, 2 and 1 frames, and the one frame
+    of the other size alone (a temporal patch per video, so no copies padded in but the last
+    one's); each frame's rows are its own, as if processed alone."""
+    from types import SimpleNamespace
+
+    from interactscope.engines.qwen_frames import FrameCache
+
+    sent: list[list[int]] = []
+
+    def call(self, videos, **kw):
+        sent.append(sorted(len(v) for v in videos))
+        return Qwen2VLVideoProcessor.__call__(self, videos, **kw)
+
+    spy = type("Qwen2VLVideoProcessor", (Qwen2VLVideoProcessor,), {"__call__": call})()
+    proc = SimpleNamespace(video_processor=spy)
+    small = [np.full((2, 2, 3), k, np.uint8) for k in range(5)]
+    big = np.full((4, 2, 3), 9, np.uint8)
+    cache = FrameCache()
+    with cache.installed(proc):
+        out = proc.video_processor([[*small, small[4]], [big, big]], do_sample_frames=False)
+    assert sent == [[1, 1, 2, 2]]  # the 2x2 frames as 2 + 2 + 1, the 4x2 one alone
+    assert (spy.frames, cache.misses, cache.hits) == (6, 6, 2)
+    rows = [[0, 1, 0, 1], [2, 3, 2, 3], [4, 4, 4, 4], [9, 9, 9, 9]]
+    assert out["pixel_values_videos"].tolist() == rows
+    assert out["video_grid_thw"].tolist() == [[3, 1, 1], [1, 1, 1]]
 
 
 def test_frame_cache_equals_the_qwen_video_processor_on_shifting_picks():

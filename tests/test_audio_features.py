@@ -166,6 +166,7 @@ def _video_conv(n: int, text: str = "t"):
 def test_a_batch_joins_each_distinct_frame_once_with_the_same_inputs():
     import torch
 
+    from interactscope.engines.qwen_frames import TemporalPatch
     from interactscope.engines.qwen_mm import _pieces, collate_left
 
     eng = _engine(frames_as="video")
@@ -177,8 +178,11 @@ def test_a_batch_joins_each_distinct_frame_once_with_the_same_inputs():
     assert all(r["pixel_values_videos"].stride() == (0, 0) for r in lazy_rows)
     vals = [r["pixel_values_videos"] for r in lazy_rows]
     got = _pieces(vals, eng.frame_cache.pieces_of, "cpu")
-    # rows of 1, 2, 3 and 4 frame pairs: 10 pieces joined, 4 distinct (pairs 0-1, 2-3, 4-5, 6-7)
-    assert (len(got), len({id(p) for p in got})) == (10, 4)
+    # rows of 1, 2, 3 and 4 frame pairs: 10 temporal patches joined, not built as tensors but
+    # written from 8 distinct frames' cached patches (frames 0-7), each moved to the device once
+    assert all(isinstance(p, TemporalPatch) for p in got)
+    frames = [f for p in got for f in p.frames]
+    assert (len(got), len(frames), len({id(f) for f in frames})) == (10, 20, 8)
     lazy = collate_left(lazy_rows, pad, eng.frame_cache.pieces_of, "cpu")
     assert sorted(lazy) == sorted(eager)
     for k, v in eager.items():

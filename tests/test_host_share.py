@@ -146,3 +146,70 @@ def _nothing():
     import contextlib
 
     return contextlib.nullcontext()
+
+
+# --------------------------------------------------------------------------- placeholder runs
+def test_placeholder_runs_are_tokenized_once_with_the_same_ids(monkeypatch):
+    """6 frames of 56x56 (4x4 patches of 14 px) are 3 temporal patches of 2x2 merged patches:
+    12 ``<|VIDEO|>`` ids, which the tokenizer now reads as one placeholder of the shortened
+    text; every processor output equals the library's own."""
+    eng = _engine()
+    r = eng.render(_conv(6, 5))
+    tok = eng.processor.tokenizer
+    seen: list[str] = []
+    call = type(tok).__call__
+
+    def spy(self, text=None, *a, **kw):
+        seen.append(text[0] if isinstance(text, list) else text)
+        return call(self, text, *a, **kw)
+
+    monkeypatch.setattr(type(tok), "__call__", spy)
+    fast = eng.process(r)
+    assert eng.processor.tokenizer is tok  # restored
+    with monkeypatch.context() as m:  # the library's own path, as before the stand-in
+        m.setattr("interactscope.engines.qwen_mm.run_tokenizing", lambda p: _nothing())
+        plain = eng.process(r)
+    video = tok.convert_tokens_to_ids("<|VIDEO|>")
+    assert int((plain["input_ids"] == video).sum()) == 12
+    assert seen[-1].count("<|VIDEO|>") == 12
+    assert seen[0].count("<|VIDEO|>") == 1 and seen[0].count("<|AUDIO|>") == 1
+    assert sorted(fast) == sorted(plain)
+    for k in plain:
+        assert torch.equal(torch.as_tensor(fast[k]), torch.as_tensor(plain[k])), k
+
+
+def test_run_tokenizer_repeats_each_placeholder_id_by_its_run():
+    from interactscope.engines.qwen_tokens import run_tokenizing
+
+    proc = _engine().processor
+    tok = proc.tokenizer
+    v, a = tok.convert_tokens_to_ids("<|VIDEO|>"), tok.convert_tokens_to_ids("<|AUDIO|>")
+    pieces = [tok("take a")["input_ids"], [v] * 3, tok(" photo")["input_ids"], [a] * 2, [v]]
+    want = [i for p in pieces for i in p]
+    text = "take a" + "<|VIDEO|>" * 3 + " photo" + "<|AUDIO|>" * 2 + "<|VIDEO|>"
+    kw = {"return_tensors": "pt", "padding": True}
+    with run_tokenizing(proc):
+        assert type(proc.tokenizer).__name__ == "_RunTokenizer"
+        got = proc.tokenizer([text], **kw)
+        # truncation would cut the short text elsewhere: handed to the tokenizer as it is
+        cut = proc.tokenizer([text], truncation=True, max_length=4, **kw)
+    assert proc.tokenizer is tok
+    assert got["input_ids"].tolist() == [want]
+    assert got["attention_mask"].tolist() == [[1] * len(want)]
+    assert cut["input_ids"].tolist() == [want[:4]]
+
+
+def test_placeholder_counts_checked_by_counting_with_the_librarys_error():
+    from interactscope.engines.qwen_tokens import run_tokenizing
+
+    proc = _engine().processor
+    v = proc.tokenizer.convert_tokens_to_ids("<|VIDEO|>")
+    a, b = (proc.tokenizer(c)["input_ids"][0] for c in "ab")
+    text = ["a<|VIDEO|><|VIDEO|>b<|VIDEO|>"]
+    with run_tokenizing(proc):
+        assert "_check_special_mm_tokens" in vars(proc)  # the counting check, while inside
+        check = proc._check_special_mm_tokens
+        assert check(text, {"input_ids": torch.tensor([[a, v, v, b, v]])}, ["video"]) is None
+        with pytest.raises(ValueError, match=r"Mismatch in `video` token count.*ids=\[2\].*\[3\]"):
+            check(text, {"input_ids": torch.tensor([[a, v, v, b]])}, ["video"])  # truncated
+    assert "_check_special_mm_tokens" not in vars(proc)

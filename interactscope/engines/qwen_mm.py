@@ -45,8 +45,9 @@ from interactscope.engines.base import (
     hf_generate_kwargs,
 )
 from interactscope.engines.qwen_audio import LogMelCache, tight_audio_length
-from interactscope.engines.qwen_frames import FrameCache
+from interactscope.engines.qwen_frames import FrameCache, TemporalPatch, join_pieces
 from interactscope.engines.qwen_options import QwenOptions
+from interactscope.engines.qwen_tokens import run_tokenizing
 from interactscope.engines.vllm_engine import fps_of
 
 __all__ = ["MODEL_TYPES", "QwenEngine", "Rendered", "collate_left"]
@@ -203,8 +204,10 @@ def collate_left(
             (A_i, mel, frames)) or lists (one entry per item).
         pad_id: token id put in front of shorter prompts.
         pieces_of: for a lazy pixel placeholder (:class:`~interactscope.engines.qwen_frames.FrameCache`
-            ``installed(lazy=True)``), the cached pieces it stands for; they are joined straight
-            into the batch tensor, each distinct piece moved to ``device`` once.
+            ``installed(lazy=True)``), the cached pieces it stands for (image rows,
+            :class:`~interactscope.engines.qwen_frames.TemporalPatch`); each is written straight
+            into the batch tensor, each distinct tensor (a frame's patches, an image's rows)
+            moved to ``device`` once.
         device: where the media tensors are joined (default: where they are).
         buffers: per key, a tensor the joined media tensor is written into when it is large
             enough (same dtype, device and trailing shape); the result is then a view of its
@@ -262,7 +265,8 @@ def _right_pad(vals: list[Any]) -> list[Any]:
 
 
 def _join(parts: list[Any], key: str, buffers: dict[str, Any] | None) -> Any:
-    """``torch.cat(parts)``, written into ``buffers[key]`` when it fits (see :func:`collate_left`)."""
+    """``parts`` joined (:func:`~interactscope.engines.qwen_frames.join_pieces`), written into
+    ``buffers[key]`` when it fits (see :func:`collate_left`)."""
     import torch  # optional dependency ([transformers])
 
     first = parts[0]
@@ -271,7 +275,7 @@ def _join(parts: list[Any], key: str, buffers: dict[str, Any] | None) -> Any:
         or len(parts) < 2
         or any(p.dtype != first.dtype or p.device != first.device for p in parts)
     ):
-        return torch.cat(parts, dim=0)
+        return join_pieces(parts)
     rows = sum(int(p.shape[0]) for p in parts)
     buf = buffers.get(key)
     fits = (
@@ -285,15 +289,18 @@ def _join(parts: list[Any], key: str, buffers: dict[str, Any] | None) -> Any:
         buf = buffers[key] = torch.empty(
             (rows, *first.shape[1:]), dtype=first.dtype, device=first.device
         )
-    return torch.cat(parts, dim=0, out=buf[:rows])
+    return join_pieces(parts, out=buf[:rows])
 
 
 def _pieces(vals: list[Any], pieces_of: Any, device: str | None) -> list[Any]:
-    """Row tensors (or the pieces a placeholder stands for), each distinct one on ``device``
-    once (a frame repeated across rows moves to the GPU once)."""
+    """Row tensors (or the pieces a placeholder stands for), each distinct tensor on ``device``
+    once (a frame repeated across rows and temporal patches moves to the GPU once)."""
     out, moved = [], {}
     for v in vals:
         for p in (pieces_of(v) if pieces_of is not None else None) or [v]:
+            if isinstance(p, TemporalPatch):
+                out.append(p.to(device, moved) if device is not None else p)
+                continue
             if p.ndim and 0 in p.stride():
                 raise EngineError("internal: a lazy pixel placeholder without its pieces")
             if device is not None and id(p) not in moved:
@@ -565,12 +572,14 @@ class QwenEngine:
 
     @contextlib.contextmanager
     def caches_installed(self, *, lazy: bool = False) -> Iterator[None]:
-        """The frame cache (``lazy``: see :meth:`FrameCache.installed`) and the log-mel cache
+        """The frame cache (``lazy``: see :meth:`FrameCache.installed`), the log-mel cache and
+        the placeholder-run tokenizer (:func:`~interactscope.engines.qwen_tokens.run_tokenizing`)
         hooked into the processor while inside, torch limited to ``host_threads``
         (:func:`host_threads`)."""
         with contextlib.ExitStack() as stack:
             stack.enter_context(host_threads(self.options.host_threads))
             stack.enter_context(counting_validation(self.processor))
+            stack.enter_context(run_tokenizing(self.processor))
             if self.frame_cache is not None:
                 stack.enter_context(self.frame_cache.installed(self.processor, lazy=lazy))
             if self.audio_cache is not None:
