@@ -125,7 +125,9 @@ def _overhead(clip_root: str, opts: dict) -> dict:
     logging.disable(logging.WARNING)
     tmp = Path(tempfile.mkdtemp(prefix="bench-goals-"))
     args = argparse.Namespace(device="cpu", batch_size=16, max_new_tokens=8, max_pixels=200704)
-    cfg = _config(tmp / "tiny.yaml", _checkpoint(tmp / "tiny-omni"), args)
+    # the shipped 3B layout (video pairs, v3, stride) unless {"pairs": false}: its old one
+    cfg = _config(tmp / "tiny.yaml", _checkpoint(tmp / "tiny-omni"), args,
+                  pairs=opts.get("pairs", True))  # fmt: skip
     if "host_threads" in opts:  # the baseline: torch's own thread count for host work
         data = json.loads(Path(cfg).read_text())
         Path(cfg).write_text(json.dumps({**data, "host_threads": opts["host_threads"]}))

@@ -87,6 +87,33 @@ def test_sliding_window_reuses_the_shifted_frames(fe):
     assert cache.frames_reused == 897 * 4
 
 
+def test_a_complete_segment_sent_again_is_reused_whole(fe):
+    # prompt v3: [0, 4 s) complete and the tail [4 s, 6 s), then the same segment and the tail
+    # [4 s, 7 s). Both calls pad to the longest item, 64000 samples -> 64320 (tight: 64000 +
+    # 201 rounded up to the hop): 1 + 64320 / 160 = 403 STFT frames per item. Call 1 computes
+    # both whole (the tail starts where the segment ends: no prefix shared), 806 frames. Call 2:
+    # the segment is the same 64320 samples: its 403 frames come back whole; the tail shares its
+    # first 32000 samples with the last tail, frames k with 160 k + 200 <= 32000 (k = 0..198,
+    # 199) reused, 403 - 199 = 204 computed. More segments than the prefix entries (4) still hit: the repeat is by content.
+    n = tight_audio_length(4 * SR, 400, 160, fe.n_samples)
+    assert n == 64320
+    cache = LogMelCache()
+    fake = type("P", (), {"feature_extractor": fe})()
+    for end in (6, 7):
+        wavs = [AUDIO[: 4 * SR], AUDIO[4 * SR : end * SR]]
+        ref = fe(wavs, **{**KW, "max_length": n})
+        with cache.installed(fake):
+            got = fe(wavs, **{**KW, "max_length": n})
+        np.testing.assert_allclose(got["input_features"], ref["input_features"], atol=2e-5)
+    assert (cache.frames_reused, cache.frames_computed) == (403 + 199, 806 + 204)
+    cache = LogMelCache(entries=1)
+    segments = [AUDIO[k * SR : (k + 1) * SR] for k in range(6)]  # 6 one-second items, twice
+    for _ in range(2):
+        with cache.installed(fake):
+            fe(segments, **{**KW, "max_length": tight_audio_length(SR, 400, 160, fe.n_samples)})
+    assert cache.frames_reused == 6 * 103  # every item of the 2nd call: 16000 -> 16320, 103 frames
+
+
 def test_unrelated_audio_is_computed_whole(fe):
     cache = LogMelCache()
     _both(fe, AUDIO[:16000], cache)

@@ -23,6 +23,8 @@ library unchanged.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,17 +45,28 @@ def tight_audio_length(n: int, n_fft: int, hop: int, window: int | None) -> int:
 class LogMelCache:
     """Mel power spectrogram columns of the last ``entries`` waveforms, reused across calls.
 
+    Besides the prefix reuse, a waveform seen before (same padded samples: prompt v3's complete
+    audio segments, which every later point of the stream sends again) gets its mel power back
+    whole, keyed by a digest of its bytes, up to ``exact_mb`` of mel power (least recently used
+    first out): with 8 s segments a 60 s stream has 7 complete segments per point, more than
+    the ``entries`` a prefix match scans.
+
     Args:
-        entries: waveforms kept (one per stream in flight is enough; default 4).
+        entries: waveforms kept for prefix reuse (one per stream in flight is enough; default 4).
+        exact_mb: MiB of mel power kept for exact repeats (default 64: ~160 segments of 8 s;
+            a waveform whose mel power is over 1/16 of it, ~80 s, is not kept).
 
     Attributes:
         frames_reused / frames_computed: STFT frames taken from the cache / computed, over all
             calls (a benchmark's measure of the saving).
     """
 
-    def __init__(self, entries: int = 4):
+    def __init__(self, entries: int = 4, exact_mb: float = 64):
         self.entries = max(1, int(entries))
         self._held: list[tuple[np.ndarray, Any]] = []  # (waveform, mel power (n_mels, F))
+        self._exact: OrderedDict[bytes, Any] = OrderedDict()  # digest -> mel power
+        self._exact_bytes = 0
+        self.exact_limit = int(exact_mb * (1 << 20))
         self.frames_reused = 0
         self.frames_computed = 0
 
@@ -82,12 +95,31 @@ class LogMelCache:
         as ``WhisperFeatureExtractor._torch_extract_fbank_features`` gives them."""
         import torch  # engines import torch lazily: the module loads without it
 
-        rows = [self._mel_power(fe, np.asarray(w, dtype=np.float32)) for w in waveform]
+        rows = [self._repeat_or_new(fe, np.asarray(w, dtype=np.float32)) for w in waveform]
         mel = torch.stack(rows)[..., :-1]  # the library drops the last frame
         log_spec = torch.clamp(mel, min=1e-10).log10()
         peak = log_spec.amax(dim=(1, 2), keepdim=True)
         log_spec = torch.maximum(log_spec, peak - 8.0)
         return ((log_spec + 4.0) / 4.0).numpy()
+
+    def _repeat_or_new(self, fe: Any, x: np.ndarray) -> Any:
+        """The mel power of ``x``: a repeat's from :attr:`_exact`, else :meth:`_mel_power`'s."""
+        key = hashlib.blake2b(np.ascontiguousarray(x).view(np.uint8), digest_size=16).digest()
+        key += str((x.shape[0], fe.n_fft, fe.hop_length, id(fe.mel_filters))).encode()
+        mel = self._exact.get(key)
+        if mel is not None:
+            self._exact.move_to_end(key)
+            self.frames_reused += int(mel.shape[1])
+            return mel
+        mel = self._mel_power(fe, x)
+        size = int(mel.numel()) * mel.element_size()
+        if size * 16 <= self.exact_limit:  # segments, not a whole growing [0, t] per point
+            self._exact[key] = mel
+            self._exact_bytes += size
+            while self._exact_bytes > self.exact_limit:
+                _, old = self._exact.popitem(last=False)
+                self._exact_bytes -= int(old.numel()) * old.element_size()
+        return mel
 
     def _mel_power(self, fe: Any, x: np.ndarray) -> Any:
         import torch  # optional dependency ([transformers])
