@@ -112,6 +112,10 @@ def test_a_complete_segment_sent_again_is_reused_whole(fe):
         with cache.installed(fake):
             fe(segments, **{**KW, "max_length": tight_audio_length(SR, 400, 160, fe.n_samples)})
     assert cache.frames_reused == 6 * 103  # every item of the 2nd call: 16000 -> 16320, 103 frames
+    cache = LogMelCache()  # a one-item prompt (v2's [0, t]) is not held for repeats
+    for _ in range(2):
+        _both(fe, AUDIO[:SR], cache, max_length=16320)
+    assert cache.frames_reused == 101  # the prefix path: frames k < (16320 - 200) // 160 + 1
 
 
 def test_unrelated_audio_is_computed_whole(fe):

@@ -49,22 +49,26 @@ class LogMelCache:
     audio segments, which every later point of the stream sends again) gets its mel power back
     whole, keyed by a digest of its bytes, up to ``exact_mb`` of mel power (least recently used
     first out): with 8 s segments a 60 s stream has 7 complete segments per point, more than
-    the ``entries`` a prefix match scans.
+    the ``entries`` a prefix match scans. Only items of a call with several (a prompt's
+    segments) are held for this: a one-item prompt's [0, t] grows at every point.
 
     Args:
         entries: waveforms kept for prefix reuse (one per stream in flight is enough; default 4).
-        exact_mb: MiB of mel power kept for exact repeats (default 64: ~160 segments of 8 s;
-            a waveform whose mel power is over 1/16 of it, ~80 s, is not kept).
+        exact_mb: MiB of waveforms and their mel power kept for exact repeats (default 160: ~170
+            segments of 8 s, more than the 128 a shipped config sends, so a stream's segments,
+            asked for in the same order at every point, never evict each other; a waveform
+            over 1/16 of it, ~90 s, is not kept).
 
     Attributes:
         frames_reused / frames_computed: STFT frames taken from the cache / computed, over all
             calls (a benchmark's measure of the saving).
     """
 
-    def __init__(self, entries: int = 4, exact_mb: float = 64):
+    def __init__(self, entries: int = 4, exact_mb: float = 160):
         self.entries = max(1, int(entries))
         self._held: list[tuple[np.ndarray, Any]] = []  # (waveform, mel power (n_mels, F))
-        self._exact: OrderedDict[bytes, Any] = OrderedDict()  # digest -> mel power
+        # digest -> (waveform, mel power, the extractor's mel filters, bytes held)
+        self._exact: OrderedDict[bytes, tuple[np.ndarray, Any, Any, int]] = OrderedDict()
         self._exact_bytes = 0
         self.exact_limit = int(exact_mb * (1 << 20))
         self.frames_reused = 0
@@ -95,30 +99,36 @@ class LogMelCache:
         as ``WhisperFeatureExtractor._torch_extract_fbank_features`` gives them."""
         import torch  # engines import torch lazily: the module loads without it
 
-        rows = [self._repeat_or_new(fe, np.asarray(w, dtype=np.float32)) for w in waveform]
+        keep = len(waveform) > 1  # several audio items in one prompt: v3's segments
+        rows = [self._repeat_or_new(fe, np.asarray(w, dtype=np.float32), keep) for w in waveform]
         mel = torch.stack(rows)[..., :-1]  # the library drops the last frame
         log_spec = torch.clamp(mel, min=1e-10).log10()
         peak = log_spec.amax(dim=(1, 2), keepdim=True)
         log_spec = torch.maximum(log_spec, peak - 8.0)
         return ((log_spec + 4.0) / 4.0).numpy()
 
-    def _repeat_or_new(self, fe: Any, x: np.ndarray) -> Any:
-        """The mel power of ``x``: a repeat's from :attr:`_exact`, else :meth:`_mel_power`'s."""
-        key = hashlib.blake2b(np.ascontiguousarray(x).view(np.uint8), digest_size=16).digest()
-        key += str((x.shape[0], fe.n_fft, fe.hop_length, id(fe.mel_filters))).encode()
-        mel = self._exact.get(key)
-        if mel is not None:
+    def _repeat_or_new(self, fe: Any, x: np.ndarray, keep: bool) -> Any:
+        """The mel power of ``x``: a repeat's from :attr:`_exact`, else :meth:`_mel_power`'s. The
+        key digests ~2048 evenly spaced samples (hashing every sample cost more than the STFT it
+        saves); a hit is confirmed against the whole waveform kept with it. ``keep``: hold a new
+        one for later calls."""
+        step = max(1, x.shape[0] // 2048)
+        key = hashlib.blake2b(np.ascontiguousarray(x[::step]).view(np.uint8), digest_size=16)
+        key = key.digest() + str((x.shape[0], fe.n_fft, fe.hop_length)).encode()
+        held = self._exact.get(key)
+        if held is not None and held[2] is fe.mel_filters and np.array_equal(held[0], x):
             self._exact.move_to_end(key)
-            self.frames_reused += int(mel.shape[1])
-            return mel
+            self.frames_reused += int(held[1].shape[1])
+            return held[1]
         mel = self._mel_power(fe, x)
-        size = int(mel.numel()) * mel.element_size()
-        if size * 16 <= self.exact_limit:  # segments, not a whole growing [0, t] per point
-            self._exact[key] = mel
+        size = int(mel.numel()) * mel.element_size() + x.nbytes
+        if keep and size * 16 <= self.exact_limit:  # segments, not a growing [0, t] per point
+            if key in self._exact:
+                self._exact_bytes -= self._exact.pop(key)[3]
+            self._exact[key] = (x.copy(), mel, fe.mel_filters, size)
             self._exact_bytes += size
             while self._exact_bytes > self.exact_limit:
-                _, old = self._exact.popitem(last=False)
-                self._exact_bytes -= int(old.numel()) * old.element_size()
+                self._exact_bytes -= self._exact.popitem(last=False)[1][3]
         return mel
 
     def _mel_power(self, fe: Any, x: np.ndarray) -> Any:
