@@ -86,6 +86,15 @@ def test_bench_demo_is_the_bundled_demo_from_any_directory(tmp_path, monkeypatch
     assert "--bench demo" in _run("prompt", "--help").output
 
 
+def test_demo_env_by_name_and_a_missing_folder_names_the_bundled_ones(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    v = _run("validate", "demo-env")
+    assert v.exit_code == 0 and v.output.startswith("interactscope-demo-env v1: 1 interaction")
+    miss = _run("validate", "annotations/demo")
+    assert miss.exit_code == 1
+    assert "(the bundled ones by name: --bench demo, --bench demo-env)" in miss.output
+
+
 def test_a_local_demo_folder_shadows_the_bundled_one(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "demo").mkdir()  # a folder of one's own named demo, still empty

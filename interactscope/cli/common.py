@@ -17,7 +17,7 @@ import typer
 import yaml
 
 from interactscope.core.files import UnsafeWriteError
-from interactscope.core.resources import demo_benchmark_dir
+from interactscope.core.resources import demo_benchmark_dir, demo_env_benchmark_dir
 from interactscope.core.secrets import install_log_redaction, redact
 
 CHATTY_LOGGERS = ("httpx", "httpx2", "httpcore", "httpcore2", "openai", "urllib3", "faster_whisper")
@@ -56,7 +56,7 @@ def setup_logging(verbose: bool) -> None:
     install_log_redaction()  # API keys never reach a log line, with -v included
 
 
-BUNDLED_BENCHMARKS = {"demo": demo_benchmark_dir}
+BUNDLED_BENCHMARKS = {"demo": demo_benchmark_dir, "demo-env": demo_env_benchmark_dir}
 """Benchmark names ``--bench`` (and ``validate``) accept beside folders: the package's own copy,
 found as ``interactscope demo`` finds it, from a checkout or a ``pip install``."""
 

@@ -12,7 +12,13 @@ from importlib import resources
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-__all__ = ["bundled_models_dir", "demo_benchmark_dir", "cache_dir", "package_version"]
+__all__ = [
+    "bundled_models_dir",
+    "cache_dir",
+    "demo_benchmark_dir",
+    "demo_env_benchmark_dir",
+    "package_version",
+]
 
 
 def _data_dir() -> Path:
@@ -28,6 +34,11 @@ def bundled_models_dir() -> Path:
 def demo_benchmark_dir() -> Path:
     """The bundled demo benchmark folder (``benchmark.json`` + ``interactions.jsonl``)."""
     return _data_dir() / "demo"
+
+
+def demo_env_benchmark_dir() -> Path:
+    """The bundled environment demo benchmark folder (T1 interactions on EgoBench databases)."""
+    return _data_dir() / "demo-env"
 
 
 def cache_dir() -> Path:

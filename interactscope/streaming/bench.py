@@ -785,7 +785,8 @@ def load_benchmark(
                     0,
                     None,
                     "<folder>",
-                    "not a folder; give the folder that holds benchmark.json",
+                    "not a folder; give the folder that holds benchmark.json (the bundled "
+                    "ones by name: --bench demo, --bench demo-env)",
                 )
             ]
         )
