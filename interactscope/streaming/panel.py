@@ -60,7 +60,7 @@ __all__ = [
 GROUPS = ("api", "prompted", "streaming", "cpu", "baseline")
 GROUP_TITLES = {
     "api": "API (proprietary; Offline Probing)",
-    "prompted": "open prompted models (Offline Probing)",
+    "prompted": "open prompted models (Offline Probing; transformers configs also Online Rolling)",
     "streaming": "streaming models (own loop; Online Rolling)",
     "cpu": "CPU reference model (runs a small model; not in the paper)",
     "baseline": "baselines (no model)",
