@@ -244,12 +244,13 @@ def test_ego_run_ctrl_c_and_sigterm_print_the_resume_line(monkeypatch, tmp_path,
     import interactscope.cli.ego_run as runner_mod  # the command's own name for execute
 
     def stopped(*a, **k):
+        out.mkdir()  # the run folder exists once a run started
         if sig == "int":
             raise KeyboardInterrupt
         os.kill(os.getpid(), signal.SIGTERM)  # the handler raises in this thread
 
-    monkeypatch.setattr(runner_mod, "execute", stopped)
     out = tmp_path / "r"
+    monkeypatch.setattr(runner_mod, "execute", stopped)
     res = invoke("ego", "run", "-a", "oracle", "-v", "retail1", "--tasks", "1", "-o", out)
     line = one_line(res, code)
     assert (
@@ -264,7 +265,11 @@ def test_collect_sigterm_prints_the_resume_line(monkeypatch, tmp_path):
         collect_mod, "run_collect", lambda **k: os.kill(os.getpid(), signal.SIGTERM)
     )
     res = invoke("collect", "-m", "silent", "-b", DEMO, "-o", tmp_path / "r")
-    assert "terminated: the records written to" in one_line(res, 143)
+    # stopped before the run folder was made: nothing to resume, and the line says so
+    assert (
+        one_line(res, 143)
+        == f"terminated: nothing was written ({tmp_path / 'r'} was not created yet)"
+    )
     assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored afterwards
 
 

@@ -187,6 +187,7 @@ def test_collect_panel_ctrl_c_prints_the_resume_line(monkeypatch, tmp_path) -> N
     import interactscope.streaming.panel as collect_mod  # where run_panel finds run_collect
 
     def interrupted(**kwargs):
+        (tmp_path / "out").mkdir(exist_ok=True)  # a row's run had started
         raise KeyboardInterrupt
 
     monkeypatch.setattr(collect_mod, "run_collect", interrupted)

@@ -159,7 +159,8 @@ def _on_sigterm(signum: int, frame: Any) -> None:
 @contextlib.contextmanager
 def interrupts(out: str | Path) -> Iterator[None]:
     """Ctrl-C and SIGTERM in a resumable command: one line saying that what was written to
-    ``out`` is kept and how to resume; exit 130 (Ctrl-C) or 143 (SIGTERM)."""
+    ``out`` is kept and how to resume (or that nothing was written, when ``out`` does not exist
+    yet); exit 130 (Ctrl-C) or 143 (SIGTERM)."""
     try:
         previous = signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:  # not the main thread: SIGTERM keeps its handler
@@ -168,11 +169,13 @@ def interrupts(out: str | Path) -> Iterator[None]:
         yield
     except KeyboardInterrupt as exc:
         term = isinstance(exc, Terminated)
+        what = (
+            f"the records written to {out} are kept; re-run the same command to resume"
+            if Path(out).exists()
+            else f"nothing was written ({out} was not created yet)"
+        )
         typer.secho(
-            f"\n{'terminated' if term else 'interrupted'}: the records written to {out} are "
-            "kept; re-run the same command to resume",
-            fg=typer.colors.YELLOW,
-            err=True,
+            f"\n{'terminated' if term else 'interrupted'}: {what}", fg=typer.colors.YELLOW, err=True
         )
         raise typer.Exit(EXIT_TERMINATED if term else EXIT_INTERRUPTED) from None
     finally:
