@@ -100,6 +100,7 @@ def test_ctrl_c_in_collect_says_how_to_resume(monkeypatch, tmp_path):
     import interactscope.cli.ray_options as collect_mod  # where the command finds run_collect
 
     def interrupted(**kwargs):
+        kwargs["out"].mkdir()  # the run had started
         raise KeyboardInterrupt
 
     monkeypatch.setattr(collect_mod, "run_collect", interrupted)
