@@ -4,57 +4,23 @@ write seconds, tokens per model second, prefix-cache hit rate."""
 from __future__ import annotations
 
 import json
-import time
 from types import SimpleNamespace
 
 import pytest
 
-from interactscope.core import registry as plugins
 from interactscope.engines.openai_compat import to_chat_result
 from interactscope.engines.vllm_engine import VLLMEngine
-from interactscope.streaming.adapters.base import Adapter, AdapterOutput
 from interactscope.streaming.collect import run_collect
 from interactscope.streaming.protocol.driver import CollectSummary
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import StageTimings
 from tests.helpers.foundation_fixtures import interaction, write_bench
-
-MODEL_S = 50.0  # far above any real wall time: the outside share clips to 0
-
-
-class Timed(Adapter):
-    """Reports engine stage facts on every answer: ``model_s`` (unless ``no_model_s``; then
-    ``latency_s`` 0.5 is the model's), ``process_s`` 0.1, ``cached_tokens`` 4 of 10 prompt
-    tokens, 2 completion tokens; ``prepare`` sleeps ``load_s``; fails from ``fail_from`` s.
-    It takes media, so the driver decodes the clip's causal observations."""
-
-    backend = "timed"
-    needs_media = True
-
-    def prepare(self, bench):
-        time.sleep(float(self.config.get("load_s", 0)))
-
-    def respond(self, request):
-        if request.t >= float(self.config.get("fail_from", 1e9)):
-            raise ConnectionError("server hung up")
-        extra = {"process_s": 0.1, "cached_tokens": 4}
-        if not self.config.get("no_model_s"):
-            extra["model_s"] = MODEL_S
-        return AdapterOutput(
-            text="<SILENT>", latency_s=0.5, prompt_tokens=10, completion_tokens=2, extra=extra
-        )
+from tests.helpers.timed import MODEL_S, configs
 
 
 @pytest.fixture
 def timed(tmp_path, monkeypatch):
-    monkeypatch.setitem(plugins.table("backends"), "timed", "tests.test_stage_timings:Timed")
-
-    def make(**cfg) -> str:
-        p = tmp_path / "timed.yaml"
-        p.write_text(json.dumps({"backend": "timed", **cfg}))
-        return str(p)
-
-    return make
+    return configs(tmp_path, monkeypatch)
 
 
 def test_derived_figures_worked_by_hand():

@@ -246,7 +246,10 @@ def _whole_run_line(out: Path) -> None:
         return
     t = m.summary
     untimed = sum((i.summary or {}).get("wall_s") is None for i in m.invocations)
-    note = f", {untimed} untimed (killed)" if untimed else ""
+    checkpointed = sum("checkpoint_at" in (i.summary or {}) for i in m.invocations)
+    note = (f", {untimed} untimed (killed)" if untimed else "") + (
+        f", {checkpointed} killed (timed up to the last synced batch)" if checkpointed else ""
+    )
     timings = t.get("timings")
     typer.echo(
         f"{out}: whole run ({plural(len(m.invocations), 'invocation')}{note}): "

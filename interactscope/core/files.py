@@ -227,12 +227,13 @@ def _fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_atomic(path: str | Path, data: str | bytes | Iterable[str]) -> Path:
+def write_atomic(path: str | Path, data: str | bytes | Iterable[str], *, sync: bool = True) -> Path:
     """Write ``data`` (text is UTF-8; an iterable of strings is streamed, e.g. JSONL lines) to
     ``path`` all at once: a temp file beside it, fsync,
     ``os.replace``. A reader sees the old file or the new one, never a half-written one (a full
     disk leaves the old file); a symbolic link at ``path`` is replaced by the file, its target
-    is left unchanged. The folder must exist.
+    is left unchanged. The folder must exist. ``sync=False`` skips both fsyncs (a file rewritten
+    often that only has to survive the process being killed, not a power loss).
 
     Raises:
         OSError: the folder cannot be written (ENOSPC, EACCES, ...); the temp file is removed.
@@ -249,12 +250,14 @@ def write_atomic(path: str | Path, data: str | bytes | Iterable[str]) -> Path:
                 for chunk in data:
                     fh.write(chunk.encode("utf-8"))
             fh.flush()
-            os.fsync(fh.fileno())
+            if sync:
+                os.fsync(fh.fileno())
         os.replace(tmp, p)
     except BaseException:
         _unlink_quietly(tmp)
         raise
-    _fsync_dir(p.parent)
+    if sync:
+        _fsync_dir(p.parent)
     return p
 
 

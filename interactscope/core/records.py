@@ -39,7 +39,15 @@ class StageTimings(BaseModel):
     Seconds of wall time (``time.perf_counter``): ``load_s`` and ``collect_s`` are the
     invocation's wall clock; the stages (decode, process, model, write) are summed over the
     decision points, so with batches or concurrent requests they can add up to more than
-    ``collect_s`` (both are recorded; :meth:`line` labels them "wall" and "summed over requests"):
+    ``collect_s`` (both are recorded; :meth:`line` labels them "wall" and "summed over requests").
+    The run's ``summary.timings`` is :meth:`combine` of every invocation's, so after a resume its
+    loop and stage seconds cover the whole run: an invocation interrupted by Ctrl-C, SIGTERM or
+    an error records its timings up to the stop; one killed outright (SIGKILL, OOM) cannot write
+    at that moment, so the driver checkpoints its timings after each synced batch
+    (``RUN/.checkpoint.json``) and the next invocation gives the killed one its last checkpoint:
+    what it spent after that batch (at most one batch's work) is lost, and killed before its
+    first checkpoint its stage times are lost altogether (``summary`` null), while its records
+    still count:
 
     - ``load_s``: building the adapter and ``adapter.prepare`` (model load, server preflight),
       apart from everything else;

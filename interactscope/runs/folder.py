@@ -12,7 +12,9 @@ protocol, ``episodes.jsonl`` for EgoBench). Each benchmark describes its folder 
 - open/resume identity: a folder is resumed only by a run whose manifest has no differences;
 - invocation accounting (:class:`Accounting`): each invocation's end time, summary and
   ``interrupted`` flag, the run's totals over every record (``run.json``'s ``summary``) and the
-  records of an invocation killed outright, filled in on resume;
+  records of an invocation killed outright, filled in on resume; the running invocation's
+  summary checkpointed in ``RUN/.checkpoint.json`` (:meth:`RecordWriter.checkpoint`), for a
+  kill;
 - the shard check and merge completeness of ``merge`` (shards share N, cover 1..N, finished);
 - the lock and provenance are in :mod:`interactscope.runs.common`.
 
@@ -31,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from interactscope.core.errors import first_problem
 from interactscope.core.files import open_append, refuse_link, write_atomic
@@ -242,6 +244,21 @@ def rewrite(path: Path, records: Iterable[BaseModel]) -> None:
 
 # --------------------------------------------------------------------------- writing
 
+CHECKPOINT = ".checkpoint.json"
+"""The running invocation's summary so far (:meth:`RecordWriter.checkpoint`): rewritten after
+each synced batch, removed once ``run.json`` accounts for the invocation."""
+
+
+class Checkpoint(BaseModel):
+    """``RUN/.checkpoint.json``: the ``summary`` so far of the invocation started at
+    ``started_at`` (its ``invocations[k].started_at``), as of ``at`` (ISO 8601 UTC)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    started_at: str | None = None
+    at: str
+    summary: dict[str, Any]
+
 
 class RecordWriter(Generic[R]):
     """Append-only writer of one run folder's records file, and the accounting of the
@@ -256,7 +273,8 @@ class RecordWriter(Generic[R]):
     With a ``manifest`` (which has ``ended_at``, ``summary`` and ``invocations``, the last one
     being this invocation) and the format's :class:`Accounting`, :meth:`finish` and
     :meth:`interrupted` write ``run.json``; ``run_tally`` counts every record of the folder,
-    ``tally`` those this invocation appended, ``t0`` is its start (``time.perf_counter``, s).
+    ``tally`` those this invocation appended, ``t0`` is its start (``time.perf_counter``, s),
+    ``latest`` the summary of its last :meth:`checkpoint` (None before the first).
     """
 
     def __init__(
@@ -277,6 +295,7 @@ class RecordWriter(Generic[R]):
         self.run_tally = acct.tally(records) if acct else None
         self.tally = acct.start() if acct else None
         self.t0 = time.perf_counter()
+        self.latest: dict[str, Any] | None = None
         self._unsynced = 0
         self._fh = open_append(path / fmt.records_file)
 
@@ -328,15 +347,37 @@ class RecordWriter(Generic[R]):
             summary = self.invocation_summary()
         self._account(self.manifest.ended_at, summary)
 
+    def checkpoint(self, summary: dict[str, Any], *, persist: bool = True) -> None:
+        """Note this invocation's own summary so far (counts, ``wall_s``, stage timings: what
+        the benchmark's driver measures; the streaming driver calls it after each synced
+        batch): :meth:`interrupted` summarises the invocation by the latest one. With
+        ``persist`` it is also written to ``RUN/`` :data:`CHECKPOINT` (temp file and rename,
+        no fsync: it survives the process being killed, not a power loss), which the next
+        invocation gives a killed one (:func:`account_checkpoint`).
+
+        Raises:
+            OSError: the checkpoint cannot be written (ENOSPC, ...).
+        """
+        self.latest = summary
+        if persist:
+            invs = getattr(self.manifest, "invocations", None)
+            cp = Checkpoint(
+                started_at=invs[-1].started_at if invs else None, at=now_iso(), summary=summary
+            )
+            write_atomic(self.path / CHECKPOINT, cp.model_dump_json(), sync=False)
+
     def interrupted(self, wall_s: float | None = None) -> None:
-        """A caught Ctrl-C or SIGTERM: like :meth:`finish`, with the last invocation marked
-        ``interrupted`` and summarised by :meth:`invocation_summary` (``wall_s``: s, the
-        invocation so far), while the run stays unfinished (``ended_at`` None) and resumable.
-        Only an invocation killed outright (SIGKILL, power loss) is left untimed
-        (:func:`account_killed`)."""
+        """A caught Ctrl-C or SIGTERM (or an error that stops the run): like :meth:`finish`,
+        with the last invocation marked ``interrupted`` and summarised by the latest
+        :meth:`checkpoint` (the driver's own figures up to the interruption, timings included),
+        else by :meth:`invocation_summary` (``wall_s``: s, the invocation so far), while the run
+        stays unfinished (``ended_at`` None) and resumable. An invocation killed outright
+        (SIGKILL, power loss) is accounted on resume (:func:`account_checkpoint`,
+        :func:`account_killed`)."""
         if self.manifest.invocations:
             self.manifest.invocations[-1].interrupted = True
-        self._account(now_iso(), self.invocation_summary(wall_s))
+        summary = self.latest if self.latest is not None else self.invocation_summary(wall_s)
+        self._account(now_iso(), summary)
 
     def _account(self, ended_at: str, summary: dict[str, Any]) -> None:
         invs = self.manifest.invocations
@@ -349,6 +390,7 @@ class RecordWriter(Generic[R]):
         self.sync()
         write_manifest(self.path, self.manifest)
         self.close()
+        clear_checkpoint(self.path)  # after run.json: a crash in between leaves both, harmless
 
     def sync(self) -> None:
         """fsync what was appended so far."""
@@ -384,6 +426,51 @@ def account_killed(invocations: list[Any], records: list[R], fmt: RunFormat[R, A
     summary = {**fmt.accounting.summary(fmt.accounting.tally(mine)), "wall_s": None}
     last = invocations[-1].model_copy(update={"written": len(mine), "summary": summary})
     return [*invocations[:-1], last]
+
+
+def read_checkpoint(folder: Path) -> Checkpoint | None:
+    """``FOLDER/.checkpoint.json``, or None when there is none or it cannot be read (a warning
+    names the file: a power loss can leave it empty, it was never fsynced)."""
+    f = folder / CHECKPOINT
+    try:
+        return Checkpoint.model_validate_json(f.read_bytes())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValidationError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else first_problem(exc)
+        log.warning(
+            "%s: unreadable (%s), ignored: the killed invocation's stage times are lost, its "
+            "records still count",
+            f,
+            why,
+        )
+        return None
+
+
+def account_checkpoint(folder: Path, invocations: list[Any]) -> list[Any]:
+    """Invocations with a killed last one (no summary, no end time: SIGKILL, OOM) given the
+    summary of its last checkpoint in ``folder`` (:meth:`RecordWriter.checkpoint`, same
+    ``started_at``), with ``checkpoint_at`` (its ISO time): its counts, wall and stage seconds
+    up to its last synced batch, so the run's totals include them; what it did after that
+    checkpoint is lost (its records are still counted in the run's totals). Without a matching
+    checkpoint (killed before its first batch was synced, a folder written before checkpoints
+    existed, an unreadable file) the invocation stays untimed. Other lists come back as they
+    are."""
+    if not invocations:
+        return invocations
+    last = invocations[-1]
+    if last.summary is not None or last.ended_at:
+        return invocations  # finished or interrupted: already accounted
+    cp = read_checkpoint(folder)
+    if cp is None or cp.started_at is None or cp.started_at != last.started_at:
+        return invocations
+    summary = {**cp.summary, "checkpoint_at": cp.at}
+    return [*invocations[:-1], last.model_copy(update={"summary": summary})]
+
+
+def clear_checkpoint(folder: Path) -> None:
+    """Remove ``FOLDER/.checkpoint.json`` (once ``run.json`` accounts for its invocation)."""
+    (folder / CHECKPOINT).unlink(missing_ok=True)
 
 
 def open_folder(path: str | Path, manifest: M, fmt: RunFormat[R, M]) -> tuple[M | None, list[R]]:

@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from interactscope.core.errors import InteractScopeError
 from interactscope.core.model_configs import ModelConfig
+from interactscope.core.secrets import redact
 from interactscope.core.settings import unknown_setting_hint
 from interactscope.media import asr
 from interactscope.runs.common import (
@@ -371,8 +372,8 @@ def _collect_serial(job: CollectJob) -> CollectSummary:
             batch_size=job.batch_size,
             progress=job.progress,
             tool_executor=tool_executor(job.bench),
+            build_s=build_s,
         )
-        _add_build_time(summary, build_s)
         writer.manifest.adapter = adapter.describe()
         return summary
 
@@ -391,9 +392,10 @@ def write_run(
     fill: Callable[[RunWriter], CollectSummary],
 ) -> CollectSummary:
     """Lock and open ``job.out`` with ``manifest``, let ``fill`` write the records, finish
-    ``run.json`` with the counts ``fill`` returns. On Ctrl-C / SIGTERM the invocation is marked
-    interrupted (``t0``: its start, ``time.perf_counter``); a folder this call created and
-    wrote no record into is removed again. Serial and Ray collection both write through it.
+    ``run.json`` with the counts ``fill`` returns. On Ctrl-C / SIGTERM or an error the
+    invocation is marked interrupted with its timings so far (:func:`_stopped`; ``t0``: its
+    start, ``time.perf_counter``); a folder this call created and wrote no record into is
+    removed again. Serial and Ray collection both write through it.
 
     Raises:
         CollectError: the folder is locked by another process or holds another run.
@@ -409,8 +411,8 @@ def write_run(
                 summary = fill(writer)
                 writer.finish(summary.as_dict())
             except BaseException as exc:
-                if isinstance(exc, KeyboardInterrupt) and writer.done:  # Ctrl-C / SIGTERM
-                    writer.interrupted(time.perf_counter() - t0)
+                if writer.done and isinstance(exc, (KeyboardInterrupt, Exception)):
+                    _stopped(writer, exc, time.perf_counter() - t0)
                 writer.close()
                 if created and not writer.done:
                     remove_new_run(outp)
@@ -418,6 +420,24 @@ def write_run(
     except RunLogError as exc:
         raise CollectError(str(exc)) from exc
     return summary
+
+
+def _stopped(writer: RunWriter, exc: BaseException, wall_s: float) -> None:
+    """Account an invocation stopped before its end in ``run.json`` (``interrupted``, its
+    summary and timings up to the stop; :meth:`RunWriter.interrupted`): by Ctrl-C / SIGTERM, or
+    by an error that ends the collect (a fatal adapter error, a full disk), whose one line goes
+    in the invocation's ``error``. ``wall_s``: the invocation so far (s), used only when the
+    driver left no summary (``collect --ray``). When recording an error's invocation fails too,
+    the error that stopped it is the one raised (a warning says so)."""
+    if isinstance(exc, KeyboardInterrupt):
+        writer.interrupted(wall_s)
+        return
+    if writer.manifest.invocations:
+        writer.manifest.invocations[-1].error = redact(f"{type(exc).__name__}: {exc}")
+    try:
+        writer.interrupted(wall_s)
+    except Exception as again:  # noqa: BLE001 - the first error is the one to report
+        log.warning("%s: the stopped invocation is not in run.json (%s)", writer.path, again)
 
 
 def open_run_folder(
@@ -442,14 +462,6 @@ def open_run_folder(
         in_order={it.id for it in interactions if it.query.environment},
         sync_every=writer_sync_every(settings),
     )
-
-
-def _add_build_time(summary: CollectSummary, build_s: float) -> None:
-    """Count building the adapter as model load (``timings.load_s``) and in ``wall_s``."""
-    summary.wall_s = round(summary.wall_s + build_s, 3)
-    if summary.timings is not None:
-        summary.timings.load_s += build_s
-        summary.timings = summary.timings.derived()
 
 
 def tool_executor(b: Benchmark) -> Any:

@@ -23,6 +23,8 @@ from interactscope.runs.folder import (
     Accounting,
     RecordWriter,
     RunFormat,
+    account_checkpoint,
+    clear_checkpoint,
     merge_folders,
     open_folder,
     read_records,
@@ -61,7 +63,8 @@ class RunSummary(BaseModel):
 
     ``decision_points`` counts the records; ``failed_interactions`` maps an interaction id to
     its first error. Timing fields (``wall_s``, ``model_s``, the stage seconds of ``timings``)
-    sum every invocation (seconds); ``timings`` is ``None`` when no invocation recorded one."""
+    sum every invocation (seconds), interrupted and killed ones included as far as they were
+    timed (:func:`run_totals`); ``timings`` is ``None`` when no invocation recorded one."""
 
     interactions: int = 0
     decision_points: int = 0
@@ -104,7 +107,9 @@ def run_totals(
 ) -> dict[str, Any]:
     """``run.json``'s ``summary``: the counts over every record (``tally``) of the manifest's
     interactions, with the wall and model seconds and stage timings summed over the
-    ``invocations``' summaries that have them (a killed invocation's is None)."""
+    ``invocations``' summaries that have them: finished, interrupted (timed up to the
+    interruption) and killed ones with a checkpoint (timed up to it); only a killed invocation
+    without one, or a ``collect --ray`` one for the stages, adds nothing."""
     totals = tally.model_copy(update={"interactions": len(manifest.interaction_ids or [])})
     timed = [t for t in invocations if t]
     totals.wall_s = round(sum(float(t.get("wall_s") or 0) for t in timed), 3)
@@ -121,10 +126,12 @@ ACCOUNTING: Accounting[ResponseRecord, RunManifest, RunSummary] = Accounting(
     summary=lambda s: {**s.model_dump(), "written": s.decision_points},
     totals=run_totals,
 )
-"""Invocation accounting of the streaming run folder. A killed invocation is left untimed
-(summary None) on resume, not given "the records after the earlier ones": a resume may rewrite
-``responses.jsonl`` (``--retry-errors``, partial interactions redone), so position does not
-tell which invocation wrote a record."""
+"""Invocation accounting of the streaming run folder. A killed invocation gets, on resume, the
+summary its last checkpoint holds (the driver checkpoints after each synced batch:
+:meth:`~interactscope.runs.folder.RecordWriter.checkpoint`), not "the records after the earlier
+ones": a resume may rewrite ``responses.jsonl`` (``--retry-errors``, partial interactions
+redone), so position does not tell which invocation wrote a record. Killed before its first
+checkpoint it stays untimed (summary None); its records still count in the totals."""
 
 FORMAT: RunFormat[ResponseRecord, RunManifest] = RunFormat(
     records_file=RESPONSES,
@@ -185,7 +192,9 @@ class RunWriter(RecordWriter[ResponseRecord]):
 
     ``finish(summary)`` / ``interrupted(wall_s)`` (:class:`~interactscope.runs.folder.RecordWriter`)
     write ``run.json`` with the run's :class:`RunSummary` over every record of the folder, not
-    only of the last invocation (:data:`ACCOUNTING`). ``sync_every``: see
+    only of the last invocation (:data:`ACCOUNTING`); ``checkpoint(summary)`` (called by the
+    driver after each synced batch) keeps the invocation's own summary so far for
+    ``interrupted`` and for a kill. ``sync_every``: see
     :class:`~interactscope.runs.folder.RecordWriter` (default: fsync per record)."""
 
     def __init__(
@@ -290,7 +299,8 @@ def open_run(
     Resuming keeps every record already written (key: interaction id + decision time), drops a
     half-written last line with a warning, and refuses a run started with different settings
     (execution settings such as ``adapter.max_concurrency`` may change; each invocation is
-    appended to ``invocations``). Call it inside :func:`run_lock`.
+    appended to ``invocations``; a killed last one gets the summary of its last checkpoint,
+    :func:`~interactscope.runs.folder.account_checkpoint`). Call it inside :func:`run_lock`.
 
     Args:
         path: run folder (created if missing).
@@ -326,10 +336,12 @@ def open_run(
             records = keep
         manifest.started_at = old.started_at
         manifest.ended_at = None
-        manifest.invocations = old.invocations + manifest.invocations
+        # a killed invocation: its stage times as of its last checkpoint (a kill writes none)
+        manifest.invocations = account_checkpoint(p, old.invocations) + manifest.invocations
         log.info("resuming %s: %d records already written", p, len(records))
     manifest.started_at = manifest.started_at or now_iso()
     write_manifest(p, manifest)
+    clear_checkpoint(p)  # folded in above (or stale): this invocation writes its own
     return RunWriter(p, manifest, records, sync_every=sync_every)
 
 

@@ -249,8 +249,13 @@ class Invocation(BaseModel):
 
     ``execution``: the execution settings it ran with (dotted keys, e.g.
     ``adapter.max_concurrency``), which may differ between invocations; ``summary``: its own
-    counts (the manifest's ``summary`` is recomputed from every record); ``distributed``: for a
-    ``collect --ray`` invocation, the Ray options and per-worker throughput (docs/distributed.md)."""
+    counts and timings (the manifest's ``summary`` is recomputed from every record, its timings
+    summed over the invocations): up to the stop for an ``interrupted`` one, up to its last
+    checkpoint (``summary.checkpoint_at``) for a killed one (``ended_at`` None), None for one
+    killed before its first checkpoint; ``error``: the one line of the error that stopped an
+    interrupted invocation (None for Ctrl-C / SIGTERM); ``distributed``: for a
+    ``collect --ray`` invocation, the Ray options and per-worker throughput (docs/distributed.md).
+    Every field has a default: a ``run.json`` written before one existed still loads."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -261,7 +266,8 @@ class Invocation(BaseModel):
     retry_errors: bool = False
     summary: dict[str, Any] | None = None
     distributed: dict[str, Any] | None = None
-    interrupted: bool = False  # stopped by a caught Ctrl-C/SIGTERM (timed); a kill leaves None
+    interrupted: bool = False  # stopped by a caught Ctrl-C/SIGTERM or error (timed to the stop)
+    error: str | None = None
 
 
 class RunManifest(BaseModel):

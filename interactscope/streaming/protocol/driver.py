@@ -18,8 +18,8 @@ from __future__ import annotations
 import logging
 import time
 import traceback
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tqdm.auto import tqdm
@@ -166,8 +166,12 @@ def collect(
     batch_size: int = 16,
     progress: bool = True,
     tool_executor: ToolExecutor | None = None,
+    build_s: float = 0.0,
 ) -> CollectSummary:
     """Collect responses for ``interactions`` into ``writer``, skipping records already present.
+
+    A writer with a ``checkpoint`` method (``RunWriter``) gets the invocation's summary so far
+    after each synced batch and when the call ends or is interrupted (:class:`_Checkpoints`).
 
     Args:
         bench: the loaded Benchmark.
@@ -179,11 +183,13 @@ def collect(
         progress: show a tqdm bar (decision points, ETA; interactions in the postfix).
         tool_executor: executes the tool calls of environment interactions (docs/protocol.md,
             environments); ``None``: nothing is executed (the paper's protocol).
+        build_s: seconds already spent building the adapter, counted in ``timings.load_s`` and
+            ``wall_s``.
 
     Returns:
         A CollectSummary; failures are counted there and written on their records.
     """
-    t0 = time.perf_counter()
+    t0 = time.perf_counter() - build_s
     clock = StageTimings()
     summary = CollectSummary(interactions=len(interactions), timings=clock)
     grids = {it.id: interaction_grid(bench, it, settings) for it in interactions}
@@ -193,7 +199,8 @@ def collect(
     )
     t_load = time.perf_counter()
     adapter.prepare(bench)
-    clock.load_s = time.perf_counter() - t_load
+    clock.load_s = build_s + time.perf_counter() - t_load
+    checkpoint = _Checkpoints(writer, summary, clock, t0)
     observations = (
         _Observations(bench, settings, getattr(adapter, "consumer_max_side", None))
         if adapter.needs_media
@@ -201,7 +208,34 @@ def collect(
     )
     # group by video so each file is decoded once
     order = sorted(interactions, key=lambda it: (it.video_id, it.q, it.id))
-    bar = tqdm(
+    bar = _bar(summary, progress)
+    try:
+        for i, it in enumerate(order, start=1):
+            # refresh=False: the postfix shows with the next timed refresh, not one redraw each
+            bar.set_postfix_str(f"interaction {i}/{len(order)} {it.id}", refresh=False)
+            pending = [t for t in grids[it.id] if (it.id, t) not in writer.done]
+            if not pending:
+                continue
+            ctx = _Context(
+                bench, adapter, writer, settings, observations, tool_executor, clock, checkpoint
+            )
+            for rec in _collect_interaction(ctx, it, pending, batch_size):
+                t_write = time.perf_counter()
+                writer.append(rec)
+                clock.write_s += time.perf_counter() - t_write
+                bar.update(1)
+                _count(summary, rec)
+            _sync(ctx)
+    finally:
+        bar.close()
+        checkpoint.end()
+    return summary
+
+
+def _bar(summary: CollectSummary, progress: bool) -> Any:
+    """The tqdm bar of decision points (those already present counted in), hidden without
+    ``progress``."""
+    return tqdm(
         total=summary.decision_points,
         initial=summary.already_present,
         unit="pt",
@@ -210,40 +244,55 @@ def collect(
         dynamic_ncols=True,
         mininterval=PROGRESS_REFRESH_S,
     )
-    try:
-        for i, it in enumerate(order, start=1):
-            # refresh=False: the postfix shows with the next timed refresh, not one redraw each
-            bar.set_postfix_str(f"interaction {i}/{len(order)} {it.id}", refresh=False)
-            pending = [t for t in grids[it.id] if (it.id, t) not in writer.done]
-            if not pending:
-                continue
-            ctx = _Context(bench, adapter, writer, settings, observations, tool_executor, clock)
-            for rec in _collect_interaction(ctx, it, pending, batch_size):
-                t_write = time.perf_counter()
-                writer.append(rec)
-                clock.write_s += time.perf_counter() - t_write
-                bar.update(1)
-                _count(summary, rec)
-            _sync(writer, clock)
-    finally:
-        bar.close()
-        wall = time.perf_counter() - t0
-        summary.wall_s = round(wall, 3)
-        summary.model_s = round(summary.model_s, 3)
-        clock.collect_s = wall - clock.load_s
-        summary.timings = clock.derived()
-    return summary
 
 
-def _sync(sink: RecordSink, clock: StageTimings) -> None:
+class _Checkpoints:
+    """Hands the writer's ``checkpoint`` method (if it has one) the invocation's summary so
+    far: after each synced batch with new records (``__call__``; persisted: what a kill would
+    otherwise lose) and, in memory, when :func:`collect` ends or is interrupted (:meth:`end`,
+    which also finishes ``summary``'s ``wall_s`` and ``timings``). ``t0``: the invocation's
+    start (``time.perf_counter``, s)."""
+
+    def __init__(self, sink: Any, summary: CollectSummary, clock: StageTimings, t0: float):
+        self.keep = getattr(sink, "checkpoint", None)
+        self.summary, self.clock, self.t0 = summary, clock, t0
+        self.written = summary.written
+
+    def so_far(self) -> CollectSummary:
+        """A copy of the summary as of now: ``wall_s`` since ``t0``, the loop's ``collect_s``
+        (the wall minus the load) and the stages derived."""
+        wall = time.perf_counter() - self.t0
+        timings = self.clock.model_copy(update={"collect_s": wall - self.clock.load_s}).derived()
+        s = self.summary
+        return replace(s, wall_s=round(wall, 3), model_s=round(s.model_s, 3), timings=timings)
+
+    def __call__(self) -> None:
+        if self.keep is not None and self.summary.written != self.written:
+            self.written = self.summary.written
+            d = self.so_far().as_dict()
+            d.pop("failed_interactions")  # the records hold them; keep the file small
+            self.keep(d)
+
+    def end(self) -> None:
+        done, s = self.so_far(), self.summary
+        s.wall_s, s.model_s, s.timings = done.wall_s, done.model_s, done.timings
+        if self.keep is not None:  # an interrupted invocation is summarised by this (write_run)
+            self.keep(s.as_dict(), persist=False)
+
+
+def _sync(ctx: _Context) -> None:
     """Make the records written so far durable: the one fsync of a batch or interaction under
-    ``adapter.fsync=batch`` (a no-op under ``record``, whose writer syncs each append). Called
-    from a record generator after its last ``yield``, so the consumer has appended them all."""
-    sync = getattr(sink, "sync", None)  # a RecordSink without durability (tests, previews)
-    if sync is not None:
-        start = time.perf_counter()
-        sync()
-        clock.write_s += time.perf_counter() - start
+    ``adapter.fsync=batch`` (a no-op under ``record``, whose writer syncs each append), then
+    checkpoint the invocation's timings (:func:`collect`). Called from a record generator after
+    its last ``yield``, so the consumer has appended (and counted) them all."""
+    sync = getattr(ctx.sink, "sync", None)  # a RecordSink without durability (tests, previews)
+    if sync is None:
+        return
+    for step in (sync, ctx.checkpoint):  # the checkpoint sees this batch's fsync in write_s
+        if step is not None:
+            start = time.perf_counter()
+            step()
+            ctx.clock.write_s += time.perf_counter() - start
 
 
 def _number(extra: dict[str, Any], key: str) -> float | None:
@@ -300,6 +349,7 @@ class _Context:
     observations: _Observations | None
     tools: ToolExecutor | None = None
     clock: StageTimings = field(default_factory=StageTimings)
+    checkpoint: Callable[[], None] | None = None  # _Checkpoints
 
 
 class _Requests:
@@ -473,7 +523,7 @@ def _offline_batch(
         if isinstance(out, AdapterOutput) and out.latency_s is None:
             out.latency_s = round(per, 4)
         yield to_record(it.id, t, out, ctx.settings)
-    _sync(ctx.sink, ctx.clock)  # one fsync per batch, before the next batch's model call
+    _sync(ctx)  # one fsync per batch, before the next batch's model call
 
 
 def _offline_sequential(
@@ -484,7 +534,7 @@ def _offline_sequential(
     model call), synced before the next."""
     for t in pending:
         yield _sequential_point(ctx, it, t, requests)
-        _sync(ctx.sink, ctx.clock)
+        _sync(ctx)
 
 
 def _sequential_point(
