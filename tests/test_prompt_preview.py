@@ -120,3 +120,33 @@ def test_at_on_the_range_ends_is_accepted() -> None:
         r = _run("prompt", "--model", "oracle", "--bench", DEMO, "--id", "t1-cyclist", "--at", at)
         assert r.exit_code == 0, r.output
         assert f"t1-cyclist at t = {at} s" in r.output
+
+
+@pytest.mark.parametrize(
+    ("iid", "at", "step", "nearest"),
+    [
+        ("t1-cyclist", "4.5", "1", "4 s and 5 s"),  # grid 2, 3, ..., 10
+        ("t1-speech", "7.3", "1", "7 s and 7.6 s"),  # grid 0, 1, ..., 7, D = 7.6
+        ("t1-cyclist", "5", "2", "4 s and 6 s"),  # grid.step_s = 2: 2, 4, 6, 8, 10
+        ("t1-cyclist", "2.5", "2", "2 s and 4 s"),  # q = 2 is on the grid whatever the step
+    ],
+)
+def test_at_off_the_decision_grid_is_previewed_with_a_note(iid, at, step, nearest) -> None:
+    r = _run("prompt", "--model", "gpt-4o", "--bench", DEMO, "--id", iid, "--at", at,
+             "--set", f"grid.step_s={step}")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith(f"# {iid} at t = {at} s")  # the preview is still printed
+    (note,) = r.stderr.strip().splitlines()
+    assert note == (
+        f"note: t = {at} s is not a decision point of interaction {iid!r} (collect never asks "
+        f"there; grid.step_s = {step}); the nearest are {nearest}"
+    )
+
+
+@pytest.mark.parametrize(("at", "step"), [("4", "1"), ("4.0001", "1"), ("6", "2"), ("7.6", "2")])
+def test_at_on_the_decision_grid_has_no_note(at, step) -> None:
+    # t1-speech: q = 0, D = 7.6; grid times are compared at millisecond precision
+    r = _run("prompt", "--model", "gpt-4o", "--bench", DEMO, "--id", "t1-speech", "--at", at,
+             "--set", f"grid.step_s={step}")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""

@@ -56,6 +56,7 @@ def build_previews(
             video = b.video_of(it)
             if t is not None:
                 _check_at(it, t, video.duration_s)
+                _note_off_grid(b, it, t, settings)
             obs = None
             if settings.scene != "none" and video.id not in b.media_errors:
                 obs = Observer(
@@ -84,6 +85,25 @@ def _check_at(it: Any, t: float, duration_s: float | None) -> None:
             f"--at {t:g}: outside the decision points of interaction {it.id!r}; "
             f"pick t in [{it.q:g}, {end}] s (request time q to the clip end)"
         )
+
+
+def _note_off_grid(b: Any, it: Any, t: float, settings: Any) -> None:
+    """One note on stderr when ``t`` (s, inside [q, D]) is not on the interaction's decision grid
+    ({q, D} and the multiples of ``grid.step_s`` between), naming the grid points either side:
+    the preview is still printed (scripts keep working), but collect never asks at ``t``."""
+    grid = interaction_grid(b, it, settings)
+    at = round(t, 3)  # grid times are rounded to milliseconds
+    if len(grid) < 2 or at in grid:  # [q] only: the video could not be measured
+        return
+    below = max(g for g in grid if g < at)
+    above = min(g for g in grid if g > at)
+    typer.secho(
+        f"note: t = {t:g} s is not a decision point of interaction {it.id!r} (collect never asks "
+        f"there; grid.step_s = {settings.grid.step_s:g}); the nearest are {below:g} s and "
+        f"{above:g} s",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
 
 
 def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: bool, view: dict):
@@ -200,7 +220,8 @@ def prompt(
     at: float | None = typer.Option(
         None,
         "--at",
-        help="Decision time t, s (default: the interaction's first decision point, q).",
+        help="Decision time t, s (default: the interaction's first decision point, q); a time "
+        "off the decision grid is previewed with a note naming the nearest decision points.",
     ),
     set_: list[str] = typer.Option([], "--set", help="Override a setting, as for collect."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document, for scripts."),
