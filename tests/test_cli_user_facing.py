@@ -74,7 +74,7 @@ def test_bench_demo_is_the_bundled_demo_from_any_directory(tmp_path, monkeypatch
     """No annotations/ here (as after `pip install`): `demo` names the package's copy in
     prompt, validate and collect --dry-run, as `interactscope demo` finds it."""
     monkeypatch.chdir(tmp_path)
-    r = _run("prompt", "--model", "oracle", "--bench", "demo", *TAXI)
+    r = _run("prompt", "--model", "gpt-4o", "--bench", "demo", *TAXI)
     assert r.exit_code == 0, r.output
     assert r.output.startswith("# t1-taxi at t = 4 s")
     v = _run("validate", "demo")
