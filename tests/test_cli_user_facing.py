@@ -74,7 +74,7 @@ def test_bench_demo_is_the_bundled_demo_from_any_directory(tmp_path, monkeypatch
     """No annotations/ here (as after `pip install`): `demo` names the package's copy in
     prompt, validate and collect --dry-run, as `interactscope demo` finds it."""
     monkeypatch.chdir(tmp_path)
-    r = _run("prompt", "--model", "oracle", "--bench", "demo", *TAXI)
+    r = _run("prompt", "--model", "gpt-4o", "--bench", "demo", *TAXI)
     assert r.exit_code == 0, r.output
     assert r.output.startswith("# t1-taxi at t = 4 s")
     v = _run("validate", "demo")
@@ -115,3 +115,35 @@ def test_two_step_step_one_header_names_its_template() -> None:
     assert heads[1].startswith("# t1-taxi at t = 4 s, prompt v2, two-step decision, step 2")
     step1, step2 = json.loads(_run(*args, "--json").output)
     assert (step1["speak_prompt"], step2["speak_prompt"]) == ("speak-v1", None)
+
+
+def _help_screens(group=None, path=()):
+    """Every command path of the CLI: (), ("collect",), ("ego", "run"), ..."""
+    import typer
+
+    group = group or typer.main.get_command(app)
+    yield path
+    for name, sub in getattr(group, "commands", {}).items():
+        yield from _help_screens(sub, (*path, name))
+
+
+def test_ego_run_help_lists_every_agent_in_full_at_80_columns() -> None:
+    from interactscope.core import registry
+
+    r = CliRunner().invoke(app, ["ego", "run", "--help"], env={"COLUMNS": "80"})
+    assert r.exit_code == 0, r.output
+    words = {w.strip(",.;()") for w in r.output.replace("│", " ").split()}
+    builtin = {"oracle", "none", "egointeract"}  # interactscope's own agents (plugins may add)
+    assert builtin <= set(registry.names("agents")) and builtin <= words
+    assert "egointeract:MODEL[,AUDITOR]" in words and "docs/egointeract.md" in words
+    assert "…" not in r.output
+
+
+def test_no_help_screen_cuts_a_word_at_80_columns() -> None:
+    cut = {}
+    for path in _help_screens():
+        r = CliRunner().invoke(app, [*path, "--help"], env={"COLUMNS": "80"})
+        assert r.exit_code == 0, (path, r.output)
+        assert max(len(line) for line in r.output.splitlines()) <= 80
+        cut.update({" ".join(path): line for line in r.output.splitlines() if "…" in line})
+    assert cut == {}

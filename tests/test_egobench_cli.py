@@ -50,6 +50,7 @@ def test_ego_score_run_applies_set_and_reference(tmp_path) -> None:
     run = tmp_path / "r"
     args = ["ego", "run", "--agent", "oracle", "--user", "scripted", "--variant", "retail1"]
     assert runner.invoke(app, [*args, "--tasks", "1-2", "--out", str(run)]).exit_code == 0
+    assert not (run / ".lock").exists()  # removed when the run ended
 
     def settings():
         return json.loads((run / "scores" / "retail1" / "summary.json").read_text())["settings"]

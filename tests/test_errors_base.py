@@ -111,6 +111,7 @@ WORDED_APART = {
     ("prompt.py", "build_previews", "BenchmarkError"),  # the first problem only
     ("prompt.py", "engine_view", "AdapterError"),  # a warning: the template's rendering
     ("prompt.py", "check_options", "AdapterError"),  # the bad value named; no class: the warning
+    ("prompt.py", "unprompted_note", "AdapterError"),  # no class: left to the preview's warning
     ("importers.py", "score_peer_cmd", "BenchmarkError"),  # "benchmark of RUN: ..."
 }
 

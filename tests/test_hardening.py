@@ -40,6 +40,7 @@ def test_second_writer_is_refused_naming_the_holder_pid(tmp_path):
     # released with the block: the same folder can be collected now
     s = run_collect(model="silent", bench=DEMO, out=run, progress=False)
     assert s.written == sum(DEMO_POINTS.values()) == 89
+    assert not (run / ".lock").exists()  # a finished run folder holds no lock file
 
 
 @pytest.mark.slow

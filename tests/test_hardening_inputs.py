@@ -287,6 +287,7 @@ def test_ego_run_sigterm_in_a_real_process(tmp_path):
         pytest.skip("the run finished before the signal arrived")
     assert proc.returncode == 143, err
     assert "Traceback" not in err and "re-run the same command to resume" in err
+    assert not (out / ".lock").exists()  # the lock goes with the run, on SIGTERM too
 
 
 # ----------------------------------------------------------------------------- 11. LLM judge

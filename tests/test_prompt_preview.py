@@ -20,7 +20,7 @@ def _run(*args: str):
 
 def test_prompt_describes_the_causal_frames_and_tools() -> None:
     r = _run(
-        "prompt", "--model", "oracle", "--bench", DEMO, "--id", "t1-taxi", "--at", "4", "--json"
+        "prompt", "--model", "gpt-4o", "--bench", DEMO, "--id", "t1-taxi", "--at", "4", "--json"
     )
     assert r.exit_code == 0, r.output
     (pv,) = json.loads(r.output)
@@ -117,6 +117,71 @@ def test_at_outside_request_time_and_clip_end_is_refused(at) -> None:
 
 def test_at_on_the_range_ends_is_accepted() -> None:
     for at in ("2", "10"):
-        r = _run("prompt", "--model", "oracle", "--bench", DEMO, "--id", "t1-cyclist", "--at", at)
+        r = _run("prompt", "--model", "gpt-4o", "--bench", DEMO, "--id", "t1-cyclist", "--at", at)
         assert r.exit_code == 0, r.output
         assert f"t1-cyclist at t = {at} s" in r.output
+
+
+@pytest.mark.parametrize(
+    ("iid", "at", "step", "nearest"),
+    [
+        ("t1-cyclist", "4.5", "1", "4 s and 5 s"),  # grid 2, 3, ..., 10
+        ("t1-speech", "7.3", "1", "7 s and 7.6 s"),  # grid 0, 1, ..., 7, D = 7.6
+        ("t1-cyclist", "5", "2", "4 s and 6 s"),  # grid.step_s = 2: 2, 4, 6, 8, 10
+        ("t1-cyclist", "2.5", "2", "2 s and 4 s"),  # q = 2 is on the grid whatever the step
+    ],
+)
+def test_at_off_the_decision_grid_is_previewed_with_a_note(iid, at, step, nearest) -> None:
+    r = _run("prompt", "--model", "gpt-4o", "--bench", DEMO, "--id", iid, "--at", at,
+             "--set", f"grid.step_s={step}")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith(f"# {iid} at t = {at} s")  # the preview is still printed
+    (note,) = r.stderr.strip().splitlines()
+    assert note == (
+        f"note: t = {at} s is not a decision point of interaction {iid!r} (collect never asks "
+        f"there; grid.step_s = {step}); the nearest are {nearest}"
+    )
+
+
+@pytest.mark.parametrize(("at", "step"), [("4", "1"), ("4.0001", "1"), ("6", "2"), ("7.6", "2")])
+def test_at_on_the_decision_grid_has_no_note(at, step) -> None:
+    # t1-speech: q = 0, D = 7.6; grid times are compared at millisecond precision
+    r = _run("prompt", "--model", "gpt-4o", "--bench", DEMO, "--id", "t1-speech", "--at", at,
+             "--set", f"grid.step_s={step}")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("model", "does"),
+    [
+        ("oracle", "it answers each target's reference (T1: its tool calls) at the decision point "
+                   "nearest the target time, inside target time +- tolerance_s"),
+        ("silent", "it always answers with the silence token"),
+        ("blind-fire", "it answers each interaction once, at the first decision point >= q + "
+                       "delay_s, with the benchmark's most frequent T1 tool offered (T1) or a "
+                       "fixed sentence"),
+        ("change-detector", "it answers (as blind-fire) at each decision point whose frames or "
+                            "audio up to t bring a new visual change point or audio onset; it "
+                            "reads those signals, not a prompt"),
+    ],
+)  # fmt: skip
+def test_a_model_sent_no_prompt_says_so_in_one_line(model, does) -> None:
+    line = (
+        f"model {model!r} (backend {model}) is sent no prompt, so there is nothing to preview: "
+        + does
+    )
+    r = _run("prompt", "--model", model, "--bench", DEMO, "--id", "t1-taxi", "--at", "4")
+    assert r.exit_code == 0, r.output
+    assert r.stdout == line + "\n" and r.stderr == ""
+    j = _run("prompt", "--model", model, "--bench", DEMO, "--id", "t1-taxi", "--json")
+    assert j.exit_code == 0 and json.loads(j.stdout) == [] and j.stderr == line + "\n"
+
+
+def test_a_user_config_of_a_baseline_backend_is_sent_no_prompt_either(tmp_path) -> None:
+    cfg = tmp_path / "slow-oracle.yaml"
+    cfg.write_text("backend: oracle\noptions:\n  simulate_latency_s: 0.1\n")
+    r = _run("prompt", "--model", str(cfg), "--bench", DEMO, "--id", "t1-taxi")
+    assert r.exit_code == 0, r.output
+    assert r.stdout.startswith("model 'slow-oracle' (backend oracle) is sent no prompt")
+    assert len(r.stdout.splitlines()) == 1 and "--- system ---" not in r.output

@@ -177,6 +177,57 @@ def test_the_lock_refuses_a_second_writer(kind, tmp_path):
     assert issubclass(RunLockedError, RunLogError)
 
 
+def test_the_lock_file_is_removed_when_the_block_ends(kind, tmp_path):
+    run = tmp_path / "run"
+    _write(kind, run, 2)  # finished normally
+    assert sorted(x.name for x in run.iterdir()) == [kind.fmt.records_file, "run.json"]
+    for exc in (ValueError("boom"), KeyboardInterrupt()):  # a handled error, Ctrl-C
+        with pytest.raises(type(exc)):
+            with run_lock(run, kind.name):
+                assert (run / ".lock").read_text() == f"{os.getpid()} {kind.name}\n"
+                raise exc
+        assert not (run / ".lock").exists()
+
+
+def test_a_killed_holders_lock_file_is_taken_over(kind, tmp_path):
+    run = tmp_path / "run"
+    code = (
+        "import os, signal\nfrom interactscope.runs.common import run_lock\n"
+        f"with run_lock({str(run)!r}, {kind.name!r}):\n    os.kill(os.getpid(), signal.SIGKILL)"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert res.returncode == -signal.SIGKILL
+    pid = int((run / ".lock").read_text().split()[0])  # the stale file names the dead holder
+    assert pid != os.getpid()
+    with run_lock(run, "score"):
+        assert (run / ".lock").read_text() == f"{os.getpid()} score\n"
+    assert not (run / ".lock").exists()
+
+
+def test_a_lock_file_removed_while_opening_it_is_not_held(tmp_path, monkeypatch):
+    # B opened RUN/.lock just before its holder A removed it and let go: B's flock on that
+    # unlinked file would not exclude C, so B must lock the file now at RUN/.lock instead.
+    from interactscope.core import files
+    from interactscope.runs import common
+
+    run = tmp_path / "run"
+    with run_lock(run, "collect"):
+        stale = common.open_append(run / ".lock", read=True)
+    opened = []
+
+    def open_append(path, *, read=False):
+        opened.append(path)
+        return stale if len(opened) == 1 else files.open_append(path, read=read)
+
+    monkeypatch.setattr(common, "open_append", open_append)
+    with run_lock(run, "merge"):
+        assert len(opened) == 2 and stale.closed
+        assert (run / ".lock").read_text() == f"{os.getpid()} merge\n"
+        with pytest.raises(RunLockedError, match=rf"process {os.getpid()} \(merge\)"):
+            with run_lock(run, "score"):
+                pass
+
+
 def _shard(kind: Kind, path: Path, k: int, n: int, finish: bool = True) -> None:
     with run_lock(path):
         m = kind.manifest(shard=f"{k}/{n}")

@@ -111,14 +111,20 @@ _QUIET = typer.Option(
 )
 
 
+# No word longer than the help column at 80 columns: typer would cut it with an ellipsis.
+AGENT_HELP = (
+    "Agent: a model name (configs/models), oracle, none, or egointeract with --agent-model "
+    "(inline: egointeract:MODEL[,AUDITOR] plus ,key=value options; docs/egointeract.md)."
+)
+
+
 @ego_app.command("run")
 def run(
     agent: str = typer.Option(
         ...,
         "--agent",
         "-a",
-        help="Agent: a model name (configs/models), oracle, none, or egointeract (with "
-        "--agent-model; egointeract:MODEL[,AUDITOR][,key=value], docs/egointeract.md).",
+        help=AGENT_HELP,
     ),
     user: str = typer.Option(
         "scripted",

@@ -34,21 +34,26 @@ def build_previews(
     bench: Path,
     overrides: dict[str, Any],
     points: list[tuple[str | None, float | None]],
+    *,
+    loaded: tuple[str, dict[str, Any]] | None = None,
+    build: bool = True,
 ) -> list[Any]:
     """Previews for ``[(interaction id or None = every interaction, t or None = its first
     decision point), ...]``, as the model's adapter builds them (:func:`engine_view`): its
     ``frames_as``, its own part rewrite, frames at its consumer side; Online Rolling
     (``protocol: online``) as turn 1 and the turn at t (default: the second decision point).
+    ``loaded``: the model's ``(name, config)`` when the caller has loaded it; ``build=False``
+    only checks the points (ids, ``t``) and returns ``[]``.
     Raises ``typer.Exit`` with one line on any bad input."""
 
     try:
-        name, config = load_model_config(model)
+        name, config = loaded or load_model_config(model)
         settings = resolve_settings(config, overrides)
         b = load_benchmark(bench_dir(bench), media_errors="record")
     except BenchmarkError as exc:  # the first problem; `validate` lists them all
         fail(str(exc).splitlines()[0])
     text_only = config.get("sees_pixels") is False or config.get("backend") == "cascade"
-    view = engine_view(name, config, settings)
+    view = engine_view(name, config, settings) if build else {}
     out = []
     for iid, t in points:
         chosen = b.interactions if iid is None else [_find(b, iid)]
@@ -56,6 +61,9 @@ def build_previews(
             video = b.video_of(it)
             if t is not None:
                 _check_at(it, t, video.duration_s)
+                _note_off_grid(b, it, t, settings)
+            if not build:
+                continue
             obs = None
             if settings.scene != "none" and video.id not in b.media_errors:
                 obs = Observer(
@@ -84,6 +92,40 @@ def _check_at(it: Any, t: float, duration_s: float | None) -> None:
             f"--at {t:g}: outside the decision points of interaction {it.id!r}; "
             f"pick t in [{it.q:g}, {end}] s (request time q to the clip end)"
         )
+
+
+def unprompted_note(name: str, config: dict[str, Any]) -> str | None:
+    """The one line for a model whose backend is sent no prompt (a baseline or control:
+    ``Adapter.unprompted`` says what it does instead), or None for a prompted model."""
+    try:
+        cls = adapter_class(config["backend"])
+    except AdapterError:  # left to the preview's own fallback and errors
+        return None
+    if cls.unprompted is None:
+        return None
+    return (
+        f"model {name!r} (backend {cls.backend}) is sent no prompt, so there is nothing to "
+        f"preview: {cls.unprompted}"
+    )
+
+
+def _note_off_grid(b: Any, it: Any, t: float, settings: Any) -> None:
+    """One note on stderr when ``t`` (s, inside [q, D]) is not on the interaction's decision grid
+    ({q, D} and the multiples of ``grid.step_s`` between), naming the grid points either side:
+    the preview is still printed (scripts keep working), but collect never asks at ``t``."""
+    grid = interaction_grid(b, it, settings)
+    at = round(t, 3)  # grid times are rounded to milliseconds
+    if len(grid) < 2 or at in grid:  # [q] only: the video could not be measured
+        return
+    below = max(g for g in grid if g < at)
+    above = min(g for g in grid if g > at)
+    typer.secho(
+        f"note: t = {t:g} s is not a decision point of interaction {it.id!r} (collect never asks "
+        f"there; grid.step_s = {settings.grid.step_s:g}); the nearest are {below:g} s and "
+        f"{above:g} s",
+        fg=typer.colors.YELLOW,
+        err=True,
+    )
 
 
 def _offline(b: Any, it: Any, at: float, settings: Any, obs: Any, text_only: bool, view: dict):
@@ -200,7 +242,8 @@ def prompt(
     at: float | None = typer.Option(
         None,
         "--at",
-        help="Decision time t, s (default: the interaction's first decision point, q).",
+        help="Decision time t, s (default: the interaction's first decision point, q); a time "
+        "off the decision grid is previewed with a note naming the nearest decision points.",
     ),
     set_: list[str] = typer.Option([], "--set", help="Override a setting, as for collect."),
     as_json: bool = typer.Option(False, "--json", help="One JSON document, for scripts."),
@@ -209,8 +252,23 @@ def prompt(
     request, tool catalogue, history, and each attached frame/audio part described (count, times,
     sizes) — without calling the model.
 
+    A baseline or control that is sent no prompt (oracle, silent, blind-fire, change-detector)
+    gets one line saying what it does instead (exit 0; with --json an empty list).
+
     Example: interactscope prompt --model qwen3-omni --bench demo --id t1-taxi --at 4
     (demo: the bundled demo benchmark, in a checkout or a pip install)."""
     if at is not None and at < 0:
         fail("--at must be >= 0 (seconds from the file start)")
-    echo_previews(build_previews(model, bench, parse_sets(set_), [(interaction_id, at)]), as_json)
+    name, config = load_model_config(model)
+    note = unprompted_note(name, config)
+    previews = build_previews(
+        model, bench, parse_sets(set_), [(interaction_id, at)], loaded=(name, config),
+        build=note is None,
+    )  # fmt: skip
+    if note is None:
+        echo_previews(previews, as_json)
+    elif as_json:  # scripts get an empty list: no message is sent
+        typer.echo("[]")
+        typer.echo(note, err=True)
+    else:
+        typer.echo(note)

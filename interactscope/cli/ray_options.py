@@ -24,7 +24,8 @@ RAY = typer.Option(
     False,
     "--ray",
     help="Collect with Ray workers, one model each, on a private local Ray instance "
-    "(or the cluster of --ray-address). Needs: pip install 'interactscope\\[distributed]'.",
+    "(or the cluster of --ray-address). Needs Ray: the package's distributed extra (--ray "
+    "without it prints the pip command).",
 )
 RAY_ADDRESS = typer.Option(
     None,

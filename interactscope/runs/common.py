@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterable, Iterator
 from importlib import metadata
 from pathlib import Path
+from typing import TextIO
 
 from pydantic import BaseModel
 
@@ -63,9 +64,11 @@ def run_lock(path: str | Path, purpose: str = "collect", *, create: bool = True)
     """Hold an exclusive lock on the run folder ``path`` for the duration of the block.
 
     The lock is ``fcntl.flock`` on ``RUN/.lock`` (released by the OS when the process dies, so a
-    killed run never leaves a stale lock); the file holds the holder's PID and purpose so a
-    second process can name it. Creates the folder when ``create`` (callers create it only once
-    nothing can fail before the first write, so no empty run folder is left behind).
+    killed run never leaves a live lock: the file a ``kill -9`` leaves behind is taken over by the
+    next run); the file holds the holder's PID and purpose so a second process can name it. It
+    is removed when the block ends (normally, on an error, on Ctrl-C), so a finished run folder
+    holds no ``.lock``. Creates the folder when ``create`` (callers create it only once nothing
+    can fail before the first write, so no empty run folder is left behind).
 
     Yields:
         The folder path.
@@ -79,18 +82,48 @@ def run_lock(path: str | Path, purpose: str = "collect", *, create: bool = True)
         p.mkdir(parents=True, exist_ok=True)
     elif not p.is_dir():
         raise RunLogError(f"{p}: not a run folder (no such folder)")
+    fh = _acquire(p)
     try:
-        fh = open_append(p / LOCK, read=True)
-    except OSError as exc:
-        raise RunLogError(f"{p}: cannot create the lock file {LOCK} ({exc.strerror})") from exc
+        fh.seek(0)
+        fh.truncate()
+        fh.write(f"{os.getpid()} {purpose}\n")
+        fh.flush()
+        yield p
+    finally:
+        # Unlink while still holding the flock: a process that opened the old file meanwhile
+        # sees it is no longer RUN/.lock once it gets the flock, and retries (_acquire).
+        if _is_current(fh, p / LOCK):
+            (p / LOCK).unlink(missing_ok=True)
+        fh.close()  # closing the descriptor releases the flock
+
+
+def _is_current(fh: TextIO, lock: Path) -> bool:
+    """Whether the open lock file ``fh`` is still the file at ``lock`` (not unlinked/replaced)."""
     try:
+        st = os.stat(lock, follow_symlinks=False)
+    except OSError:  # gone (its holder removed it, or the whole new folder)
+        return False
+    mine = os.fstat(fh.fileno())
+    return (st.st_dev, st.st_ino) == (mine.st_dev, mine.st_ino)
+
+
+def _acquire(p: Path) -> TextIO:
+    """``RUN/.lock`` opened and exclusively flocked (see :func:`run_lock` for the errors)."""
+    while True:
+        try:
+            fh = open_append(p / LOCK, read=True)
+        except OSError as exc:
+            raise RunLogError(f"{p}: cannot create the lock file {LOCK} ({exc.strerror})") from exc
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
-            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
-                raise RunLogError(f"{p}: cannot lock {LOCK} ({exc.strerror})") from exc
-            fh.seek(0)
-            holder = fh.read().split()
+            try:
+                if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                    raise RunLogError(f"{p}: cannot lock {LOCK} ({exc.strerror})") from exc
+                fh.seek(0)
+                holder = fh.read().split()
+            finally:
+                fh.close()
             pid = int(holder[0]) if holder and holder[0].isdigit() else None
             what = " ".join(holder[1:2]) or "another command"
             raise RunLockedError(
@@ -98,13 +131,9 @@ def run_lock(path: str | Path, purpose: str = "collect", *, create: bool = True)
                 "wait for it to finish or stop it, then run this command again",
                 pid,
             ) from None
-        fh.seek(0)
-        fh.truncate()
-        fh.write(f"{os.getpid()} {purpose}\n")
-        fh.flush()
-        yield p
-    finally:
-        fh.close()  # closing the descriptor releases the flock
+        if _is_current(fh, p / LOCK):
+            return fh
+        fh.close()  # its holder removed it as we opened it: lock the new one
 
 
 def now_iso() -> str:

@@ -90,6 +90,7 @@ class _Baseline(ConfiguredAdapter):
 class SilentAdapter(_Baseline):
     backend = "silent"
     needs_media = False
+    unprompted = "it always answers with the silence token"
     supports_online = False
 
     def respond(self, request: DecisionRequest) -> AdapterOutput:
@@ -123,6 +124,10 @@ def _oracle_calls(tg: Target, names: list[str]) -> list[ToolCall]:
 class OracleAdapter(_Baseline):
     backend = "oracle"
     needs_media = False
+    unprompted = (
+        "it answers each target's reference (T1: its tool calls) at the decision point nearest "
+        "the target time, inside target time +- tolerance_s"
+    )
     options_class = OracleOptions
 
     def _plan(self, interaction: Interaction, video: VideoRecord) -> dict[float, Target]:
@@ -164,6 +169,10 @@ class BlindFireAdapter(_Baseline):
 
     backend = "blind-fire"
     needs_media = False
+    unprompted = (
+        "it answers each interaction once, at the first decision point >= q + delay_s, with the "
+        "benchmark's most frequent T1 tool offered (T1) or a fixed sentence"
+    )
     DEFAULT_TEXT = "Heads up: what you asked about is happening now."
     options_class = BlindFireOptions
 
@@ -229,6 +238,10 @@ class ChangeDetectorAdapter(BlindFireAdapter):
 
     backend = "change-detector"
     needs_media = True
+    unprompted = (
+        "it answers (as blind-fire) at each decision point whose frames or audio up to t bring "
+        "a new visual change point or audio onset; it reads those signals, not a prompt"
+    )
     DEFAULT_TEXT = "Something just changed: here is what you asked about."
     options_class = ChangeDetectorOptions
 

@@ -115,6 +115,10 @@ class Adapter:
     backend: ClassVar[str] = "base"
     needs_media: ClassVar[bool] = True
     supports_online: ClassVar[bool] = False
+    unprompted: ClassVar[str | None] = None
+    """None: the backend receives the protocol's prompt. A baseline or control that is sent no
+    prompt says here what it does instead (``interactscope prompt`` prints it in place of a
+    preview)."""
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         self.name = name
