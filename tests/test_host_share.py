@@ -175,7 +175,11 @@ def test_placeholder_runs_are_tokenized_once_with_the_same_ids(monkeypatch):
     assert seen[0].count("<|VIDEO|>") == 1 and seen[0].count("<|AUDIO|>") == 1
     assert sorted(fast) == sorted(plain)
     for k in plain:
-        assert torch.equal(torch.as_tensor(fast[k]), torch.as_tensor(plain[k])), k
+        x, y = torch.as_tensor(fast[k]), torch.as_tensor(plain[k])
+        if k == "input_features":  # a later call's log-mel is incremental: float-level equal
+            assert x.shape == y.shape and torch.allclose(x, y, rtol=0, atol=1e-6), k
+        else:
+            assert torch.equal(x, y), k
 
 
 def test_run_tokenizer_repeats_each_placeholder_id_by_its_run():
