@@ -126,3 +126,90 @@ def test_register_lazy_target_explicit_wins_and_bad_target_is_one_line(monkeypat
         registry.lookup("judges", "y", what="judge")
     with pytest.raises(ValueError, match="module:attr"):
         registry.register("judges", "z", "nocolon")
+
+
+# ----------------------------------------------------------------- broken plug-ins (one line)
+
+BROKEN_EPS = (
+    "[interactscope.metrics]\nmissing = nosuchmod:x\nhalf = isc_broken:half\n\n"
+    "[interactscope.judges]\nmissing = nosuchmod:x\n\n"
+    "[interactscope.controls]\nmissing = nosuchmod:x\n"
+)
+BROKEN_MODULE = (
+    "half = {'numerator': 'hits', 'denominator': 'targets', 'tasks': ['T1'], 'section': 'x'}\n"
+)
+
+
+def _dist(site: Path, name: str, entry_points: str, module: str = "") -> Path:
+    """An installed distribution ``name`` (module ``name`` with ``-`` as ``_``) on ``site``."""
+    mod = name.replace("-", "_")
+    site.mkdir(parents=True, exist_ok=True)
+    (site / f"{mod}.py").write_text(module)
+    info = site / f"{mod}-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(entry_points)
+    return site
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path | None = None):
+    return subprocess.run([sys.executable, "-m", "interactscope", *args], capture_output=True,
+                          text=True, env=env, cwd=cwd)  # fmt: skip
+
+
+def _env(**extra: str) -> dict[str, str]:
+    path = os.pathsep.join([*extra.pop("path", "").split(os.pathsep), os.getcwd()])
+    return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path.strip(os.pathsep), **extra}
+
+
+def _oracle_run(tmp_path: Path) -> Path:
+    from interactscope.streaming.collect import run_collect
+
+    tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
+    bench = write_bench(tmp_path / "b", [interaction("a", task="T1", targets=tgt)])
+    run_collect(model="oracle", bench=bench, out=tmp_path / "run", progress=False)
+    return tmp_path / "run"
+
+
+NOT_LOADED = (
+    "{what} 'missing': entry point missing = nosuchmod:x of package isc-broken cannot be "
+    "loaded (No module named 'nosuchmod'); install what it needs or pip uninstall isc-broken"
+)
+
+
+@pytest.mark.slow
+def test_a_broken_plugin_is_skipped_by_other_commands_and_one_line_when_asked_for(tmp_path):
+    env = _env(path=str(_dist(tmp_path / "site", "isc-broken", BROKEN_EPS, BROKEN_MODULE)))
+    res = _cli(["--version"], env)  # metrics and controls are not read at start-up
+    assert (res.returncode, res.stderr) == (0, "") and res.stdout.startswith("interactscope ")
+    run = _oracle_run(tmp_path)
+    res = _cli(["score", str(run), "--judge", "toolset"], env)  # metrics: skipped, warned
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[:2] == [
+        "warning: metric 'half': not a Metric (field 'display': Field required); see "
+        "docs/architecture.md, 'A metric'; skipped",
+        "warning: " + NOT_LOADED.format(what="metric") + "; skipped",
+    ]
+    metrics = json.loads((run / "scores" / "summary.json").read_text())["metrics"]
+    assert "plugins" not in metrics and metrics["T1"]["joint"] == 1.0  # 1 hit of 1 target
+    res = _cli(["score", str(run), "--judge", "missing"], env)  # the judge asked for: an error
+    assert res.returncode == 1 and res.stderr.splitlines()[-1] == NOT_LOADED.format(what="judge")
+    assert "Traceback" not in res.stderr
+    res = _cli(["control", "missing"], env)
+    assert (res.returncode, res.stderr) == (1, NOT_LOADED.format(what="control") + "\n")
+
+
+def test_a_table_read_whole_skips_a_broken_plugin_with_one_warning(monkeypatch):
+    from interactscope.streaming.scoring.metrics import METRICS, metrics_table
+
+    monkeypatch.setitem(registry.table("metrics"), "gone", "no_such_module_zz:m")
+    registry.refresh()
+    with pytest.warns(registry.PluginWarning) as caught:
+        assert metrics_table() == METRICS
+        assert metrics_table() == METRICS  # read twice, warned once
+    assert [str(w.message) for w in caught] == [
+        "metric 'gone' needs a package that is not installed (No module named "
+        "'no_such_module_zz'); see the README's Models section for the extra to install; skipped"
+    ]
+    with pytest.raises(registry.PluginError, match=r"^metric 'gone' needs a package"):
+        registry.lookup("metrics", "gone", what="metric")

@@ -15,14 +15,18 @@ plug-in").
 from __future__ import annotations
 
 import importlib
+import warnings
+from collections.abc import Callable, Iterable
 from importlib import metadata
 from typing import Any
 
-from interactscope.core.errors import InteractScopeError
+from interactscope.core.errors import InteractScopeError, first_problem
 
 __all__ = [
     "PluginError",
+    "PluginWarning",
     "UnknownPluginError",
+    "load_each",
     "lookup",
     "names",
     "refresh",
@@ -30,6 +34,7 @@ __all__ = [
     "registered",
     "table",
     "unregister",
+    "warn",
 ]
 
 _TABLES: dict[str, dict[str, Any]] = {}
@@ -38,6 +43,22 @@ _ENTRY_POINTS: dict[str, dict[str, Any]] = {}
 
 class PluginError(InteractScopeError, ImportError):
     """A registered ``"module:attr"`` target (or entry point) cannot be imported."""
+
+
+class PluginWarning(UserWarning):
+    """A plug-in was skipped (it cannot be loaded, or its name is taken); the message is one line
+    naming it and the fix. The CLI prints it as one ``warning:`` line and goes on."""
+
+
+_WARNED: set[str] = set()
+
+
+def warn(message: str) -> None:
+    """Issue ``message`` as a :class:`PluginWarning`, once per process (a table read many
+    times warns once)."""
+    if message not in _WARNED:
+        _WARNED.add(message)
+        warnings.warn(message, PluginWarning, stacklevel=3)
 
 
 class UnknownPluginError(InteractScopeError, LookupError):
@@ -74,8 +95,10 @@ def _entry_points(kind: str) -> dict[str, Any]:
 
 
 def refresh() -> None:
-    """Forget the entry points read so far (after installing a plug-in in a running process)."""
+    """Forget the entry points read so far (after installing a plug-in in a running process)
+    and the warnings already given."""
     _ENTRY_POINTS.clear()
+    _WARNED.clear()
 
 
 def registered(kind: str, name: str) -> bool:
@@ -103,11 +126,7 @@ def lookup(kind: str, name: str, *, what: str | None = None) -> Any:
     if name in table:
         target = table[name]
     elif name in _entry_points(kind):
-        ep = _entry_points(kind)[name]
-        try:
-            return ep.load()
-        except ImportError as exc:
-            raise PluginError(f"{what or kind} {name!r}: entry point {ep.value} ({exc})") from exc
+        return _load_entry_point(_entry_points(kind)[name], what or kind)
     else:
         raise UnknownPluginError(
             f"unknown {what or kind} {name!r}; known: {', '.join(names(kind)) or '(none)'}"
@@ -122,6 +141,45 @@ def lookup(kind: str, name: str, *, what: str | None = None) -> Any:
             f"{what or kind} {name!r} needs a package that is not installed ({exc}); "
             "see the README's Models section for the extra to install"
         ) from exc
-    for part in attr.split("."):
-        obj = getattr(obj, part)
+    try:
+        for part in attr.split("."):
+            obj = getattr(obj, part)
+    except AttributeError as exc:
+        raise PluginError(f"{what or kind} {name!r}: target {target} ({exc})") from None
     return obj
+
+
+def _load_entry_point(ep: Any, what: str) -> Any:
+    """The object an entry point names; any failure (a missing module, an attribute that is not
+    there, an error raised while importing) is one :class:`PluginError` line."""
+    try:
+        return ep.load()
+    except Exception as exc:  # noqa: BLE001 - third-party import code can raise anything
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        of, fix = (f" of package {dist}", f"pip uninstall {dist}") if dist else ("", "remove it")
+        raise PluginError(
+            f"{what} {ep.name!r}: entry point {ep.name} = {ep.value}{of} cannot be loaded "
+            f"({first_problem(exc)}); install what it needs or {fix}"
+        ) from exc
+
+
+def load_each(
+    kind: str,
+    wanted: Iterable[str],
+    build: Callable[[str, Any], Any] | None = None,
+    *,
+    what: str | None = None,
+) -> list[Any]:
+    """The factories of ``wanted`` names of ``kind`` (each passed through ``build(name,
+    factory)`` when given), for a table that is read whole (every metric, every control). One
+    that raises :class:`PluginError` (it cannot be loaded, ``build`` refuses it) is left out
+    with a one-line :class:`PluginWarning`, so a broken plug-in stops only the command that
+    asks for it by name."""
+    out = []
+    for name in wanted:
+        try:
+            factory = lookup(kind, name, what=what)
+            out.append(factory if build is None else build(name, factory))
+        except PluginError as exc:
+            warn(f"{exc}; skipped")
+    return out

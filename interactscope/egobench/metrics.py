@@ -78,11 +78,11 @@ def ego_metrics() -> tuple[EgoMetric, ...]:
     """:data:`EGO_METRICS`, then the plug-ins (``egobench.*`` names of kind ``metrics``) by
     name; a plug-in of a built-in name is ignored (the built-in wins).
 
-    Raises:
-        PluginError: a plug-in that cannot be imported, is not a metric or names no column.
+    A plug-in that cannot be imported, is not a metric or names no column is left out with a
+    one-line :class:`~interactscope.core.registry.PluginWarning` naming it.
     """
     extra = [n for n in registry.names("metrics") if n.startswith(EGO_PREFIX) and n not in _BUILTIN]
-    plugins = tuple(
-        _plugin(n[len(EGO_PREFIX) :], registry.lookup("metrics", n, what="metric")) for n in extra
+    plugins = registry.load_each(
+        "metrics", extra, lambda n, target: _plugin(n[len(EGO_PREFIX) :], target), what="metric"
     )
-    return EGO_METRICS + plugins
+    return EGO_METRICS + tuple(plugins)

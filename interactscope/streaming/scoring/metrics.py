@@ -340,15 +340,15 @@ def metrics_table() -> tuple[Metric, ...]:
     replace a built-in metric: its name is taken by the built-in one. Without plug-ins this is
     :data:`METRICS` itself, so every output keeps its bytes.
 
-    Raises:
-        PluginError: a plug-in target that cannot be imported or is not a metric.
+    A plug-in that cannot be imported or is not a metric is left out with a one-line
+    :class:`~interactscope.core.registry.PluginWarning` naming it (the command goes on).
     """
     extra = [
         n for n in registry.names("metrics") if n not in _BY_NAME and not n.startswith(_EGOBENCH)
     ]
     if not extra:
         return METRICS
-    return METRICS + tuple(_plugin(n, registry.lookup("metrics", n, what="metric")) for n in extra)
+    return METRICS + tuple(registry.load_each("metrics", extra, _plugin, what="metric"))
 
 
 def metric(name: str) -> Metric:
