@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from interactscope.core import registry
-from tests.helpers.foundation_fixtures import interaction, write_bench
+from tests.helpers.foundation_fixtures import REPO, interaction, write_bench
 
 PLUGIN = '''
 from interactscope.streaming.adapters.base import Adapter, AdapterOutput
@@ -158,15 +158,17 @@ def _cli(args: list[str], env: dict[str, str], cwd: Path | None = None):
 
 
 def _env(**extra: str) -> dict[str, str]:
-    path = os.pathsep.join([*extra.pop("path", "").split(os.pathsep), os.getcwd()])
+    """The CLI's environment: this checkout (and ``path``) on PYTHONPATH, ``extra`` set."""
+    path = os.pathsep.join([*extra.pop("path", "").split(os.pathsep), str(REPO)])
     return {**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": path.strip(os.pathsep), **extra}
 
 
-def _oracle_run(tmp_path: Path) -> Path:
+def _oracle_run(tmp_path: Path, task: str = "T1") -> Path:
+    """The oracle's run over one interaction of ``task`` with one target at 4 s."""
     from interactscope.streaming.collect import run_collect
 
     tgt = [{"id": "k1", "reference": "take_photo", "tools": ["take_photo"], "time_s": 4.0}]
-    bench = write_bench(tmp_path / "b", [interaction("a", task="T1", targets=tgt)])
+    bench = write_bench(tmp_path / "b", [interaction("a", task=task, targets=tgt)])
     run_collect(model="oracle", bench=bench, out=tmp_path / "run", progress=False)
     return tmp_path / "run"
 
@@ -213,3 +215,54 @@ def test_a_table_read_whole_skips_a_broken_plugin_with_one_warning(monkeypatch):
     ]
     with pytest.raises(registry.PluginError, match=r"^metric 'gone' needs a package"):
         registry.lookup("metrics", "gone", what="metric")
+
+
+# ------------------------------------------------------- a scratch module: $INTERACTSCOPE_PLUGINS
+
+SCRATCH = """
+from interactscope.core.registry import register
+from interactscope.streaming.judges.base import Judge, Verdict
+
+class Nope(Judge):
+    backend, prompt_version = "scratch", "nope-v1"
+
+    def __init__(self):
+        self.name, self.model = "nope", "none"
+
+    @property
+    def settings(self):
+        return {}
+
+    def judge(self, triples):
+        return [Verdict(False, "never") for _ in triples]
+
+register("judges", "nope", lambda arg, **options: Nope())
+register("metrics", "wrong-share", {"display": "wrong/target", "numerator": "wrong",
+                                    "denominator": "targets", "tasks": ["T2"], "section": "x"})
+"""
+
+
+@pytest.mark.slow
+def test_a_scratch_module_named_in_the_env_var_is_used_by_the_cli(tmp_path):
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "scratch_plug.py").write_text(SCRATCH)
+    run = _oracle_run(tmp_path, task="T2")
+    res = _cli(["--version"], _env(INTERACTSCOPE_PLUGINS="no_such_mod_zz"))
+    assert (res.returncode, res.stderr) == (0, "")  # not imported at start-up
+    # a module name found in the current folder; a module that does not import: one warning
+    env = _env(INTERACTSCOPE_PLUGINS="scratch_plug, no_such_mod_zz")
+    res = _cli(["score", str(run), "--judge", "nope", "--json"], env, cwd=tmp_path / "lab")
+    assert res.returncode == 0, res.stderr
+    assert res.stderr.splitlines()[0] == (
+        "warning: INTERACTSCOPE_PLUGINS: no_such_mod_zz cannot be imported (No module named "
+        "'no_such_mod_zz'); skipped: fix it or take it out of INTERACTSCOPE_PLUGINS"
+    )
+    metrics = json.loads(res.stdout)["summary"]["metrics"]
+    # the oracle's one answer judged "no" by the scratch judge: T2 0/1, wrong 1 of 1 target
+    assert metrics["tasks"]["T2"]["score"] == 0.0
+    assert metrics["plugins"] == {"wrong-share": {"value": 1.0, "numerator": 1, "denominator": 1}}
+    # a file path works from any folder
+    env = _env(INTERACTSCOPE_PLUGINS=str(tmp_path / "lab" / "scratch_plug.py"))
+    res = _cli(["score", str(run), "--judge", "nope", "--json"], env)
+    assert res.returncode == 0 and res.stderr == "", res.stderr
+    assert json.loads(res.stdout)["summary"]["metrics"]["tasks"]["T2"]["failures"]["wrong"] == 1

@@ -9,12 +9,16 @@ Third-party packages add entries without editing this project: an entry point in
 ``interactscope.<kind>`` (``pyproject.toml``: ``[project.entry-points."interactscope.judges"]
 mine = "my_pkg.judge:make"``) is read on the first lookup of that kind. Explicit
 :func:`register` calls win over entry points of the same name (docs/architecture.md, "Add a
-plug-in").
+plug-in"). A module of one's own, not packaged, is named in ``$INTERACTSCOPE_PLUGINS``
+(:data:`ENV_VAR`): imported on the first lookup of any kind, it calls :func:`register`.
 """
 
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 import warnings
 from collections.abc import Callable, Iterable
 from importlib import metadata
@@ -23,6 +27,7 @@ from typing import Any
 from interactscope.core.errors import InteractScopeError, first_problem
 
 __all__ = [
+    "ENV_VAR",
     "PluginError",
     "PluginWarning",
     "UnknownPluginError",
@@ -39,6 +44,13 @@ __all__ = [
 
 _TABLES: dict[str, dict[str, Any]] = {}
 _ENTRY_POINTS: dict[str, dict[str, Any]] = {}
+
+ENV_VAR = "INTERACTSCOPE_PLUGINS"
+"""Comma-separated plug-in modules imported on the first lookup of any kind: a module name
+importable from ``PYTHONPATH`` or the current folder (``mymod``, ``lab.judges``), or a file
+(``path/to/file.py``); each calls :func:`register` when imported."""
+
+_ENV_LOADED: list[str] = []  # the $INTERACTSCOPE_PLUGINS value imported ([] : not yet)
 
 
 class PluginError(InteractScopeError, ImportError):
@@ -87,7 +99,52 @@ def unregister(kind: str, name: str) -> None:
     _TABLES.get(kind, {}).pop(name, None)
 
 
+def _import_plugin(item: str) -> None:
+    """Import one entry of :data:`ENV_VAR`: a ``.py`` file (as module ``interactscope_plugin_<stem>``)
+    or a module name, found on ``sys.path`` and then in the current folder."""
+    if item.endswith(".py") or "/" in item or os.sep in item:
+        path = os.path.abspath(os.path.expanduser(item))
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"no such file {path}")
+        stem = os.path.splitext(os.path.basename(path))[0]
+        spec = importlib.util.spec_from_file_location(f"interactscope_plugin_{stem}", path)
+        assert spec is not None and spec.loader is not None  # a .py path always has a loader
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # pickling, dataclasses and re-imports find it
+        spec.loader.exec_module(module)
+        return
+    added = os.getcwd() not in sys.path
+    if added:  # the console script does not put the current folder on sys.path; -m does
+        sys.path.append(os.getcwd())
+    try:
+        importlib.import_module(item)
+    finally:
+        if added:
+            sys.path.remove(os.getcwd())
+
+
+def _load_env_plugins() -> None:
+    """Import the modules of :data:`ENV_VAR` once per value; one that fails to import is left
+    out with a one-line :class:`PluginWarning` (a command that needs its plug-in then says the
+    name is unknown)."""
+    value = os.environ.get(ENV_VAR, "")
+    if _ENV_LOADED == [value]:
+        return
+    _ENV_LOADED[:] = [value]  # first: a plug-in module that reads a table does not recurse
+    for item in (x.strip() for x in value.split(",")):
+        if not item:
+            continue
+        try:
+            _import_plugin(item)
+        except Exception as exc:  # noqa: BLE001 - a researcher's module can raise anything
+            warn(
+                f"{ENV_VAR}: {item} cannot be imported ({first_problem(exc)}); skipped: fix "
+                f"it or take it out of {ENV_VAR}"
+            )
+
+
 def _entry_points(kind: str) -> dict[str, Any]:
+    _load_env_plugins()
     if kind not in _ENTRY_POINTS:
         eps = metadata.entry_points(group=f"interactscope.{kind}")
         _ENTRY_POINTS[kind] = {ep.name: ep for ep in eps}
@@ -95,10 +152,12 @@ def _entry_points(kind: str) -> dict[str, Any]:
 
 
 def refresh() -> None:
-    """Forget the entry points read so far (after installing a plug-in in a running process)
-    and the warnings already given."""
+    """Forget the entry points read so far (after installing a plug-in in a running process),
+    the warnings already given, and that :data:`ENV_VAR` was read (its modules are imported
+    again on the next lookup if not imported yet)."""
     _ENTRY_POINTS.clear()
     _WARNED.clear()
+    _ENV_LOADED.clear()
 
 
 def registered(kind: str, name: str) -> bool:
@@ -122,6 +181,7 @@ def lookup(kind: str, name: str, *, what: str | None = None) -> Any:
         PluginError: the target's module cannot be imported (the message names the target and
             the missing package).
     """
+    _load_env_plugins()
     table = _TABLES.get(kind, {})
     if name in table:
         target = table[name]
