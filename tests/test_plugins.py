@@ -266,3 +266,17 @@ def test_a_scratch_module_named_in_the_env_var_is_used_by_the_cli(tmp_path):
     res = _cli(["score", str(run), "--judge", "nope", "--json"], env)
     assert res.returncode == 0 and res.stderr == "", res.stderr
     assert json.loads(res.stdout)["summary"]["metrics"]["tasks"]["T2"]["failures"]["wrong"] == 1
+
+
+def test_a_metric_of_name_and_display_only_is_hits_over_scored_of_every_task(monkeypatch):
+    import pandas as pd
+
+    from interactscope.streaming.scoring.metrics import CLUSTER_COLUMNS, compute_metrics
+
+    monkeypatch.setitem(registry.table("metrics"), "mini", {"name": "mini", "display": "Mini"})
+    rows = [dict.fromkeys(CLUSTER_COLUMNS, 0) for _ in range(2)]
+    rows[0].update(cluster="c1", task="T1", targets=2, scored=2, hits=1)
+    rows[1].update(cluster="c2", task="T8-A", targets=3, scored=2, hits=2)
+    # the defaults: Σ hits / Σ scored over every task = (1 + 2) / (2 + 2)
+    got = compute_metrics(pd.DataFrame(rows))["plugins"]["mini"]
+    assert got == {"value": 0.75, "numerator": 3, "denominator": 4}

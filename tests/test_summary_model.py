@@ -103,8 +103,8 @@ def test_a_plugin_metric_cannot_write_over_a_paper_number(monkeypatch):
     registry.refresh()  # a broken plug-in metric is skipped with one warning line
     with pytest.warns(registry.PluginWarning, match=r"metric 'x': .* under 'plugins\.'.*skipped"):
         assert metrics_table() == METRICS
-    monkeypatch.setitem(registry.table("metrics"), "x", {"display": "x"})
-    with pytest.warns(registry.PluginWarning, match=r"metric 'x': not a Metric \(field 'tasks'"):
+    monkeypatch.setitem(registry.table("metrics"), "x", {"tasks": ["T1"]})  # no display
+    with pytest.warns(registry.PluginWarning, match=r"metric 'x': not a Metric \(field 'display'"):
         assert metrics_table() == METRICS
 
 

@@ -53,6 +53,7 @@ from interactscope.streaming.tasks import (
 
 __all__ = [
     "CLUSTER_COLUMNS",
+    "COUNT_COLUMNS",
     "INTERACTION_COLUMNS",
     "METRICS",
     "TARGET_COLUMNS",
@@ -69,6 +70,10 @@ __all__ = [
     "targets_frame",
 ]
 
+COUNT_COLUMNS: tuple[str, ...] = tuple(CLUSTER_COLUMNS[2:])
+"""The cluster-table columns a metric's ``numerator`` / ``denominator`` may name (the counts of
+one (cluster, task) row; ``cluster`` and ``task`` are its labels)."""
+
 Kind = Literal["percent", "rate"]
 PaperTable = Literal["explicit", "assistance", "volume"]
 
@@ -79,10 +84,13 @@ class Metric(BaseModel):
     Attributes:
         name: the row label everywhere (compare.csv, all_metrics.csv, control tables).
         display: the column header in the paper's tables (e.g. ``T1 Joint``).
-        numerator, denominator: cluster-table columns summed over the rows of ``tasks``.
-        tasks: the tasks whose rows are summed (a metric exists when one of them is scored).
+        numerator, denominator: cluster-table columns (:data:`COUNT_COLUMNS`) summed over the
+            rows of ``tasks``; default hits / scored targets.
+        tasks: the tasks whose rows are summed (a metric exists when one of them is scored);
+            default every task.
         kind: ``percent`` (a fraction, shown × 100; differences in pp) or ``rate`` (per minute).
-        section: the group a compare row belongs to.
+        section: the group a compare row belongs to (default ``plug-in``: the built-in
+            metrics all name theirs).
         table: the paper table it is a column of (``None``: not a column).
         components: a balanced mean over these metrics (numerator/denominator unused).
         denominator_divisor: divides the denominator (probed seconds → minutes: 60).
@@ -100,9 +108,9 @@ class Metric(BaseModel):
     display: str
     numerator: str = "hits"
     denominator: str = "scored"
-    tasks: tuple[str, ...]
+    tasks: tuple[str, ...] = TASKS
     kind: Kind = "percent"
-    section: str
+    section: str = "plug-in"
     table: PaperTable | None = None
     components: tuple[str, ...] = ()
     denominator_divisor: float = 1.0
