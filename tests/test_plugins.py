@@ -280,3 +280,22 @@ def test_a_metric_of_name_and_display_only_is_hits_over_scored_of_every_task(mon
     # the defaults: Σ hits / Σ scored over every task = (1 + 2) / (2 + 2)
     got = compute_metrics(pd.DataFrame(rows))["plugins"]["mini"]
     assert got == {"value": 0.75, "numerator": 3, "denominator": 4}
+
+
+def test_a_metric_naming_no_column_is_one_line_with_the_valid_ones(monkeypatch):
+    import pandas as pd
+
+    from interactscope.streaming.scoring.metrics import CLUSTER_COLUMNS, compute_metrics
+
+    bad = {"display": "X", "numerator": "hitz", "tasks": ["T1"]}
+    monkeypatch.setitem(registry.table("metrics"), "typo", bad)
+    row = dict.fromkeys(CLUSTER_COLUMNS, 0) | {"cluster": "c1", "task": "T1", "targets": 1}
+    registry.refresh()
+    with pytest.warns(registry.PluginWarning) as caught:
+        metrics = compute_metrics(pd.DataFrame([row]))  # was: KeyError 'hitz'
+    assert "plugins" not in metrics and metrics["T1"]["targets"] == 1
+    assert [str(w.message) for w in caught] == [
+        "metric 'typo': numerator 'hitz' is not a cluster-table column; valid: targets, scored, "
+        "hits, on_time, premature, wrong, late, missed, unjudged, infra_error, interactions, "
+        "episodes, complete, responses, probed_s, infrastructure_errors; skipped"
+    ]

@@ -310,10 +310,15 @@ for _m in METRICS:
     registry.register("metrics", _m.name, _m)
 
 
+def _columns(m: Metric) -> list[tuple[str, str]]:
+    return [("numerator", m.numerator), ("denominator", m.denominator)]
+
+
 def _plugin(name: str, target: Any) -> Metric:
     """A registered plug-in target as a :class:`Metric` named ``name``: a ``Metric``, a mapping
     of its fields, or a callable returning either. Raises ``PluginError`` (one line) on
-    anything else or on ``summary`` keys outside :data:`PLUGIN_SUMMARY`."""
+    anything else, on a numerator or denominator not in :data:`COUNT_COLUMNS`, or on
+    ``summary`` keys outside :data:`PLUGIN_SUMMARY`."""
     obj = target() if callable(target) and not isinstance(target, Metric) else target
     try:
         m = obj if isinstance(obj, Metric) else Metric(**{"name": name, **dict(obj)})
@@ -322,6 +327,12 @@ def _plugin(name: str, target: Any) -> Metric:
             f"metric {name!r}: not a Metric ({first_problem(exc)}); see docs/architecture.md, "
             "'A metric'"
         ) from None
+    bad = [f"{f} {c!r}" for f, c in _columns(m) if c not in COUNT_COLUMNS]
+    if bad:
+        raise registry.PluginError(
+            f"metric {name!r}: {' and '.join(bad)} is not a cluster-table column; valid: "
+            f"{', '.join(COUNT_COLUMNS)}"
+        )
     if not m.summary:
         key = f"{PLUGIN_SUMMARY}.{m.name}"
         m = m.model_copy(
