@@ -299,3 +299,80 @@ def test_a_metric_naming_no_column_is_one_line_with_the_valid_ones(monkeypatch):
         "hits, on_time, premature, wrong, late, missed, unjudged, infra_error, interactions, "
         "episodes, complete, responses, probed_s, infrastructure_errors; skipped"
     ]
+
+
+# ------------------------------------------------------- a plug-in of a built-in name: ignored
+
+DUP_MODULE = """
+from pathlib import Path
+from interactscope.streaming.analysis.controls.registry import ControlSpec
+from interactscope.streaming.scoring.metrics import Metric
+
+joint = Metric(name="T1 joint", display="X", numerator="hits", denominator="targets")
+judge = lambda arg, **options: None
+scene = ControlSpec(name="scene", summary="Mine.", params=(), module="x", run="y")
+"""
+DUP_EPS = (
+    "[interactscope.metrics]\njoint2 = isc_dup:joint\n\n"
+    "[interactscope.judges]\nlexical = isc_dup:judge\n\n"
+    "[interactscope.controls]\nscene2 = isc_dup:scene\n"
+)
+
+
+def test_a_plugin_of_a_built_in_name_is_ignored_with_one_warning_each(tmp_path, monkeypatch):
+    from interactscope.streaming.analysis.controls.registry import registered
+    from interactscope.streaming.judges import make_judge
+    from interactscope.streaming.scoring.metrics import METRICS, metrics_table
+
+    monkeypatch.syspath_prepend(str(_dist(tmp_path / "site", "isc-dup", DUP_EPS, DUP_MODULE)))
+    registry.refresh()
+    try:
+        with pytest.warns(registry.PluginWarning) as caught:
+            assert metrics_table() == METRICS  # no column "X", no plugins."T1 joint"
+            assert make_judge("lexical").name == "lexical"  # the built-in
+            assert [s.summary for s in registered() if s.name == "scene"] == [
+                "Scene ablation: request-only run − full run, paired, at each tolerance (pp)."
+            ]
+    finally:
+        registry.refresh()
+    assert sorted(str(w.message) for w in caught) == [
+        "control 'scene2': named 'scene', a built-in control (the built-in wins); rename it; "
+        "skipped",
+        "judges 'lexical' of entry point isc_dup:judge of package isc-dup ignored: the name is "
+        "a built-in one (it wins); rename it",
+        "metric 'joint2': named 'T1 joint', a built-in metric (the built-in wins); rename it; "
+        "skipped",
+    ]
+
+
+def test_an_env_var_module_registering_a_built_in_name_is_ignored(tmp_path, monkeypatch):
+    from interactscope.streaming.judges import make_judge
+
+    plug = tmp_path / "shadow.py"
+    plug.write_text(
+        "from interactscope.core.registry import register\n"
+        "import interactscope.streaming.judges\n"
+        "register('judges', 'lexical', lambda arg, **options: None)\n"
+    )
+    monkeypatch.setenv(registry.ENV_VAR, str(plug))
+    registry.refresh()
+    try:
+        with pytest.warns(registry.PluginWarning) as caught:
+            assert make_judge("lexical").name == "lexical"  # the built-in, not None
+    finally:
+        monkeypatch.delenv(registry.ENV_VAR)
+        registry.refresh()
+    assert [str(w.message) for w in caught] == [
+        f"judges 'lexical' of INTERACTSCOPE_PLUGINS module {plug} ignored: the name is a "
+        "built-in one (it wins); rename it"
+    ]
+
+
+def test_register_over_a_built_in_metric_is_ignored_with_a_warning(monkeypatch):
+    from interactscope.streaming.scoring.metrics import METRICS, Metric, metrics_table
+
+    other = Metric(name="T1 joint", display="X", numerator="wrong", denominator="targets")
+    monkeypatch.setitem(registry.table("metrics"), "T1 joint", other)
+    registry.refresh()
+    with pytest.warns(registry.PluginWarning, match=r"^metric 'T1 joint': a built-in metric"):
+        assert metrics_table() == METRICS

@@ -51,6 +51,8 @@ importable from ``PYTHONPATH`` or the current folder (``mymod``, ``lab.judges``)
 (``path/to/file.py``); each calls :func:`register` when imported."""
 
 _ENV_LOADED: list[str] = []  # the $INTERACTSCOPE_PLUGINS value imported ([] : not yet)
+_LOADING: list[str] = []  # the module of $INTERACTSCOPE_PLUGINS being imported
+_FROM_PLUGIN: dict[tuple[str, str], str] = {}  # (kind, name) -> the module that registered it
 
 
 class PluginError(InteractScopeError, ImportError):
@@ -82,10 +84,25 @@ class UnknownPluginError(InteractScopeError, LookupError):
 
 def register(kind: str, name: str, factory: Any) -> None:
     """Make ``name`` of ``kind`` resolve to ``factory`` (an object, or ``"module:attr"``
-    imported lazily by :func:`lookup`). Registering a name again replaces it."""
+    imported lazily by :func:`lookup`). Registering a name again replaces it, except from a
+    module of :data:`ENV_VAR` being imported: a plug-in of a name already taken (a built-in) is
+    ignored with a one-line :class:`PluginWarning`, and a built-in registered after a plug-in
+    of its name replaces it with that warning (the built-in wins either way)."""
     if isinstance(factory, str) and ":" not in factory:
         raise ValueError(f"register({kind!r}, {name!r}): a lazy target is 'module:attr'")
-    _TABLES.setdefault(kind, {})[name] = factory
+    tab = _TABLES.setdefault(kind, {})
+    if _LOADING:
+        if name in tab:
+            warn(_taken(kind, name, f"{ENV_VAR} module {_LOADING[-1]}"))
+            return
+        _FROM_PLUGIN[(kind, name)] = _LOADING[-1]
+    elif (kind, name) in _FROM_PLUGIN:
+        warn(_taken(kind, name, f"{ENV_VAR} module {_FROM_PLUGIN.pop((kind, name))}"))
+    tab[name] = factory
+
+
+def _taken(kind: str, name: str, source: str) -> str:
+    return f"{kind} {name!r} of {source} ignored: the name is a built-in one (it wins); rename it"
 
 
 def table(kind: str) -> dict[str, Any]:
@@ -97,6 +114,7 @@ def table(kind: str) -> dict[str, Any]:
 def unregister(kind: str, name: str) -> None:
     """Remove ``name`` of ``kind`` (tests); absent names are ignored."""
     _TABLES.get(kind, {}).pop(name, None)
+    _FROM_PLUGIN.pop((kind, name), None)
 
 
 def _import_plugin(item: str) -> None:
@@ -134,6 +152,7 @@ def _load_env_plugins() -> None:
     for item in (x.strip() for x in value.split(",")):
         if not item:
             continue
+        _LOADING.append(item)
         try:
             _import_plugin(item)
         except Exception as exc:  # noqa: BLE001 - a researcher's module can raise anything
@@ -141,6 +160,8 @@ def _load_env_plugins() -> None:
                 f"{ENV_VAR}: {item} cannot be imported ({first_problem(exc)}); skipped: fix "
                 f"it or take it out of {ENV_VAR}"
             )
+        finally:
+            _LOADING.pop()
 
 
 def _entry_points(kind: str) -> dict[str, Any]:
@@ -148,7 +169,14 @@ def _entry_points(kind: str) -> dict[str, Any]:
     if kind not in _ENTRY_POINTS:
         eps = metadata.entry_points(group=f"interactscope.{kind}")
         _ENTRY_POINTS[kind] = {ep.name: ep for ep in eps}
-    return _ENTRY_POINTS[kind]
+    found = _ENTRY_POINTS[kind]
+    for name in sorted(found.keys() & _TABLES.get(kind, {}).keys()):  # the table wins
+        ep = found[name]
+        dist = getattr(getattr(ep, "dist", None), "name", None)
+        warn(
+            _taken(kind, name, f"entry point {ep.value}" + (f" of package {dist}" if dist else ""))
+        )
+    return found
 
 
 def refresh() -> None:
@@ -181,12 +209,12 @@ def lookup(kind: str, name: str, *, what: str | None = None) -> Any:
         PluginError: the target's module cannot be imported (the message names the target and
             the missing package).
     """
-    _load_env_plugins()
+    eps = _entry_points(kind)  # reads $INTERACTSCOPE_PLUGINS; warns of entry points ignored
     table = _TABLES.get(kind, {})
     if name in table:
         target = table[name]
-    elif name in _entry_points(kind):
-        return _load_entry_point(_entry_points(kind)[name], what or kind)
+    elif name in eps:
+        return _load_entry_point(eps[name], what or kind)
     else:
         raise UnknownPluginError(
             f"unknown {what or kind} {name!r}; known: {', '.join(names(kind)) or '(none)'}"

@@ -65,6 +65,10 @@ def _plugin(name: str, target: Any) -> EgoMetric:
         raise registry.PluginError(
             f"metric {name!r}: not an EgoMetric ({first_problem(exc)})"
         ) from None
+    if EGO_PREFIX + m.name in _BUILTIN:
+        raise registry.PluginError(
+            f"metric {name!r}: named {m.name!r}, a built-in metric (the built-in wins); rename it"
+        )
     bad = [c for c in (m.numerator, m.denominator) if c is not None and c not in TASK_COLUMNS]
     if bad:
         raise registry.PluginError(

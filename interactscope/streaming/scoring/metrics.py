@@ -327,6 +327,10 @@ def _plugin(name: str, target: Any) -> Metric:
             f"metric {name!r}: not a Metric ({first_problem(exc)}); see docs/architecture.md, "
             "'A metric'"
         ) from None
+    if m.name in _BY_NAME:
+        raise registry.PluginError(
+            f"metric {name!r}: named {m.name!r}, a built-in metric (the built-in wins); rename it"
+        )
     bad = [f"{f} {c!r}" for f, c in _columns(m) if c not in COUNT_COLUMNS]
     if bad:
         raise registry.PluginError(
@@ -356,7 +360,8 @@ def metrics_table() -> tuple[Metric, ...]:
     :func:`~interactscope.core.registry.register` or the entry point group
     ``interactscope.metrics``; names starting ``egobench.`` are EgoBench's,
     :func:`interactscope.egobench.metrics.ego_metrics`) sorted by name. A plug-in cannot
-    replace a built-in metric: its name is taken by the built-in one. Without plug-ins this is
+    replace a built-in metric: one whose ``Metric.name`` is a built-in's is skipped with a
+    warning. Without plug-ins this is
     :data:`METRICS` itself, so every output keeps its bytes.
 
     A plug-in that cannot be imported or is not a metric is left out with a one-line
@@ -365,9 +370,17 @@ def metrics_table() -> tuple[Metric, ...]:
     extra = [
         n for n in registry.names("metrics") if n not in _BY_NAME and not n.startswith(_EGOBENCH)
     ]
+    for name, m in _BY_NAME.items():
+        if registry.table("metrics").get(name, m) is not m:  # register() over a paper number
+            registry.warn(f"metric {name!r}: a built-in metric (it wins); register() ignored")
     if not extra:
         return METRICS
-    return METRICS + tuple(registry.load_each("metrics", extra, _plugin, what="metric"))
+    plugins: dict[str, Metric] = {}
+    for m in registry.load_each("metrics", extra, _plugin, what="metric"):
+        if m.name in plugins:  # two plug-ins of one Metric.name: the first by name is kept
+            registry.warn(f"metric {m.name!r}: a second plug-in of that name; skipped")
+        plugins.setdefault(m.name, m)
+    return METRICS + tuple(plugins.values())
 
 
 def metric(name: str) -> Metric:

@@ -101,6 +101,11 @@ def _spec(name: str, target: Any) -> ControlSpec:
             f"control {name!r}: {type(target).__name__} is not a ControlSpec; see "
             "docs/architecture.md, 'A control'"
         )
+    if target.name != name and target.name in CONTROLS:  # its command would be a built-in's
+        raise plugins.PluginError(
+            f"control {name!r}: named {target.name!r}, a built-in control (the built-in wins); "
+            "rename it"
+        )
     return target
 
 
