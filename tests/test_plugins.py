@@ -376,3 +376,29 @@ def test_register_over_a_built_in_metric_is_ignored_with_a_warning(monkeypatch):
     registry.refresh()
     with pytest.warns(registry.PluginWarning, match=r"^metric 'T1 joint': a built-in metric"):
         assert metrics_table() == METRICS
+
+
+def test_a_table_read_first_sees_what_the_env_var_module_registers(tmp_path, monkeypatch):
+    from interactscope.streaming.analysis.controls.registry import CONTROLS, registered
+
+    plug = tmp_path / "delay_ctl.py"
+    plug.write_text(
+        "from interactscope.core.registry import register\n"
+        "from interactscope.streaming.analysis.controls.registry import ControlSpec\n"
+        "register('controls', 'delay', ControlSpec('delay', 'Delay.', (), 'm', 'run', rank=60))\n"
+    )
+    monkeypatch.setenv(registry.ENV_VAR, str(plug))
+    registry.refresh()
+    try:  # the first read of any table imports the module, and that read already sees it
+        assert [s.name for s in registered()] == [
+            "request-prior",
+            "blind-fire",
+            "scene",
+            "policy",
+            "schedule",
+            "delay",
+        ]  # fmt: skip  (ranks 10 ... 50 built in, then delay's 60)
+    finally:
+        monkeypatch.delenv(registry.ENV_VAR)
+        CONTROLS.pop("delay", None)
+        registry.refresh()

@@ -190,12 +190,14 @@ def refresh() -> None:
 
 def registered(kind: str, name: str) -> bool:
     """Whether ``name`` of ``kind`` is registered (explicitly or by an entry point)."""
-    return name in _TABLES.get(kind, {}) or name in _entry_points(kind)
+    eps = _entry_points(kind)  # first: it imports $INTERACTSCOPE_PLUGINS, which may register
+    return name in _TABLES.get(kind, {}) or name in eps
 
 
 def names(kind: str) -> list[str]:
     """Every name of ``kind``, sorted (registered and entry points)."""
-    return sorted(set(_TABLES.get(kind, {})) | set(_entry_points(kind)))
+    eps = _entry_points(kind)  # first: it imports $INTERACTSCOPE_PLUGINS, which may register
+    return sorted(set(_TABLES.get(kind, {})) | set(eps))
 
 
 def lookup(kind: str, name: str, *, what: str | None = None) -> Any:
