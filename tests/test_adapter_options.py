@@ -71,3 +71,34 @@ def test_the_engines_package_exports_every_name_of_the_chat_interface():
     assert set(base.__all__) <= set(engines.__all__)
     assert all(getattr(engines, n) is getattr(base, n) for n in base.__all__)
     assert {"ENGINES", "engine_class", "load_engine"} <= set(engines.__all__)
+
+
+def test_a_plain_adapter_refuses_options_it_does_not_take(monkeypatch):
+    """A plug-in backend that subclasses plain ``Adapter`` takes no options: a typo in its
+    model config or an ``--set adapter.KEY`` is the same one line as a ConfiguredAdapter's."""
+    from interactscope.core import registry
+    from interactscope.streaming.adapters.base import Adapter
+    from interactscope.streaming.adapters.registry import build_adapter
+
+    class Plain(Adapter):
+        backend = "plain"
+
+    class Free(Adapter):
+        backend = "free"
+        free_options = True
+
+    monkeypatch.setitem(registry.table("backends"), "plain", Plain)
+    with pytest.raises(AdapterError) as exc:
+        build_adapter("p", {"backend": "plain", "temprature": 0.2}, Settings())
+    assert str(exc.value) == (
+        "model 'p' (backend plain): unknown option 'temprature' (config or --set "
+        "adapter.temprature); valid options: (none)"
+    )
+    with pytest.raises(AdapterError, match=r"unknown option 'seed' \(config or --set adapter"):
+        Plain("p", {"backend": "plain"}, Settings(adapter={"seed": 1}))
+    # meta keys and the driver's adapter settings are not backend options
+    meta = {"backend": "plain", "notes": "n", "settings": {}, "batch_size": 2}
+    assert Plain("p", meta, Settings(adapter={"batch_max_mb": 64})).config == meta
+    assert Free("f", {"backend": "free", "script": [1]}, Settings()).config["script"] == [1]
+    assert (Plain.options_model().__name__, Free.options_model()) == ("NoOptions", None)
+    assert EchoAdapter.options_model() is EchoOptions

@@ -59,7 +59,8 @@ def serial(tmp_path_factory):
 
 
 def _worker(demo, model: str = "oracle", **kw) -> InteractionWorker:
-    name, config = registry.load_model_config(model) if model == "oracle" else (model, kw)
+    config = {k: v for k, v in kw.items() if k != "setup"}  # setup: a worker's, not the model's
+    name, config = registry.load_model_config(model) if model == "oracle" else (model, config)
     return InteractionWorker(demo, name, config, Settings().model_dump(mode="json"), 16,
                              setup=kw.get("setup"))  # fmt: skip
 

@@ -67,6 +67,8 @@ class ResultAware(Adapter):
     the request shows already executed with a change (``environment.show_results``): its
     answers depend on the results of its earlier calls. Online Rolling steps the same rule."""
 
+    free_options = True  # its script is in its config
+
     backend = "result-aware"
     needs_media = False
     supports_online = True

@@ -30,6 +30,8 @@ GAME = {**WASH, "name": "Board Game Box"}
 class Failing(Adapter):
     """``calls``: {"t": [call, ...]}; ``fail``: times whose request raises."""
 
+    free_options = True  # its script is in its config
+
     backend = "failing"
     needs_media = False
 

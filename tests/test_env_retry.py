@@ -29,6 +29,8 @@ class Scripted(Adapter):
     elsewhere; raises at the times in ``fail`` while the file ``flag`` does not exist; records
     each request's ``(t, tool_results)`` in SEEN. Online Rolling steps answer the same way."""
 
+    free_options = True  # its script is in its config
+
     backend = "scripted-retry"
     needs_media = False
     supports_online = True

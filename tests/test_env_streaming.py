@@ -28,6 +28,8 @@ class Scripted(Adapter):
     """Emits the calls its config scripts at each time (``calls``: {"t": [call, ...]});
     silent elsewhere; records each prompt's text in PROMPTS."""
 
+    free_options = True  # its script is in its config
+
     backend = "scripted"
     needs_media = False
 

@@ -113,6 +113,7 @@ WORDED_APART = {
     ("prompt.py", "check_options", "AdapterError"),  # the bad value named; no class: the warning
     ("prompt.py", "unprompted_note", "AdapterError"),  # no class: left to the preview's warning
     ("importers.py", "score_peer_cmd", "BenchmarkError"),  # "benchmark of RUN: ..."
+    ("analysis.py", "get_command", "PluginError"),  # `control NAME` resolved: no handler yet
 }
 
 

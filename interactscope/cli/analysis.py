@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer.main import get_command_from_info
+from typer.models import CommandInfo
 
-from interactscope.cli.app import App, app
+from interactscope.cli.app import App, RootGroup, app, one_line_errors
 from interactscope.cli.common import fail
+from interactscope.core import registry as plugins
 from interactscope.stats import BootstrapOptions
 from interactscope.streaming.analysis.compare import compare_runs
-from interactscope.streaming.analysis.controls.registry import registered
+from interactscope.streaming.analysis.controls.registry import control, registered
 from interactscope.streaming.analysis.output import write_table
 from interactscope.streaming.analysis.report import build_report
 
@@ -94,7 +97,45 @@ def report(
     typer.echo(f"wrote {out / 'report.md'}")
 
 
+class _ControlGroup(RootGroup):
+    """``interactscope control``: the built-in controls are its commands from the start; the
+    plug-in ones (entry points, ``INTERACTSCOPE_PLUGINS``) are added the first time the group
+    lists or resolves a command, so a broken control plug-in touches no other command."""
+
+    _loaded = False
+
+    def _load(self) -> None:
+        if self._loaded:
+            return
+        self._loaded = True
+        specs = registered()
+        for spec in specs:
+            if spec.name not in self.commands:
+                info = CommandInfo(name=spec.name, callback=one_line_errors(_control_command(spec)))
+                self.commands[spec.name] = get_command_from_info(
+                    info,
+                    pretty_exceptions_short=control_app.pretty_exceptions_short,
+                    rich_markup_mode=control_app.rich_markup_mode,
+                )
+        order = {s.name: i for i, s in enumerate(specs)}
+        self.commands = dict(sorted(self.commands.items(), key=lambda c: order.get(c[0], 0)))
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        self._load()
+        return super().list_commands(ctx)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        if cmd_name not in self.commands and plugins.registered("controls", cmd_name):
+            try:  # the plug-in asked for by name: its load error is the one line
+                control(cmd_name)
+            except plugins.PluginError as exc:
+                fail(str(exc))
+        self._load()
+        return super().get_command(ctx, cmd_name)
+
+
 control_app = App(
+    cls=_ControlGroup,
     no_args_is_help=True,
     help="Evidence controls (docs/protocol.md, controls): scene ablation, request prior, blind "
     "fire, history/cooldown, decision schedule. Each writes NAME.csv/.md/.json into --out.",
@@ -159,7 +200,7 @@ def _control_command(spec: Any) -> Any:
 
 def _register_controls() -> None:
 
-    for spec in registered():
+    for spec in registered(built_in=True):
         control_app.command(spec.name)(_control_command(spec))
 
 

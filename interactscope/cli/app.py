@@ -8,6 +8,7 @@ package's own errors, only what they word differently (issue 23)."""
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ from typer.core import TyperGroup, TyperOption
 
 from interactscope.cli.common import fail
 from interactscope.core.errors import InteractScopeError
+from interactscope.core.registry import PluginWarning
 from interactscope.core.resources import package_version
 
 EXIT_ERROR = 1
@@ -38,6 +40,21 @@ def one_line_errors(command: Callable[..., Any]) -> Callable[..., Any]:
             fail(str(exc).strip() or type(exc).__name__, EXIT_ERROR)
 
     return run
+
+
+_show_warning = warnings.showwarning
+
+
+def _one_line_warning(message: Any, category: type[Warning], *args: Any, **kwargs: Any) -> None:
+    """A :class:`PluginWarning` (a plug-in skipped) as one yellow ``warning:`` line on stderr;
+    every other warning as Python shows it."""
+    if issubclass(category, PluginWarning):
+        typer.secho(f"warning: {message}", fg=typer.colors.YELLOW, err=True)
+    else:
+        _show_warning(message, category, *args, **kwargs)
+
+
+warnings.showwarning = _one_line_warning
 
 
 class App(typer.Typer):
@@ -66,8 +83,9 @@ def _hide_flag_types(cmd: Any, ctx: Any) -> None:
         _hide_flag_types(sub, ctx)
 
 
-class _Group(TyperGroup):
-    """The root group: help pages show no type for flags (:func:`_hide_flag_types`)."""
+class RootGroup(TyperGroup):
+    """The root group (and the ``control`` group): help pages show no type for flags
+    (:func:`_hide_flag_types`)."""
 
     # typer vendors click (its own Context and Command classes): the hooks are typed Any
     def format_help(self, ctx: Any, formatter: Any) -> None:
@@ -88,7 +106,7 @@ def _version(value: bool) -> None:
 
 
 app = App(
-    cls=_Group,
+    cls=RootGroup,
     add_completion=False,
     no_args_is_help=True,
     help=(

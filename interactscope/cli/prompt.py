@@ -200,7 +200,7 @@ def check_options(name: str, config: dict[str, Any], settings: Any) -> None:
     the preview's fallback for an adapter that cannot be built here (its package missing)
     never hides a typo; a backend whose class cannot be imported is left to that fallback."""
     try:
-        options_class = getattr(adapter_class(config["backend"]), "options_class", None)
+        options_class = adapter_class(config["backend"]).options_model()
     except AdapterError:
         return
     if options_class is None:

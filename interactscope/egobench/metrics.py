@@ -65,6 +65,10 @@ def _plugin(name: str, target: Any) -> EgoMetric:
         raise registry.PluginError(
             f"metric {name!r}: not an EgoMetric ({first_problem(exc)})"
         ) from None
+    if EGO_PREFIX + m.name in _BUILTIN:
+        raise registry.PluginError(
+            f"metric {name!r}: named {m.name!r}, a built-in metric (the built-in wins); rename it"
+        )
     bad = [c for c in (m.numerator, m.denominator) if c is not None and c not in TASK_COLUMNS]
     if bad:
         raise registry.PluginError(
@@ -78,11 +82,11 @@ def ego_metrics() -> tuple[EgoMetric, ...]:
     """:data:`EGO_METRICS`, then the plug-ins (``egobench.*`` names of kind ``metrics``) by
     name; a plug-in of a built-in name is ignored (the built-in wins).
 
-    Raises:
-        PluginError: a plug-in that cannot be imported, is not a metric or names no column.
+    A plug-in that cannot be imported, is not a metric or names no column is left out with a
+    one-line :class:`~interactscope.core.registry.PluginWarning` naming it.
     """
     extra = [n for n in registry.names("metrics") if n.startswith(EGO_PREFIX) and n not in _BUILTIN]
-    plugins = tuple(
-        _plugin(n[len(EGO_PREFIX) :], registry.lookup("metrics", n, what="metric")) for n in extra
+    plugins = registry.load_each(
+        "metrics", extra, lambda n, target: _plugin(n[len(EGO_PREFIX) :], target), what="metric"
     )
-    return EGO_METRICS + plugins
+    return EGO_METRICS + tuple(plugins)

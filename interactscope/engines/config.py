@@ -120,7 +120,7 @@ def parse_options(cls: type[OptionsT], options: Mapping[str, Any], where: str) -
         for e in exc.errors():
             key = ".".join(str(p) for p in e["loc"])
             if e["type"] == "extra_forbidden":
-                valid = ", ".join(_valid_keys(cls, e["loc"]))
+                valid = ", ".join(_valid_keys(cls, e["loc"])) or "(none)"
                 lines.append(
                     f"{where}: unknown option {key!r} (config or --set adapter.{key}); "
                     f"valid options: {valid}"

@@ -9,6 +9,7 @@ class Talkative(Adapter):
     """Speaks at every decision point; says how much history it was shown; fails at t = 2."""
 
     backend = "talkative"
+    free_options = True  # reads fail_at from its config
     needs_media = False
     supports_online = True
 

@@ -37,6 +37,7 @@ class Timed(Adapter):
     It takes media, so the driver decodes the clip's causal observations."""
 
     backend = "timed"
+    free_options = True  # reads load_s, fail_from, no_model_s, stop_at, stop
     needs_media = True
 
     def prepare(self, bench):

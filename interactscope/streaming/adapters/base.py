@@ -4,14 +4,13 @@ imports keep working) and the helpers every streaming adapter over an engine sha
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
 from interactscope.engines.base import EngineError
-from interactscope.engines.config import merge_options, parse_options
 from interactscope.media.causal import fit_size
 from interactscope.streaming.protocol.types import (
     Adapter,
@@ -20,8 +19,9 @@ from interactscope.streaming.protocol.types import (
     DecisionRequest,
     RecordSink,
     Session,
+    options_of,
 )
-from interactscope.streaming.settings import DRIVER_ADAPTER_KEYS, Settings, batch_max_bytes
+from interactscope.streaming.settings import Settings, batch_max_bytes
 
 __all__ = [
     "Adapter",
@@ -43,8 +43,6 @@ __all__ = [
     "options_of",
 ]
 
-OptionsT = TypeVar("OptionsT", bound=BaseModel)
-
 
 def where_of(request: DecisionRequest) -> str:
     """``interaction ID t=Ts``: how errors name a decision point."""
@@ -61,22 +59,6 @@ def adapter_errors(where: str | None = None) -> Iterator[None]:
         raise
     except EngineError as exc:
         raise AdapterError(f"{where}: {exc}" if where else str(exc)) from exc
-
-
-def options_of(
-    cls: type[OptionsT], name: str, config: Mapping[str, Any], settings: Settings
-) -> OptionsT:
-    """The backend options of a model config with the run's ``settings.adapter`` overrides,
-    validated once (unknown keys refused with the list of valid ones).
-
-    Raises:
-        AdapterError: one line naming the model, the bad key and the valid keys.
-    """
-    where = f"model {name!r} (backend {config.get('backend', '?')})"
-    # driver settings (adapter.batch_max_mb) are not backend options
-    overrides = {k: v for k, v in settings.adapter.items() if k not in DRIVER_ADAPTER_KEYS}
-    with adapter_errors():
-        return parse_options(cls, merge_options(config, overrides), where)
 
 
 def output_of(res: Any, **extra: Any) -> AdapterOutput:

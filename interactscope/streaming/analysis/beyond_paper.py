@@ -39,7 +39,7 @@ from interactscope.streaming.scoring.allocation import (
     group_responses,
     ms,
 )
-from interactscope.streaming.scoring.metrics import table_columns
+from interactscope.streaming.scoring.metrics import METRICS
 from interactscope.streaming.scoring.results import (
     DEFAULT_MERGE_S,
     DEFAULT_TOLERANCE_S,
@@ -62,8 +62,9 @@ Verdict = bool | None
 
 BEYOND_METRICS: tuple[str, ...] = tuple(
     m.name
-    for m in table_columns("explicit")
-    if m.numerator == "hits" and m.denominator in ("scored", "targets")
+    # the built-in table only: reading the plug-ins here would load them at every CLI start
+    for m in METRICS
+    if m.table == "explicit" and m.numerator == "hits" and m.denominator in ("scored", "targets")
 )
 """The explicit-request scores compared under each variant: T1 joint, T2–T7, Avg(6)."""
 

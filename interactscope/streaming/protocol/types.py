@@ -10,11 +10,15 @@ the backend can); Online Rolling calls ``open_session`` once per interaction and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
 
 from interactscope.engines.base import EngineError
+from interactscope.engines.config import merge_options, parse_options
 from interactscope.streaming.bench import Benchmark
 from interactscope.streaming.protocol.observation import Observation
 from interactscope.streaming.schema import (
@@ -24,7 +28,7 @@ from interactscope.streaming.schema import (
     ToolSpec,
     VideoRecord,
 )
-from interactscope.streaming.settings import Settings
+from interactscope.streaming.settings import DRIVER_ADAPTER_KEYS, Settings
 
 __all__ = [
     "Adapter",
@@ -32,8 +36,10 @@ __all__ = [
     "AdapterOutput",
     "DecisionRequest",
     "FatalAdapterError",
+    "NoOptions",
     "RecordSink",
     "Session",
+    "options_of",
 ]
 
 
@@ -44,6 +50,35 @@ class AdapterError(EngineError):
 class FatalAdapterError(AdapterError):
     """A failure that would spoil every further record (e.g. the server drops the audio): the
     driver stops the run with it instead of writing it on each record."""
+
+
+class NoOptions(BaseModel):
+    """The options model of a plain :class:`Adapter`: it takes none, so every key is refused."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+def options_of(
+    cls: type[OptionsT], name: str, config: Mapping[str, Any], settings: Settings
+) -> OptionsT:
+    """The backend options of a model config with the run's ``settings.adapter`` overrides,
+    validated once (unknown keys refused with the list of valid ones).
+
+    Raises:
+        AdapterError: one line naming the model, the bad key and the valid keys.
+    """
+    where = f"model {name!r} (backend {config.get('backend', '?')})"
+    # driver settings (adapter.batch_max_mb) are not backend options
+    overrides = {k: v for k, v in settings.adapter.items() if k not in DRIVER_ADAPTER_KEYS}
+    try:
+        return parse_options(cls, merge_options(config, overrides), where)
+    except AdapterError:
+        raise
+    except EngineError as exc:
+        raise AdapterError(str(exc)) from exc
 
 
 @dataclass
@@ -110,7 +145,14 @@ class Adapter:
     ``respond_batch``), and ``open_session`` for Online Rolling.
 
     ``config`` is the model config mapping (``configs/models/NAME.yaml``), ``settings`` the run's
-    merged settings."""
+    merged settings. A plain subclass takes no backend options: a config key beyond the meta
+    keys (``backend``, ``notes``, ``settings``, ...), or a ``--set adapter.KEY``, is refused at
+    construction as an unknown option (one line, as a ``ConfiguredAdapter``'s), unless it sets
+    ``free_options = True`` (it reads ``self.config`` itself).
+
+    Raises:
+        AdapterError: (construction) an option a plain adapter does not take.
+    """
 
     backend: ClassVar[str] = "base"
     needs_media: ClassVar[bool] = True
@@ -119,11 +161,23 @@ class Adapter:
     """None: the backend receives the protocol's prompt. A baseline or control that is sent no
     prompt says here what it does instead (``interactscope prompt`` prints it in place of a
     preview)."""
+    free_options: ClassVar[bool] = False
+    """True: any key of the model config is accepted (the class reads ``self.config``)."""
 
     def __init__(self, name: str, config: dict[str, Any], settings: Settings):
         self.name = name
         self.config = config
         self.settings = settings
+        if self.options_model() is NoOptions:  # a ConfiguredAdapter parses its own
+            options_of(NoOptions, name, config, settings)
+
+    @classmethod
+    def options_model(cls) -> type[BaseModel] | None:
+        """The model this backend's options are validated against: its ``options_class``,
+        :class:`NoOptions` for a plain adapter, ``None`` when it takes ``free_options``."""
+        if cls.free_options:
+            return None
+        return getattr(cls, "options_class", None) or NoOptions
 
     def prepare(self, bench: Benchmark) -> None:
         """Called once with the loaded ``Benchmark`` before collection starts (load the model,

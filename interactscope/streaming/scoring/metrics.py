@@ -53,6 +53,7 @@ from interactscope.streaming.tasks import (
 
 __all__ = [
     "CLUSTER_COLUMNS",
+    "COUNT_COLUMNS",
     "INTERACTION_COLUMNS",
     "METRICS",
     "TARGET_COLUMNS",
@@ -69,6 +70,10 @@ __all__ = [
     "targets_frame",
 ]
 
+COUNT_COLUMNS: tuple[str, ...] = tuple(CLUSTER_COLUMNS[2:])
+"""The cluster-table columns a metric's ``numerator`` / ``denominator`` may name (the counts of
+one (cluster, task) row; ``cluster`` and ``task`` are its labels)."""
+
 Kind = Literal["percent", "rate"]
 PaperTable = Literal["explicit", "assistance", "volume"]
 
@@ -79,10 +84,13 @@ class Metric(BaseModel):
     Attributes:
         name: the row label everywhere (compare.csv, all_metrics.csv, control tables).
         display: the column header in the paper's tables (e.g. ``T1 Joint``).
-        numerator, denominator: cluster-table columns summed over the rows of ``tasks``.
-        tasks: the tasks whose rows are summed (a metric exists when one of them is scored).
+        numerator, denominator: cluster-table columns (:data:`COUNT_COLUMNS`) summed over the
+            rows of ``tasks``; default hits / scored targets.
+        tasks: the tasks whose rows are summed (a metric exists when one of them is scored);
+            default every task.
         kind: ``percent`` (a fraction, shown × 100; differences in pp) or ``rate`` (per minute).
-        section: the group a compare row belongs to.
+        section: the group a compare row belongs to (default ``plug-in``: the built-in
+            metrics all name theirs).
         table: the paper table it is a column of (``None``: not a column).
         components: a balanced mean over these metrics (numerator/denominator unused).
         denominator_divisor: divides the denominator (probed seconds → minutes: 60).
@@ -100,9 +108,9 @@ class Metric(BaseModel):
     display: str
     numerator: str = "hits"
     denominator: str = "scored"
-    tasks: tuple[str, ...]
+    tasks: tuple[str, ...] = TASKS
     kind: Kind = "percent"
-    section: str
+    section: str = "plug-in"
     table: PaperTable | None = None
     components: tuple[str, ...] = ()
     denominator_divisor: float = 1.0
@@ -302,10 +310,15 @@ for _m in METRICS:
     registry.register("metrics", _m.name, _m)
 
 
+def _columns(m: Metric) -> list[tuple[str, str]]:
+    return [("numerator", m.numerator), ("denominator", m.denominator)]
+
+
 def _plugin(name: str, target: Any) -> Metric:
     """A registered plug-in target as a :class:`Metric` named ``name``: a ``Metric``, a mapping
     of its fields, or a callable returning either. Raises ``PluginError`` (one line) on
-    anything else or on ``summary`` keys outside :data:`PLUGIN_SUMMARY`."""
+    anything else, on a numerator or denominator not in :data:`COUNT_COLUMNS`, or on
+    ``summary`` keys outside :data:`PLUGIN_SUMMARY`."""
     obj = target() if callable(target) and not isinstance(target, Metric) else target
     try:
         m = obj if isinstance(obj, Metric) else Metric(**{"name": name, **dict(obj)})
@@ -314,6 +327,16 @@ def _plugin(name: str, target: Any) -> Metric:
             f"metric {name!r}: not a Metric ({first_problem(exc)}); see docs/architecture.md, "
             "'A metric'"
         ) from None
+    if m.name in _BY_NAME:
+        raise registry.PluginError(
+            f"metric {name!r}: named {m.name!r}, a built-in metric (the built-in wins); rename it"
+        )
+    bad = [f"{f} {c!r}" for f, c in _columns(m) if c not in COUNT_COLUMNS]
+    if bad:
+        raise registry.PluginError(
+            f"metric {name!r}: {' and '.join(bad)} is not a cluster-table column; valid: "
+            f"{', '.join(COUNT_COLUMNS)}"
+        )
     if not m.summary:
         key = f"{PLUGIN_SUMMARY}.{m.name}"
         m = m.model_copy(
@@ -337,18 +360,27 @@ def metrics_table() -> tuple[Metric, ...]:
     :func:`~interactscope.core.registry.register` or the entry point group
     ``interactscope.metrics``; names starting ``egobench.`` are EgoBench's,
     :func:`interactscope.egobench.metrics.ego_metrics`) sorted by name. A plug-in cannot
-    replace a built-in metric: its name is taken by the built-in one. Without plug-ins this is
+    replace a built-in metric: one whose ``Metric.name`` is a built-in's is skipped with a
+    warning. Without plug-ins this is
     :data:`METRICS` itself, so every output keeps its bytes.
 
-    Raises:
-        PluginError: a plug-in target that cannot be imported or is not a metric.
+    A plug-in that cannot be imported or is not a metric is left out with a one-line
+    :class:`~interactscope.core.registry.PluginWarning` naming it (the command goes on).
     """
     extra = [
         n for n in registry.names("metrics") if n not in _BY_NAME and not n.startswith(_EGOBENCH)
     ]
+    for name, m in _BY_NAME.items():
+        if registry.table("metrics").get(name, m) is not m:  # register() over a paper number
+            registry.warn(f"metric {name!r}: a built-in metric (it wins); register() ignored")
     if not extra:
         return METRICS
-    return METRICS + tuple(_plugin(n, registry.lookup("metrics", n, what="metric")) for n in extra)
+    plugins: dict[str, Metric] = {}
+    for m in registry.load_each("metrics", extra, _plugin, what="metric"):
+        if m.name in plugins:  # two plug-ins of one Metric.name: the first by name is kept
+            registry.warn(f"metric {m.name!r}: a second plug-in of that name; skipped")
+        plugins.setdefault(m.name, m)
+    return METRICS + tuple(plugins.values())
 
 
 def metric(name: str) -> Metric:

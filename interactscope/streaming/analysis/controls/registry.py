@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from interactscope.core import registry as plugins
 
-__all__ = ["CONTROLS", "ControlParam", "ControlSpec", "register", "registered"]
+__all__ = ["CONTROLS", "ControlParam", "ControlSpec", "control", "register", "registered"]
 
 _PKG = "interactscope.streaming.analysis.controls"
 _TOLERANCES = [1.0, 2.0, 4.0]  # = scene.TOLERANCES (kept literal: no import at CLI start)
@@ -94,10 +94,40 @@ def register(spec: ControlSpec) -> ControlSpec:
     return spec
 
 
-def registered() -> list[ControlSpec]:
+def _spec(name: str, target: Any) -> ControlSpec:
+    """A registered target as a :class:`ControlSpec`. Raises ``PluginError`` (one line)."""
+    if not isinstance(target, ControlSpec):
+        raise plugins.PluginError(
+            f"control {name!r}: {type(target).__name__} is not a ControlSpec; see "
+            "docs/architecture.md, 'A control'"
+        )
+    if target.name != name and target.name in CONTROLS:  # its command would be a built-in's
+        raise plugins.PluginError(
+            f"control {name!r}: named {target.name!r}, a built-in control (the built-in wins); "
+            "rename it"
+        )
+    return target
+
+
+def control(name: str) -> ControlSpec:
+    """The control registered as ``name``.
+
+    Raises:
+        UnknownPluginError: no such control; PluginError: it cannot be loaded or is not a
+            ControlSpec (one line naming it and the fix).
+    """
+    return _spec(name, plugins.lookup(KIND, name, what="control"))
+
+
+def registered(*, built_in: bool = False) -> list[ControlSpec]:
     """Every registered control by ``rank`` (the paper's order: priors, scene, policy,
-    schedule)."""
-    specs = [plugins.lookup(KIND, n) for n in plugins.names(KIND)]
+    schedule). A plug-in that cannot be loaded is left out with a one-line
+    :class:`~interactscope.core.registry.PluginWarning`. ``built_in``: only the controls of
+    :data:`CONTROLS` (no entry point is read: what the CLI lists at start-up)."""
+    if built_in:
+        specs = list(CONTROLS.values())
+    else:
+        specs = plugins.load_each(KIND, plugins.names(KIND), _spec, what="control")
     return sorted(specs, key=lambda s: (s.rank, s.name))
 
 
