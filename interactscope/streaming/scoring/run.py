@@ -41,6 +41,7 @@ from interactscope.streaming.judges import (
     make_judge,
     run_judge,
 )
+from interactscope.streaming.judges.base import judge_note
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import Interaction, ResponseRecord, RunManifest
 from interactscope.streaming.scoring.allocation import ms
@@ -350,8 +351,9 @@ def score_collection(
         health=_health(tdf, idf, report, unknown, completeness),
     )
     table = format_tables(metrics, model=str(info.model or "run"), judge=judge.name)
-    if judge.approximation:
-        table += f"\nNOTE: judge '{judge.name}' is an approximation: {judge.approximation}"
+    note = judge_note(judge.name, judge.approximation)
+    if note:
+        table += f"\nNOTE: {note}"
     return ScoreResult(
         tdf, idf, cdf, metrics, summary, report, table, responses=responses_frame(resp_rows)
     )
