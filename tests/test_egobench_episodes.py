@@ -394,6 +394,31 @@ def test_bad_input_is_one_line_before_any_episode(
     assert not out.exists()
 
 
+def test_data_folder_missing_or_without_the_variant_is_one_line(tmp_path: Path) -> None:
+    """A --data folder that does not exist says so (and what the bundled one holds); one that
+    lacks the variant lists its own variants."""
+
+    def err(data: Path) -> str:
+        argv = ["ego", "run", "--agent", "oracle", "--variant", "retail1", "--data", str(data)]
+        res = CliRunner().invoke(app, [*argv, "--out", str(tmp_path / "run")])
+        assert res.exit_code == 1 and not (tmp_path / "run").exists()
+        return res.stderr
+
+    assert err(tmp_path / "nodata") == (
+        f"{tmp_path / 'nodata'}: no such data folder; --data must point at a folder with "
+        "tasks/<variant>.json, db/ and tools/ (without --data: the bundled data, variants "
+        "household1, kitchen1, restaurant1, restaurant5, retail1, retail6, warehouse1)\n"
+    )
+    (tmp_path / "d" / "tasks").mkdir(parents=True)
+    assert err(tmp_path / "d") == (
+        f"{tmp_path / 'd' / 'tasks' / 'retail1.json'}: unknown variant 'retail1'; the variants "
+        f"in {tmp_path / 'd'}: none (no tasks/*.json)\n"
+    )
+    for name in ("kitchen1", "household1"):
+        (tmp_path / "d" / "tasks" / f"{name}.json").write_text("[]")
+    assert err(tmp_path / "d").endswith(f"in {tmp_path / 'd'}: household1, kitchen1\n")
+
+
 def test_demo_prints_two_lines(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["ego", "demo", "--out", str(tmp_path / "demo")])
     assert res.exit_code == 0, res.output
