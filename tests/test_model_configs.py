@@ -139,3 +139,39 @@ def test_missing_interactscope_configs_folder_is_one_warning(tmp_path, monkeypat
         f"$INTERACTSCOPE_CONFIGS={tmp_path / 'nope'} is not a folder: no model configs are read "
         "from it (point it at a folder of NAME.yaml files, or unset it)"
     ]
+
+
+def test_a_typo_in_a_configs_settings_block_names_the_file_and_key(tmp_path) -> None:
+    """The YAML is at fault, not --set: the message names the file and settings.KEY; a --set
+    typo keeps its (see --set)."""
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    cfg = tmp_path / "typo.yaml"
+    cfg.write_text("backend: oracle\nsettings:\n  frames:\n    maxx: 4\n")
+    valid = "valid here: frames.max, frames.cap_policy, frames.max_side; did you mean frames.max"
+    res = CliRunner().invoke(
+        app, ["collect", "--model", str(cfg), "--bench", "demo", "--out", str(tmp_path / "r")]
+    )
+    assert res.exit_code == 1
+    assert (
+        res.stderr == f"{cfg}: settings.frames.maxx: unknown setting; {valid} or frames.max_side?\n"
+    )
+    res = CliRunner().invoke(
+        app, ["prompt", "--model", str(cfg), "--bench", "demo", "--id", "t1-taxi", "--at", "2"]
+    )
+    assert (
+        res.stderr == f"{cfg}: settings.frames.maxx: unknown setting; {valid} or frames.max_side?\n"
+    )
+    clip = demo_benchmark_dir() / "media" / "city_speech.mp4"
+    res = CliRunner().invoke(app, ["observe", str(clip), "--at", "1", "--model", str(cfg)])
+    assert (
+        res.stderr == f"{cfg}: settings.frames.maxx: unknown setting; {valid} or frames.max_side?\n"
+    )
+    args = ["collect", "--model", "oracle", "--bench", "demo", "--out", str(tmp_path / "r")]
+    res = CliRunner().invoke(app, [*args, "--set", "frames.maxx=3"])
+    assert res.stderr == (
+        f"invalid setting frames.maxx: unknown setting; {valid} or frames.max_side? (see --set)\n"
+    )
+    assert not (tmp_path / "r").exists()

@@ -27,6 +27,7 @@ from interactscope.cli.common import (
 )
 from interactscope.cli.models import collect_panel
 from interactscope.cli.prompt import build_previews, echo_previews
+from interactscope.core.model_configs import resolve_model_config
 from interactscope.core.records import StageTimings
 from interactscope.core.resources import demo_benchmark_dir
 from interactscope.core.text import plural
@@ -667,7 +668,7 @@ def _model_frame_budget(model: str) -> tuple[Any, str]:
     ``typer.Exit`` with one line on a bad config."""
 
     name, config = load_model_config(model)
-    settings = resolve_settings(config, {})
+    settings = resolve_settings(config, {}, config_path=resolve_model_config(model).path)
     try:
         adapter = build_adapter(name, config, settings)
     except (AdapterError, ImportError) as exc:
