@@ -4,7 +4,8 @@ protocol, EgoBench interactive tasks, the EgoInteract agent). See docs/architect
 The Python API (each name is imported on first use, so ``import interactscope`` stays light):
 
 - ``collect(model=, bench=, out=)``: collect a streaming run folder (``interactscope collect``);
-- ``score(run)``: score it (``interactscope score``), returns the summary and tables;
+- ``score(run, judge=, out=)``: score it (``interactscope score``; ``out`` or ``out_dir``:
+  default ``RUN/scores``), returns the summary and tables;
 - ``load_run(run)``: the run folder (manifest, responses, benchmark);
 - ``load_benchmark(path)`` / ``Benchmark``: a streaming benchmark folder;
 - ``ego.run(agent, variants, out)``, ``ego.score(run)``, ``ego.load_run(run)``: EgoBench.

@@ -49,5 +49,23 @@ def test_score_with_a_mistyped_keyword_names_the_real_ones(tmp_path):
 
     import interactscope
 
-    with pytest.raises(TypeError, match=r"unexpected keyword argument 'out'; .*out_dir"):
-        interactscope.score(tmp_path, out=tmp_path / "s")
+    with pytest.raises(
+        TypeError, match=r"unexpected keyword argument 'outdir'; .*out_dir \(or out\)"
+    ):
+        interactscope.score(tmp_path, outdir=tmp_path / "s")
+
+
+def test_score_out_is_the_clis_name_for_out_dir(tmp_path):
+    import pytest
+
+    tg = [{"id": "k1", "reference": "the taxi stops", "time_s": 3.0}]
+    bench = write_bench(tmp_path / "b", [interaction("a", targets=tg)])
+    interactscope.collect(model="oracle", bench=bench, out=tmp_path / "run", progress=False)
+    res = interactscope.score(tmp_path / "run", judge="lexical", out=tmp_path / "s")
+    assert res.metrics["tasks"]["T2"]["score"] == 1.0
+    assert (tmp_path / "s" / "summary.json").is_file()
+    assert not (tmp_path / "run" / "scores" / "summary.json").exists()
+    with pytest.raises(
+        TypeError, match=r"^score_run\(\) takes out or out_dir \(the same folder\), not both$"
+    ):
+        interactscope.score(tmp_path / "run", out=tmp_path / "s", out_dir=tmp_path / "t")

@@ -116,3 +116,30 @@ def test_cpu_model_step_shows_progress(tmp_path, monkeypatch):
                      resamples=100)  # fmt: skip
     run_panel(DEMO, tmp_path / "demo", s, echo=lambda _: None)
     assert seen == [("silent", False), ("oracle", True)]
+
+
+def test_demo_leaderboard_and_report_name_the_approximate_judge(tmp_path, monkeypatch):
+    """`score` prints a NOTE for an approximate judge; the demo leaderboard and report.md give
+    the same line."""
+    from interactscope.cli import streaming as cli_streaming
+
+    real = cli_streaming.run_panel
+
+    def small(bench, out, settings, **kw):  # one instant baseline instead of the CPU model
+        s = settings.model_copy(update={"models": ["silent"], "cpu_model": None})
+        return real(bench, out, s, **kw)
+
+    monkeypatch.setattr(cli_streaming, "run_panel", small)
+    monkeypatch.chdir(tmp_path)
+    res = CliRunner().invoke(app, ["demo", "--judge", "lexical", "--resamples", "100"])
+    assert res.exit_code == 0, res.output
+    note = (
+        "NOTE: judge 'lexical' is an approximation of the paper's GPT-4o judge "
+        "(--judge openai:gpt-4o): lexical token-F1 >= 0.5 (offline approximation of an LLM judge)"
+    )
+    out = res.stdout.splitlines()
+    head = out.index("Leaderboard (demo benchmark, judge lexical; % of targets [95% CI]):")
+    assert out[head + 5 : head + 7] == ["", note]  # after the table's three lines
+    report = (tmp_path / "runs" / "demo" / "report" / "report.md").read_text().splitlines()
+    assert report[:6] == ["# interactscope report", "", "Runs: `silent` (main)", "",
+                          "Judge: `lexical`.", note]  # fmt: skip

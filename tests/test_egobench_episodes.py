@@ -394,6 +394,45 @@ def test_bad_input_is_one_line_before_any_episode(
     assert not out.exists()
 
 
+def test_run_without_agent_lists_the_agents_and_the_cpu_default(tmp_path: Path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("INTERACTSCOPE_CONFIGS", raising=False)
+    res = CliRunner().invoke(app, ["ego", "run", "--variant", "retail1", "--out", "run"])
+    assert res.exit_code == 2 and not (tmp_path / "run").exists()
+    assert res.stderr == (
+        "--agent: missing; name the agent: oracle, none, egointeract (with --agent-model), or a "
+        "chat model (cascade, gemini, gemini-3.1-pro, gpt-4o, internvl3.5-8b, qwen2.5-omni-3b, "
+        "qwen2.5-omni-7b, qwen3-omni, qwen3-vl-8b, qwen3.5-omni-plus, vllm-serve); e.g. "
+        "--agent cascade (the CPU default, sees no pixels) or --agent oracle (replays the "
+        "ground truth)\n"
+    )
+
+
+def test_data_folder_missing_or_without_the_variant_is_one_line(tmp_path: Path) -> None:
+    """A --data folder that does not exist says so (and what the bundled one holds); one that
+    lacks the variant lists its own variants."""
+
+    def err(data: Path) -> str:
+        argv = ["ego", "run", "--agent", "oracle", "--variant", "retail1", "--data", str(data)]
+        res = CliRunner().invoke(app, [*argv, "--out", str(tmp_path / "run")])
+        assert res.exit_code == 1 and not (tmp_path / "run").exists()
+        return res.stderr
+
+    assert err(tmp_path / "nodata") == (
+        f"{tmp_path / 'nodata'}: no such data folder; --data must point at a folder with "
+        "tasks/<variant>.json, db/ and tools/ (without --data: the bundled data, variants "
+        "household1, kitchen1, restaurant1, restaurant5, retail1, retail6, warehouse1)\n"
+    )
+    (tmp_path / "d" / "tasks").mkdir(parents=True)
+    assert err(tmp_path / "d") == (
+        f"{tmp_path / 'd' / 'tasks' / 'retail1.json'}: unknown variant 'retail1'; the variants "
+        f"in {tmp_path / 'd'}: none (no tasks/*.json)\n"
+    )
+    for name in ("kitchen1", "household1"):
+        (tmp_path / "d" / "tasks" / f"{name}.json").write_text("[]")
+    assert err(tmp_path / "d").endswith(f"in {tmp_path / 'd'}: household1, kitchen1\n")
+
+
 def test_demo_prints_two_lines(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["ego", "demo", "--out", str(tmp_path / "demo")])
     assert res.exit_code == 0, res.output

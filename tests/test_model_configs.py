@@ -93,3 +93,85 @@ def test_shipped_vllm_qwen_configs_keep_earlier_frames_past_the_cap(name) -> Non
     assert at41[: len(at40)] == at40
     uniform40, uniform41 = (select_indices(n, 32, "uniform") for n in (41, 42))
     assert uniform41[: len(uniform40)] != uniform40
+
+
+def test_configs_models_linked_to_the_bundled_folder_is_bundled(tmp_path, monkeypatch) -> None:
+    """A clone's ./configs/models links to interactscope/data/models: a file there is a bundled
+    config (it shadows nothing), and `models` says how to shadow one instead."""
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+    from interactscope.core.model_configs import local_is_bundled
+
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "configs" / "models").symlink_to(bundled_models_dir())
+    monkeypatch.chdir(tmp_path)
+    assert local_is_bundled()
+    r = resolve_model_config("oracle")
+    assert (r.source, r.shadows) == ("bundled", None)
+    res = CliRunner().invoke(app, ["models"])
+    assert res.exit_code == 0, res.output
+    assert res.stdout.splitlines()[-2:] == [
+        "",
+        "note: ./configs/models is the bundled folder (linked in a clone): a file added there "
+        "is a bundled config; to shadow one, copy it into a folder named by "
+        "$INTERACTSCOPE_CONFIGS or pass --model path/to/file.yaml",
+    ]
+    rows = json.loads(CliRunner().invoke(app, ["models", "--json"]).output)  # JSON only
+    assert next(m for m in rows if m["name"] == "oracle")["source"] == "bundled"
+    # what the note says works: a copy in $INTERACTSCOPE_CONFIGS shadows the bundled file
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "oracle.yaml").write_text(ORACLE_LOCAL)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INTERACTSCOPE_CONFIGS", str(tmp_path / "mine"))
+    r = resolve_model_config("oracle")
+    assert (r.source, r.path) == ("env", str(tmp_path / "mine" / "oracle.yaml"))
+    assert r.shadows == str(bundled_models_dir() / "oracle.yaml")
+
+
+def test_missing_interactscope_configs_folder_is_one_warning(tmp_path, monkeypatch, caplog):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INTERACTSCOPE_CONFIGS", str(tmp_path / "nope"))
+    with caplog.at_level(logging.WARNING, logger="interactscope.core.model_configs"):
+        assert resolve_model_config("oracle").source == "bundled"
+        resolve_model_config("silent")
+    assert [r.getMessage() for r in caplog.records] == [
+        f"$INTERACTSCOPE_CONFIGS={tmp_path / 'nope'} is not a folder: no model configs are read "
+        "from it (point it at a folder of NAME.yaml files, or unset it)"
+    ]
+
+
+def test_a_typo_in_a_configs_settings_block_names_the_file_and_key(tmp_path) -> None:
+    """The YAML is at fault, not --set: the message names the file and settings.KEY; a --set
+    typo keeps its (see --set)."""
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+
+    cfg = tmp_path / "typo.yaml"
+    cfg.write_text("backend: oracle\nsettings:\n  frames:\n    maxx: 4\n")
+    valid = "valid here: frames.max, frames.cap_policy, frames.max_side; did you mean frames.max"
+    res = CliRunner().invoke(
+        app, ["collect", "--model", str(cfg), "--bench", "demo", "--out", str(tmp_path / "r")]
+    )
+    assert res.exit_code == 1
+    assert (
+        res.stderr == f"{cfg}: settings.frames.maxx: unknown setting; {valid} or frames.max_side?\n"
+    )
+    res = CliRunner().invoke(
+        app, ["prompt", "--model", str(cfg), "--bench", "demo", "--id", "t1-taxi", "--at", "2"]
+    )
+    assert (
+        res.stderr == f"{cfg}: settings.frames.maxx: unknown setting; {valid} or frames.max_side?\n"
+    )
+    clip = demo_benchmark_dir() / "media" / "city_speech.mp4"
+    res = CliRunner().invoke(app, ["observe", str(clip), "--at", "1", "--model", str(cfg)])
+    assert (
+        res.stderr == f"{cfg}: settings.frames.maxx: unknown setting; {valid} or frames.max_side?\n"
+    )
+    args = ["collect", "--model", "oracle", "--bench", "demo", "--out", str(tmp_path / "r")]
+    res = CliRunner().invoke(app, [*args, "--set", "frames.maxx=3"])
+    assert res.stderr == (
+        f"invalid setting frames.maxx: unknown setting; {valid} or frames.max_side? (see --set)\n"
+    )
+    assert not (tmp_path / "r").exists()

@@ -47,6 +47,18 @@ def test_view_of_a_collected_folder_gives_no_made_by_collect_hint(run, tmp_path)
     assert "give a folder made by `interactscope collect`" in res.output
 
 
+def test_view_of_a_missing_folder_says_it_does_not_exist(tmp_path) -> None:
+    res = runner.invoke(app, ["view", str(tmp_path / "nope"), "-o", str(tmp_path / "v.html")])
+    assert res.exit_code == 1
+    assert res.stderr == (
+        f"{tmp_path / 'nope'}: not a run folder (no such folder); "
+        "give a folder made by `interactscope collect`\n"
+    )
+    (tmp_path / "empty").mkdir()
+    res = runner.invoke(app, ["view", str(tmp_path / "empty"), "-o", str(tmp_path / "v.html")])
+    assert res.stderr.startswith(f"{tmp_path / 'empty'}: not a run folder (no run.json); give")
+
+
 def test_score_warns_once_about_a_torn_last_line(run, caplog) -> None:
     with (run / "responses.jsonl").open("a") as f:
         f.write('{"half')  # a kill during the write of the next record

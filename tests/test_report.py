@@ -224,3 +224,23 @@ def test_tolerance_figure_title_names_only_present_conditions():
     assert _scene_words(both) == "with and without scene input"
     assert _scene_words(pd.DataFrame({"scene": ["none"]})) == "request only (no scene input)"
     assert _scene_words(pd.DataFrame({"scene": ["full"]})) == "with scene input"
+
+
+def test_report_names_each_judge_and_the_approximate_ones():
+    from interactscope.streaming.analysis.report.build import _judge_lines
+    from interactscope.streaming.scoring.results import ScoreSummary
+
+    def run(label, judge, approximation=None):
+        summary = ScoreSummary.model_validate(
+            {"settings": {"judge": {"name": judge}}, "approximation": approximation}
+        )
+        return ScoredRun(None, manifest(label), pd.DataFrame(), pd.DataFrame(), summary, label)
+
+    exact = [run("a", "openai:gpt-4o"), run("b", "openai:gpt-4o")]
+    assert _judge_lines(exact) == "Judge: `openai:gpt-4o`."
+    approx = "all-MiniLM-L6-v2 cosine >= 0.6 (offline approximation of an LLM judge)"
+    assert _judge_lines([*exact, run("c", "embedding", approx)]) == (
+        "Judges: `openai:gpt-4o` (`a`, `b`); `embedding` (`c`)\n"
+        "NOTE: judge 'embedding' is an approximation of the paper's GPT-4o judge "
+        "(--judge openai:gpt-4o): " + approx
+    )

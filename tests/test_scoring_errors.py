@@ -218,3 +218,29 @@ def test_partial_run_counted_in_health_and_strict_exits_4(oracle_runs, tmp_path)
     assert h["partial_interactions"] == 1 and h["interactions_without_records"] == 1
     clean_res = subprocess.run([*CLI, "score", str(clean), "--strict"], capture_output=True)
     assert clean_res.returncode == 0
+
+
+def test_a_judge_that_raises_is_named_in_one_line(tmp_path, monkeypatch):
+    """A (plug-in) judge whose judge() raises: score says which judge, in one line, exit 1."""
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+    from interactscope.core import registry
+    from interactscope.streaming.collect import run_collect
+    from interactscope.streaming.judges.lexical import LexicalJudge
+
+    class Boom(LexicalJudge):
+        def judge(self, triples):
+            raise RuntimeError("boom\nsecond line")
+
+    def make_boom(arg, **options):
+        j = Boom()
+        j.name = "boom"
+        return j
+
+    monkeypatch.setitem(registry.table("judges"), "boom", make_boom)
+    run = tmp_path / "run"
+    run_collect(model="oracle", bench=DEMO, out=run, progress=False)
+    res = CliRunner().invoke(app, ["score", str(run), "--judge", "boom"])
+    assert res.exit_code == 1
+    assert res.stderr == ("judge 'boom' raised RuntimeError: boom (-v shows the traceback)\n")

@@ -288,6 +288,10 @@ def test_rescore_is_byte_identical(demo_runs, tmp_path):
     assert summary["settings"]["judge"]["name"] == "lexical"
     assert summary["approximation"].startswith("lexical token-F1")
     assert summary["settings"]["tolerance_s"] == 2.0
+    assert fresh.table.splitlines()[-1] == (  # the line the demo and report.md repeat
+        "NOTE: judge 'lexical' is an approximation of the paper's GPT-4o judge "
+        "(--judge openai:gpt-4o): lexical token-F1 >= 0.5 (offline approximation of an LLM judge)"
+    )
 
 
 def test_cli_score(demo_runs):

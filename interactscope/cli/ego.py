@@ -43,8 +43,7 @@ _DATA = typer.Option(
 def _data(data: Path | None) -> Path:
 
     d = data or package_data_dir()
-    if not (d / "tasks").is_dir():
-        fail(f"{d}: no tasks/ folder; --data must point at a folder with tasks/, db/ and tools/")
+    list_variants(d)  # no such folder, or no tasks/: one line (EgoBenchError)
     return d
 
 

@@ -21,6 +21,8 @@ from interactscope.cli.common import (
 from interactscope.cli.ego import ego_app
 from interactscope.core.text import plural
 from interactscope.egobench import list_variants, package_data_dir
+from interactscope.egobench.agents import AGENTS
+from interactscope.egobench.chat_models import chat_model_names
 from interactscope.egobench.run_folder import merge_runs, read_manifest
 from interactscope.egobench.run_score import headline, score_run
 from interactscope.egobench.runner import RunRequest, execute, prepare
@@ -76,9 +78,12 @@ def _run(
         fail(str(exc).splitlines()[0])
 
 
-def _policy_spec(agent: str, agent_model: str | None, auditor_model: str | None) -> str:
+def _policy_spec(agent: str | None, agent_model: str | None, auditor_model: str | None) -> str:
     """``--agent egointeract[:key=value...] --agent-model M [--auditor-model A]`` ->
-    ``egointeract:M[,A][,key=value...]`` (the spec the agent registry reads)."""
+    ``egointeract:M[,A][,key=value...]`` (the spec the agent registry reads); no ``--agent``:
+    the agents listed, exit 2."""
+    if agent is None:
+        fail(_missing_agent(), 2)  # a usage error, as a missing --variant or --out
     if agent_model is None and auditor_model is None:
         return agent
     head, _, rest = agent.partition(":")
@@ -113,18 +118,32 @@ _QUIET = typer.Option(
 
 # No word longer than the help column at 80 columns: typer would cut it with an ellipsis.
 AGENT_HELP = (
-    "Agent: a model name (configs/models), oracle, none, or egointeract with --agent-model "
-    "(inline: egointeract:MODEL[,AUDITOR] plus ,key=value options; docs/egointeract.md)."
+    "Agent (required): a model name (configs/models; cascade on a CPU), oracle, none, or "
+    "egointeract with --agent-model (inline: egointeract:MODEL[,AUDITOR] plus ,key=value "
+    "options; docs/egointeract.md)."
 )
+
+
+def _missing_agent() -> str:
+    """The one line for ``ego run`` without ``--agent``: every agent it takes, and the CPU
+    default. There is no default agent: oracle would report JointSucc 1.0 for a run that
+    measured nothing, and a model needs its weights or key, so a run always names one."""
+    builtins = ", ".join(f"{a} (with --agent-model)" if a == "egointeract" else a for a in AGENTS)
+    return (
+        f"--agent: missing; name the agent: {builtins}, or a chat model "
+        f"({', '.join(chat_model_names()) or 'none configured'}); e.g. --agent cascade (the CPU "
+        "default, sees no pixels) or --agent oracle (replays the ground truth)"
+    )
 
 
 @ego_app.command("run")
 def run(
-    agent: str = typer.Option(
-        ...,
+    agent: str | None = typer.Option(
+        None,
         "--agent",
         "-a",
         help=AGENT_HELP,
+        show_default=False,
     ),
     user: str = typer.Option(
         "scripted",

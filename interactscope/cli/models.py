@@ -10,7 +10,7 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, interrupts
-from interactscope.core.model_configs import list_models
+from interactscope.core.model_configs import CONFIG_ENV, list_models, local_is_bundled
 from interactscope.streaming.panel import GROUP_TITLES, PanelRow, load_panel, row_status, run_panel
 
 
@@ -36,6 +36,13 @@ def _rows(panel_name: str) -> list[dict]:
     return out
 
 
+LOCAL_IS_BUNDLED = (
+    "note: ./configs/models is the bundled folder (linked in a clone): a file added there is "
+    f"a bundled config; to shadow one, copy it into a folder named by ${CONFIG_ENV} or pass "
+    "--model path/to/file.yaml"
+)
+
+
 @app.command("models")
 def models(
     as_json: bool = typer.Option(False, "--json", help="One JSON list on stdout, for scripts."),
@@ -48,8 +55,9 @@ def models(
     cache; nothing is downloaded, no key is printed).
 
     Use a name with `interactscope collect --model NAME`, or run the rows that can run with
-    `interactscope collect --panel paper`; copy a bundled file into ./configs/models/ to change
-    it (the local copy then shadows the bundled one)."""
+    `interactscope collect --panel paper`; to change a bundled config, copy it into a folder
+    named by $INTERACTSCOPE_CONFIGS (or ./configs/models/ outside a clone, where that folder is
+    the bundled one), which then shadows the bundled one, or pass --model path/to/file.yaml."""
 
     rows = _rows(panel)
     if as_json:
@@ -67,6 +75,8 @@ def models(
             row = f" = {r['row']}" if r["row"] and r["row"] != r["name"] else ""
             senses = f"{r['sees']} / {r['hears']}" if r["sees"] else ""
             typer.echo(f"  {r['name']:<{w}}  {r['backend']:<{b}}  {senses}{row}  [{here}]")
+    if local_is_bundled():  # a clone: what looks like a local folder is the bundled one
+        typer.echo("\n" + LOCAL_IS_BUNDLED)
 
 
 def collect_panel(

@@ -11,6 +11,7 @@ import typer
 
 from interactscope.cli.app import app
 from interactscope.cli.common import bench_dir, fail, parse_sets
+from interactscope.core.model_configs import resolve_model_config
 from interactscope.streaming.adapters.base import AdapterError, options_of
 from interactscope.streaming.adapters.registry import (
     adapter_class,
@@ -48,7 +49,7 @@ def build_previews(
 
     try:
         name, config = loaded or load_model_config(model)
-        settings = resolve_settings(config, overrides)
+        settings = resolve_settings(config, overrides, config_path=resolve_model_config(model).path)
         b = load_benchmark(bench_dir(bench), media_errors="record")
     except BenchmarkError as exc:  # the first problem; `validate` lists them all
         fail(str(exc).splitlines()[0])

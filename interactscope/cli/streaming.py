@@ -27,6 +27,7 @@ from interactscope.cli.common import (
 )
 from interactscope.cli.models import collect_panel
 from interactscope.cli.prompt import build_previews, echo_previews
+from interactscope.core.model_configs import resolve_model_config
 from interactscope.core.records import StageTimings
 from interactscope.core.resources import demo_benchmark_dir
 from interactscope.core.text import plural
@@ -577,6 +578,8 @@ def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
     res = run_panel(DEMO_BENCH, out, settings, command=sys.argv, echo=typer.echo)
     typer.echo(f"\nLeaderboard (demo benchmark, judge {judge}; % of targets [95% CI]):\n")
     typer.echo(res.leaderboard)
+    if res.judge_note:
+        typer.echo(f"\nNOTE: {res.judge_note}")
     typer.echo(
         f"\nLook at:\n  {res.view}  (open in a browser: timelines, responses, frames seen)\n"
         f"  {res.report}  (tables and figures)\n  runs: "
@@ -665,7 +668,7 @@ def _model_frame_budget(model: str) -> tuple[Any, str]:
     ``typer.Exit`` with one line on a bad config."""
 
     name, config = load_model_config(model)
-    settings = resolve_settings(config, {})
+    settings = resolve_settings(config, {}, config_path=resolve_model_config(model).path)
     try:
         adapter = build_adapter(name, config, settings)
     except (AdapterError, ImportError) as exc:

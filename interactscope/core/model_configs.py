@@ -3,11 +3,14 @@
 Lookup order: ``$INTERACTSCOPE_CONFIGS``, ``./configs/models`` (local), then the configs bundled
 with the package. A local config that shadows a bundled one of the same name is reported (the
 caller warns on stderr), and the resolved path and its sha256 are recorded in ``run.json``.
+In a clone ``./configs/models`` is a link to the bundled folder: it is the bundled folder, read
+once as ``bundled`` (:func:`local_is_bundled`), so a file added there shadows nothing.
 """
 
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 from pathlib import Path
 from typing import Any, Literal
@@ -26,6 +29,7 @@ __all__ = [
     "ResolvedModelConfig",
     "ModelSummary",
     "config_dirs",
+    "local_is_bundled",
     "available_models",
     "resolve_model_config",
     "list_models",
@@ -33,6 +37,9 @@ __all__ = [
 
 CONFIG_ENV = "INTERACTSCOPE_CONFIGS"
 BASELINE_BACKENDS = ("silent", "oracle", "blind-fire")
+
+log = logging.getLogger(__name__)
+_warned_env: set[str] = set()  # config_dirs runs per lookup: say a missing folder once
 
 
 class ModelConfigError(InteractScopeError, ValueError):
@@ -78,8 +85,17 @@ class ModelSummary(BaseModel):
 def config_dirs() -> list[tuple[str, Path]]:
     """``[(source, folder), ...]`` in lookup order; later folders are shadowed by earlier ones."""
     dirs: list[tuple[str, Path]] = []
-    if os.environ.get(CONFIG_ENV):
-        dirs.append(("env", Path(os.environ[CONFIG_ENV])))
+    env = os.environ.get(CONFIG_ENV)
+    if env:
+        dirs.append(("env", Path(env)))
+        if not Path(env).is_dir() and env not in _warned_env:
+            _warned_env.add(env)
+            log.warning(
+                "$%s=%s is not a folder: no model configs are read from it (point it at a "
+                "folder of NAME.yaml files, or unset it)",
+                CONFIG_ENV,
+                env,
+            )
     dirs.append(("local", Path.cwd() / "configs" / "models"))
     dirs.append(("bundled", bundled_models_dir()))
     bundled = bundled_models_dir().resolve()
@@ -93,6 +109,14 @@ def config_dirs() -> list[tuple[str, Path]]:
         seen.add(key)
         out.append((source, d))
     return out
+
+
+def local_is_bundled() -> bool:
+    """Whether ``./configs/models`` is the bundled folder itself (a clone links it there): files
+    added to it are bundled configs, and shadowing needs ``$INTERACTSCOPE_CONFIGS`` or
+    ``--model path/to/file.yaml``."""
+    local = Path.cwd() / "configs" / "models"
+    return local.is_dir() and local.resolve() == bundled_models_dir().resolve()
 
 
 def available_models() -> list[str]:

@@ -55,13 +55,24 @@ def scenario_of(variant: str) -> str:
     return m[1]
 
 
+DATA_FOLDER = "--data must point at a folder with tasks/<variant>.json, db/ and tools/"
+
+
 def list_variants(data_dir: str | Path) -> list[str]:
-    """Variant names with a task file in ``data_dir/tasks``, sorted."""
+    """Variant names with a task file in ``data_dir/tasks``, sorted.
+
+    Raises:
+        EgoBenchError: ``data_dir`` does not exist (the message names the bundled folder's
+            variants), or holds no ``tasks/`` folder."""
+    if not Path(data_dir).exists():
+        bundled = sorted(p.stem for p in (package_data_dir() / "tasks").glob("*.json"))
+        raise EgoBenchError(
+            f"{data_dir}: no such data folder; {DATA_FOLDER} (without --data: the bundled "
+            f"data, variants {', '.join(bundled)})"
+        )
     d = Path(data_dir) / "tasks"
     if not d.is_dir():
-        raise EgoBenchError(
-            f"{d}: no tasks folder; --data must point at a folder with tasks/, db/ and tools/"
-        )
+        raise EgoBenchError(f"{d}: no tasks folder; {DATA_FOLDER}")
     return sorted(p.stem for p in d.glob("*.json"))
 
 
@@ -153,14 +164,15 @@ def load_variant(data_dir: str | Path, name: str, *, require_db: bool = True) ->
         name: the variant, e.g. ``retail6``.
 
     Raises:
-        EgoBenchError: unknown variant, missing file, invalid JSON or wrong top-level shape
-            (one line naming the file). ``require_db=False`` loads a variant whose database
-            file is absent with an empty seed (for the data checks)."""
+        EgoBenchError: no such data folder, unknown variant (the folder's variants listed),
+            missing file, invalid JSON or wrong top-level shape (one line naming the file).
+            ``require_db=False`` loads a variant whose database file is absent with an empty
+            seed (for the data checks)."""
     files = variant_files(data_dir, name)
     if not files["tasks"].exists():
-        known = ", ".join(list_variants(data_dir)) if (Path(data_dir) / "tasks").is_dir() else ""
+        known = ", ".join(list_variants(data_dir)) or "none (no tasks/*.json)"
         raise EgoBenchError(
-            f"{files['tasks']}: unknown variant {name!r}" + (f"; known: {known}" if known else "")
+            f"{files['tasks']}: unknown variant {name!r}; the variants in {data_dir}: {known}"
         )
     raw_tasks = read_json(files["tasks"])
     if not isinstance(raw_tasks, list) or not all(isinstance(t, dict) for t in raw_tasks):

@@ -138,24 +138,50 @@ class Subset(BaseModel):
         return " ".join(parts + ([f"--task {','.join(self.tasks)}"] if self.tasks else []))
 
 
-def resolve_settings(config: dict[str, Any], overrides: dict[str, Any]) -> Settings:
+def resolve_settings(
+    config: dict[str, Any], overrides: dict[str, Any], *, config_path: str | None = None
+) -> Settings:
     """Defaults <- the model config's ``settings`` <- command-line overrides (dotted keys).
 
+    Args:
+        config_path: the model config's file, named when its ``settings:`` block is wrong.
+
     Raises:
-        CollectError: an unknown setting or a value of the wrong type, naming the setting.
+        CollectError: an unknown setting or a value of the wrong type, naming the setting (and
+            the model config file with ``settings.KEY`` when the config's block is at fault).
     """
     try:
         merged = apply_overrides(Settings().model_dump(), config.get("settings") or {})
-        merged = apply_overrides(merged, overrides)
-        return Settings.model_validate(merged)
+        return Settings.model_validate(apply_overrides(merged, overrides))
     except ValueError as exc:  # ValidationError is a ValueError
-        if isinstance(exc, ValidationError):
-            msgs = [_setting_problem(e) for e in exc.errors()]
-        else:
-            msgs = [str(exc)]
+        own = _config_problems(config)
+        if own:  # the YAML's settings: block is wrong: name the file, not --set
+            where = config_path or "the model config"
+            if len(own) == 1:
+                raise CollectError(f"{where}: {own[0]}") from exc
+            raise CollectError(f"{where}: invalid settings:\n  " + "\n  ".join(own)) from exc
+        msgs = _problems(exc)
         if len(msgs) == 1:
             raise CollectError(f"invalid setting {msgs[0]} (see --set)") from exc
         raise CollectError("invalid settings:\n  " + "\n  ".join(msgs)) from exc
+
+
+def _problems(exc: ValueError) -> list[str]:
+    if isinstance(exc, ValidationError):
+        return [_setting_problem(e) for e in exc.errors()]
+    return [str(exc)]
+
+
+def _config_problems(config: dict[str, Any]) -> list[str]:
+    """The problems of the model config's own ``settings:`` block, each as ``settings.KEY:
+    message`` (``[]``: the block is fine, so a ``--set`` override is at fault)."""
+    try:
+        Settings.model_validate(
+            apply_overrides(Settings().model_dump(), config.get("settings") or {})
+        )
+    except ValueError as exc:
+        return [f"settings.{m}" for m in _problems(exc)]
+    return []
 
 
 def _setting_problem(err: Any) -> str:
@@ -248,7 +274,7 @@ def prepare_run(
         shard_t = parse_shard(shard)
     except (BenchmarkError, AdapterError, ValueError) as exc:
         raise CollectError(str(exc)) from exc
-    settings = resolve_settings(mc.config, overrides)
+    settings = resolve_settings(mc.config, overrides, config_path=mc.path)
     _check_audio_mode(mc.name, settings)
     try:
         writer_sync_every(settings)

@@ -35,6 +35,7 @@ from interactscope.streaming.environments.scores import (
     write_environment_scores,
 )
 from interactscope.streaming.judges import make_judge
+from interactscope.streaming.judges.base import judge_note
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.scoring.run import score_run
 from interactscope.view import ViewSettings, write_view
@@ -90,6 +91,9 @@ class DemoResult(BaseModel):
     view: Path
     leaderboard: str
     seconds: dict[str, float]
+    judge_note: str | None = None
+    """:func:`~interactscope.streaming.judges.base.judge_note` of the panel's judge (``None``:
+    an exact judge)."""
     environment: dict[str, EnvTotals | None] = Field(default_factory=dict)
     """Per run, the environment columns' totals (``None``: it covers no environment
     interaction)."""
@@ -197,7 +201,8 @@ def run_panel(
     view = write_view(list(runs.values()), out / "view.html", ViewSettings(resamples=s.resamples))
     seconds["view"] = time.perf_counter() - t0
     return DemoResult(runs=runs, report=rep.out / "report.md", view=view, leaderboard=table,
-                      seconds=seconds, environment=envs)  # fmt: skip
+                      seconds=seconds, environment=envs,
+                      judge_note=judge_note(judge.name, judge.approximation))  # fmt: skip
 
 
 def _environment_totals(run: Path) -> EnvTotals | None:

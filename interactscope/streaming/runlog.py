@@ -147,10 +147,16 @@ FORMAT: RunFormat[ResponseRecord, RunManifest] = RunFormat(
 
 
 class RunFolder:
-    """Read access to a finished or partial run folder."""
+    """Read access to a finished or partial run folder.
+
+    Raises:
+        RunLogError: ``path`` does not exist (``no such folder``, as ``score`` says it) or holds
+            no ``run.json``."""
 
     def __init__(self, path: str | Path):
         self.path = Path(path)
+        if not self.path.exists():
+            raise RunLogError(f"{self.path}: not a run folder (no such folder)")
         if not (self.path / MANIFEST).exists():
             raise RunLogError(f"{self.path}: not a run folder (no {MANIFEST})")
 

@@ -24,8 +24,25 @@ __all__ = [
     "JudgeItem",
     "Verdict",
     "judge_messages",
+    "judge_note",
     "parse_verdict",
 ]
+
+PAPER_JUDGE = "openai:gpt-4o"
+"""The ``--judge`` string of the paper's judge (GPT-4o)."""
+
+
+def judge_note(name: str, approximation: str | None) -> str | None:
+    """The line every output (``score``'s NOTE, the demo leaderboard, ``report.md``) gives an
+    approximate judge: its name, that it stands in for the paper's GPT-4o judge, and its
+    ``approximation`` label; ``None`` for an exact judge."""
+    if not approximation:
+        return None
+    return (
+        f"judge '{name}' is an approximation of the paper's GPT-4o judge "
+        f"(--judge {PAPER_JUDGE}): {approximation}"
+    )
+
 
 JUDGE_PROMPT_VERSION = "judge-v1"
 """Version of :data:`JUDGE_SYSTEM` / :data:`JUDGE_USER`; part of every cache key. Bump it whenever

@@ -3,13 +3,19 @@ and an optional re-ask of N cached verdicts to measure the flip rate (docs/proto
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
+from interactscope.core.errors import first_problem
 from interactscope.core.text import plural
 from interactscope.streaming.judges.base import Judge, JudgeError, JudgeItem, Verdict
 from interactscope.streaming.judges.cache import VerdictCache
 
 __all__ = ["JudgeReport", "run_judge"]
+
+log = logging.getLogger(__name__)
 
 CACHE_CHUNK = 32
 """Triples sent to a judge per call when a cache is used; each call's verdicts are stored before
@@ -76,7 +82,7 @@ def run_judge(
     """
     report = JudgeReport(pairs=len(items))
     if judge.per_item:
-        verdicts = judge.judge_items(items) if items else []
+        verdicts = _ask(judge, judge.judge_items, items) if items else []
         report.unique = report.calls = len(items)
         report.verdicts = {it.pair_key: v for it, v in zip(items, verdicts, strict=True)}
         _raise_errors(verdicts, judge)
@@ -99,7 +105,7 @@ def run_judge(
 
     if rejudge > 0:
         sample = sorted(k for k in unique if k in by_key)[:rejudge]
-        again = judge.judge([unique[k] for k in sample]) if sample else []
+        again = _ask(judge, judge.judge, [unique[k] for k in sample]) if sample else []
         for k, v in zip(sample, again, strict=True):
             if v.error:
                 continue
@@ -133,7 +139,7 @@ def _judge_fresh(
         size = 4 * conc if conc > 0 else CACHE_CHUNK
     for i in range(0, len(todo), size):
         keys = todo[i : i + size]
-        answers = judge.judge([unique[k] for k in keys])
+        answers = _ask(judge, judge.judge, [unique[k] for k in keys])
         if len(answers) != len(keys):
             raise JudgeError(f"judge {judge.name} returned {len(answers)} verdicts for {len(keys)}")
         got = dict(zip(keys, answers, strict=True))
@@ -146,6 +152,24 @@ def _judge_fresh(
         if any(v.error for v in answers):
             break  # the server is failing: stop paying; what was answered is cached
     return fresh
+
+
+def _ask(
+    judge: Judge, method: Callable[[list[Any]], list[Verdict]], batch: list[Any]
+) -> list[Verdict]:
+    """``method(batch)``; an exception the judge raises (a plug-in's bug, a failure it does not
+    turn into verdict errors) becomes a one-line JudgeError naming the judge; the traceback
+    is logged at DEBUG (``-v``)."""
+    try:
+        return method(batch)
+    except JudgeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure inside judge code
+        log.debug("judge %r raised", judge.name, exc_info=True)  # shown with -v
+        raise JudgeError(
+            f"judge {judge.name!r} raised {type(exc).__name__}: {first_problem(exc)} "
+            "(-v shows the traceback)"
+        ) from exc
 
 
 def _raise_errors(verdicts: list[Verdict], judge: Judge) -> None:

@@ -41,6 +41,7 @@ from interactscope.streaming.judges import (
     make_judge,
     run_judge,
 )
+from interactscope.streaming.judges.base import judge_note
 from interactscope.streaming.runlog import RunFolder
 from interactscope.streaming.schema import Interaction, ResponseRecord, RunManifest
 from interactscope.streaming.scoring.allocation import ms
@@ -350,8 +351,9 @@ def score_collection(
         health=_health(tdf, idf, report, unknown, completeness),
     )
     table = format_tables(metrics, model=str(info.model or "run"), judge=judge.name)
-    if judge.approximation:
-        table += f"\nNOTE: judge '{judge.name}' is an approximation: {judge.approximation}"
+    note = judge_note(judge.name, judge.approximation)
+    if note:
+        table += f"\nNOTE: {note}"
     return ScoreResult(
         tdf, idf, cdf, metrics, summary, report, table, responses=responses_frame(resp_rows)
     )
@@ -404,6 +406,7 @@ def score_run(
     cache_path: str | Path | None = None,
     out_dir: str | Path | None = None,
     completeness: Completeness | None = None,
+    out: str | Path | None = None,
     **overrides: float,
 ) -> ScoreResult:
     """Score a run folder and write ``RUN/scores/`` (or ``out_dir``).
@@ -415,19 +418,24 @@ def score_run(
         cache_path: verdict cache; default ``RUN/scores/verdicts.sqlite`` (also when ``out_dir``
             puts the score files elsewhere, e.g. one folder per tolerance).
         out_dir: where the score files go; default ``RUN/scores``.
+        out: the same as ``out_dir``, by the name of the CLI's ``--out`` and of ``collect(out=)``.
         completeness: the run's completeness when the caller computed it already (else it is
             computed here; a benchmark that cannot be re-read leaves it unreported).
 
     Raises:
         interactscope.streaming.runlog.RunLogError: not a run folder. ValueError: bad options.
+        TypeError: an unknown keyword, or both ``out`` and ``out_dir``.
     """
     unknown = sorted(set(overrides) - set(ScoringOptions.model_fields))
     if unknown:  # a mistyped keyword would otherwise read as a bad scoring option
         raise TypeError(
             f"score_run() got an unexpected keyword argument {unknown[0]!r}; keywords: judge, "
-            "options, rejudge, cache_path, out_dir, completeness, and the ScoringOptions "
-            f"fields {', '.join(ScoringOptions.model_fields)}"
+            "options, rejudge, cache_path, out_dir (or out), completeness, and the "
+            f"ScoringOptions fields {', '.join(ScoringOptions.model_fields)}"
         )
+    if out is not None and out_dir is not None:
+        raise TypeError("score_run() takes out or out_dir (the same folder), not both")
+    out_dir = out if out is not None else out_dir
     run_dir = Path(run_dir)
     inputs = load_run_inputs(run_dir)
     if completeness is None:

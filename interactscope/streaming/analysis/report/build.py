@@ -44,6 +44,7 @@ from interactscope.streaming.analysis.report.tables import (
     volume_table,
 )
 from interactscope.streaming.analysis.runs import ScoredRun, load_scored
+from interactscope.streaming.judges.base import judge_note
 from interactscope.streaming.tasks import SEQUENCE_TASKS
 
 __all__ = ["Report", "build_report"]
@@ -160,6 +161,22 @@ def _beyond(rep: Report, mains: list[ScoredRun], judge: str | None, opts: Bootst
     )
 
 
+def _judge_lines(runs: Sequence[ScoredRun]) -> str:
+    """``Judge: `NAME`.`` (with the runs of each when they differ), then the NOTE of every
+    approximate judge (:func:`judge_note`, the line ``score`` prints)."""
+    by: dict[tuple[str, str | None], list[str]] = {}
+    for r in runs:
+        by.setdefault((r.scoring.judge_name or "?", r.summary.approximation), []).append(r.label)
+    if len(by) == 1:
+        line = f"Judge: `{next(iter(by))[0]}`."
+    else:
+        line = "Judges: " + "; ".join(
+            f"`{name}` ({', '.join(f'`{x}`' for x in labels)})" for (name, _), labels in by.items()
+        )
+    notes = [n for n in (judge_note(name, a) for name, a in by) if n]
+    return "\n".join([line, *(f"NOTE: {n}" for n in notes)]) if notes else line
+
+
 def _write_index(rep: Report, inputs: ReportInputs, pairing: dict[str, Any]) -> None:
     """report.json (runs, roles, pairs, skipped, options, files) and report.md."""
     roles = inputs.roles
@@ -181,6 +198,7 @@ def _write_index(rep: Report, inputs: ReportInputs, pairing: dict[str, Any]) -> 
     head = "# interactscope report\n\nRuns: " + ", ".join(
         f"`{r.label}` ({roles[r.label]})" for r in inputs.runs
     )
+    head += "\n\n" + _judge_lines(inputs.runs)
     figs = (
         "\n\n## Figures\n\n![score by tolerance](fig_scene_tolerance.png)\n\n"
         "![sequences](fig_sequences.png)\n"
