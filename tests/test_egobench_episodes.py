@@ -395,8 +395,13 @@ def test_bad_input_is_one_line_before_any_episode(
 
 
 def test_run_without_agent_lists_the_agents_and_the_cpu_default(tmp_path: Path, monkeypatch):
+    from interactscope.core import registry
+
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("INTERACTSCOPE_CONFIGS", raising=False)
+    agents = registry.table("agents")  # other test modules register agents at import
+    for name in [n for n in agents if n not in ("oracle", "none", "egointeract")]:
+        monkeypatch.delitem(agents, name)
     res = CliRunner().invoke(app, ["ego", "run", "--variant", "retail1", "--out", "run"])
     assert res.exit_code == 2 and not (tmp_path / "run").exists()
     assert res.stderr == (
