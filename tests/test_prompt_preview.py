@@ -105,6 +105,21 @@ def test_dry_run_honours_only_and_task(tmp_path) -> None:
     assert not (tmp_path / "r").exists()
 
 
+def test_dry_run_of_a_model_sent_no_prompt_prints_the_heading_and_one_line(tmp_path) -> None:
+    """`silent` is sent no prompt: t1-taxi (q = 0, so its first decision point is t = 0) gets
+    its heading and the line `prompt` prints for it, no messages."""
+    out = tmp_path / "r"
+    r = _run("collect", "--model", "silent", "--bench", DEMO, "--out", str(out), "--dry-run",
+             "--only", "t1-taxi")  # fmt: skip
+    assert r.exit_code == 0, r.output
+    assert r.output == (
+        "# t1-taxi at t = 0 s\n"
+        "model 'silent' (backend silent) is sent no prompt, so there is nothing to preview: "
+        "it always answers with the silence token\n"
+    )
+    assert not out.exists()
+
+
 @pytest.mark.parametrize("at", ["1", "10.5"])
 def test_at_outside_request_time_and_clip_end_is_refused(at) -> None:
     """t1-cyclist asks at q = 2 s over bikes.mp4 (10 s): t = 1 is before the request, t = 10.5

@@ -44,7 +44,8 @@ def build_previews(
     ``frames_as``, its own part rewrite, frames at its consumer side; Online Rolling
     (``protocol: online``) as turn 1 and the turn at t (default: the second decision point).
     ``loaded``: the model's ``(name, config)`` when the caller has loaded it; ``build=False``
-    only checks the points (ids, ``t``) and returns ``[]``.
+    only checks the points (ids, ``t``) and returns ``[(interaction id, t), ...]``, ``t`` (s)
+    defaulting to the first decision point (for a model sent no prompt).
     Raises ``typer.Exit`` with one line on any bad input."""
 
     try:
@@ -64,6 +65,7 @@ def build_previews(
                 _check_at(it, t, video.duration_s)
                 _note_off_grid(b, it, t, settings)
             if not build:
+                out.append((it.id, interaction_grid(b, it, settings)[0] if t is None else t))
                 continue
             obs = None
             if settings.scene != "none" and video.id not in b.media_errors:

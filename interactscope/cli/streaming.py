@@ -26,7 +26,7 @@ from interactscope.cli.common import (
     split_list,
 )
 from interactscope.cli.models import collect_panel
-from interactscope.cli.prompt import build_previews, echo_previews
+from interactscope.cli.prompt import build_previews, echo_previews, unprompted_note
 from interactscope.core.model_configs import resolve_model_config
 from interactscope.core.records import StageTimings
 from interactscope.core.resources import demo_benchmark_dir
@@ -265,7 +265,8 @@ def _dry_run(
     model: str, bench: Path, set_: list[str], only: str | None = None, task: str | None = None
 ) -> None:
     """``collect --dry-run``: the prompt of each selected interaction's first decision point
-    (``--only`` / ``--task`` select as they do for a collect)."""
+    (``--only`` / ``--task`` select as they do for a collect); for a model sent no prompt, each
+    one's heading and the :func:`unprompted_note` line instead."""
 
     points: list[tuple[str | None, None]] = [(None, None)]
     ids, tasks = split_list(only, "--only") or [], split_list(task, "--task") or []
@@ -282,7 +283,15 @@ def _dry_run(
                 f"--only/--task select no interaction of {bench} (unknown ids: {unknown or 'none'})"
             )
         points = [(iid, None) for iid in chosen]
-    echo_previews(build_previews(model, bench, parse_sets(set_), points), False)
+    name, config = load_model_config(model)
+    note = unprompted_note(name, config)
+    previews = build_previews(
+        model, bench, parse_sets(set_), points, loaded=(name, config), build=note is None
+    )
+    if note is None:
+        echo_previews(previews, False)
+    else:  # same heading as a preview's, no messages: none is sent
+        typer.echo("\n\n".join(f"# {iid} at t = {t:g} s\n{note}" for iid, t in previews))
 
 
 def _subset(only: str | None, task: str | None, *, ray: bool) -> dict[str, list[str]]:
