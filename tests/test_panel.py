@@ -105,6 +105,11 @@ def test_collect_panel_runs_baselines_and_skips_the_rest_one_line_each(monkeypat
     assert (out / "report" / "all_metrics.csv").exists()
     board = res.output[res.output.index("Panel ") :]
     assert "| oracle" in board and "| silent" in board
+    # the panel's judge (lexical, threshold 0.5) is an approximation: named under the board
+    assert (
+        "NOTE: judge 'lexical' is an approximation of the paper's GPT-4o judge (--judge "
+        "openai:gpt-4o): lexical token-F1 >= 0.5 (offline approximation of an LLM judge)"
+    ) in lines
     assert "2 row(s) ran, 2 skipped, 0 failed" in res.output
 
 

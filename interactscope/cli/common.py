@@ -76,6 +76,13 @@ def fail(msg: str, code: int = 1) -> None:
     raise typer.Exit(code)
 
 
+def echo_judge_note(note: str | None) -> None:
+    """After a leaderboard (``demo``, ``collect --panel``): the NOTE line naming an approximate
+    judge (:func:`~interactscope.streaming.judges.base.judge_note`); nothing for an exact one."""
+    if note:
+        typer.echo(f"\nNOTE: {note}")
+
+
 EXIT_RECORD_ERRORS = 3
 """Exit code of ``collect`` when it finished but some records carry an infrastructure error, and
 of ``score --strict`` when the scored records carry one."""

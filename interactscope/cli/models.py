@@ -9,7 +9,12 @@ from pathlib import Path
 import typer
 
 from interactscope.cli.app import app
-from interactscope.cli.common import EXIT_RECORD_ERRORS, disk_errors, interrupts
+from interactscope.cli.common import (
+    EXIT_RECORD_ERRORS,
+    disk_errors,
+    echo_judge_note,
+    interrupts,
+)
 from interactscope.core.model_configs import CONFIG_ENV, list_models, local_is_bundled
 from interactscope.streaming.panel import GROUP_TITLES, PanelRow, load_panel, row_status, run_panel
 
@@ -93,6 +98,7 @@ def collect_panel(
         )
     if res.leaderboard:
         typer.echo(f"\nPanel {name} (% of targets [95% CI]):\n\n{res.leaderboard}")
+        echo_judge_note(res.judge_note)
         typer.echo(f"\ntables: {res.report}")
     typer.echo(f"{out}: {len(res.runs)} row(s) ran, {len(res.skipped)} skipped, "
                f"{len(res.failed)} failed")  # fmt: skip

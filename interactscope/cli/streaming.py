@@ -19,6 +19,7 @@ from interactscope.cli.common import (
     EXIT_RECORD_ERRORS,
     bench_dir,
     disk_errors,
+    echo_judge_note,
     fail,
     interrupts,
     parse_sets,
@@ -587,8 +588,7 @@ def _demo_panel(out: Path, judge: str, cpu_limit: int, resamples: int) -> None:
     res = run_panel(DEMO_BENCH, out, settings, command=sys.argv, echo=typer.echo)
     typer.echo(f"\nLeaderboard (demo benchmark, judge {judge}; % of targets [95% CI]):\n")
     typer.echo(res.leaderboard)
-    if res.judge_note:
-        typer.echo(f"\nNOTE: {res.judge_note}")
+    echo_judge_note(res.judge_note)
     typer.echo(
         f"\nLook at:\n  {res.view}  (open in a browser: timelines, responses, frames seen)\n"
         f"  {res.report}  (tables and figures)\n  runs: "

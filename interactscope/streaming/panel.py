@@ -41,6 +41,7 @@ from interactscope.streaming.analysis.report import build_report
 from interactscope.streaming.collect import CollectError, run_collect
 from interactscope.streaming.demo import _coverage, leaderboard
 from interactscope.streaming.judges import make_judge
+from interactscope.streaming.judges.base import judge_note
 from interactscope.streaming.scoring.run import score_run
 
 __all__ = [
@@ -222,6 +223,9 @@ class PanelResult(BaseModel):
     failed: dict[str, str] = Field(default_factory=dict)
     report: Path | None = None
     leaderboard: str = ""
+    judge_note: str | None = None
+    """:func:`~interactscope.streaming.judges.base.judge_note` of the panel's judge (``None``:
+    an exact judge, or no row was scored)."""
 
 
 def run_panel(
@@ -275,6 +279,8 @@ def run_panel(
         res.runs[run.name] = run
     if res.runs:
         _report(res, out, resamples)
+    if judge_obj is not None:
+        res.judge_note = judge_note(judge_obj.name, judge_obj.approximation)
     return res
 
 
