@@ -377,3 +377,29 @@ def test_embedding_weights_load_once_per_process(monkeypatch, tmp_path):
     b = embedding.EmbeddingJudge(model_dir=tmp_path, threshold=0.9)
     assert loads == [str(tmp_path)] and a.encoder is b.encoder
     embedding._encoder.cache_clear()
+
+
+def test_a_judge_whose_constructor_raises_is_one_line_naming_it(monkeypatch, tmp_path):
+    """A registered factory that raises: `make_judge` and `score` give one line naming the
+    judge (its --judge string), the exception type and message; no traceback without -v."""
+    from typer.testing import CliRunner
+
+    from interactscope.cli import app
+    from interactscope.core import registry
+    from interactscope.core.resources import demo_benchmark_dir
+    from interactscope.streaming.collect import run_collect
+    from interactscope.streaming.judges import make_judge
+
+    def boom(arg, **options):
+        raise RuntimeError(f"no model at {arg!r}")
+
+    monkeypatch.setitem(registry.table("judges"), "boom", boom)
+    line = "judge 'boom:x' cannot be built: RuntimeError: no model at 'x' (-v shows the traceback)"
+    with pytest.raises(JudgeError) as err:
+        make_judge("boom:x")
+    assert str(err.value) == line
+    run = tmp_path / "run"
+    run_collect(model="silent", bench=demo_benchmark_dir(), out=run, limit=1, progress=False)
+    r = CliRunner().invoke(app, ["score", str(run), "--judge", "boom:x"])
+    assert r.exit_code == 1
+    assert r.output == line + "\n"

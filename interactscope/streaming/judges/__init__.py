@@ -18,6 +18,9 @@
 
 from __future__ import annotations
 
+import logging
+
+from interactscope.core.errors import first_problem
 from interactscope.core.registry import PluginError, UnknownPluginError, lookup, names, register
 from interactscope.core.text import plural
 from interactscope.streaming.judges.base import (
@@ -41,6 +44,8 @@ from interactscope.streaming.judges.llm import (
 )
 from interactscope.streaming.judges.runner import JudgeReport, run_judge
 from interactscope.streaming.judges.toolset import tool_names, toolset_match
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "JUDGE_PROMPT_VERSION",
@@ -171,7 +176,8 @@ def make_judge(name: str, **options: object) -> Judge:
     ``interactscope.judges`` entry point) with ``ARG`` and ``options``.
 
     Raises:
-        JudgeError: unknown name, or a backend whose packages are missing.
+        JudgeError: unknown name, a backend whose packages are missing, or a factory that raises
+            (one line naming the judge; the traceback is logged at DEBUG, ``-v``).
     """
     base, looks = _looking_suffixes(name)
     backend, _, arg = base.partition(":")
@@ -187,4 +193,13 @@ def make_judge(name: str, **options: object) -> Judge:
         ) from None
     except PluginError as exc:
         raise JudgeError(str(exc)) from exc
-    return factory(arg, **options)
+    try:
+        return factory(arg, **options)
+    except JudgeError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - any failure inside a (plug-in) judge's constructor
+        log.debug("judge %r cannot be built", name, exc_info=True)  # shown with -v
+        raise JudgeError(
+            f"judge {name!r} cannot be built: {type(exc).__name__}: {first_problem(exc)} "
+            "(-v shows the traceback)"
+        ) from exc
