@@ -5,6 +5,7 @@ without any edit of ours."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -345,23 +346,31 @@ def test_a_plugin_of_a_built_in_name_is_ignored_with_one_warning_each(tmp_path, 
     ]
 
 
+@contextlib.contextmanager
+def _env_plugin(plug: Path, source: str, monkeypatch):
+    """``plug`` written with ``source`` and named by $INTERACTSCOPE_PLUGINS for the block; the
+    variable unset and the registry refreshed after it. Yields ``plug``."""
+    plug.write_text(source)
+    monkeypatch.setenv(registry.ENV_VAR, str(plug))
+    registry.refresh()
+    try:
+        yield plug
+    finally:
+        monkeypatch.delenv(registry.ENV_VAR)
+        registry.refresh()
+
+
 def test_an_env_var_module_registering_a_built_in_name_is_ignored(tmp_path, monkeypatch):
     from interactscope.streaming.judges import make_judge
 
-    plug = tmp_path / "shadow.py"
-    plug.write_text(
+    src = (
         "from interactscope.core.registry import register\n"
         "import interactscope.streaming.judges\n"
         "register('judges', 'lexical', lambda arg, **options: None)\n"
     )
-    monkeypatch.setenv(registry.ENV_VAR, str(plug))
-    registry.refresh()
-    try:
+    with _env_plugin(tmp_path / "shadow.py", src, monkeypatch) as plug:
         with pytest.warns(registry.PluginWarning) as caught:
             assert make_judge("lexical").name == "lexical"  # the built-in, not None
-    finally:
-        monkeypatch.delenv(registry.ENV_VAR)
-        registry.refresh()
     assert [str(w.message) for w in caught] == [
         f"judges 'lexical' of INTERACTSCOPE_PLUGINS module {plug} ignored: the name is a "
         "built-in one (it wins); rename it"
@@ -381,24 +390,20 @@ def test_register_over_a_built_in_metric_is_ignored_with_a_warning(monkeypatch):
 def test_a_table_read_first_sees_what_the_env_var_module_registers(tmp_path, monkeypatch):
     from interactscope.streaming.analysis.controls.registry import CONTROLS, registered
 
-    plug = tmp_path / "delay_ctl.py"
-    plug.write_text(
+    src = (
         "from interactscope.core.registry import register\n"
         "from interactscope.streaming.analysis.controls.registry import ControlSpec\n"
         "register('controls', 'delay', ControlSpec('delay', 'Delay.', (), 'm', 'run', rank=60))\n"
     )
-    monkeypatch.setenv(registry.ENV_VAR, str(plug))
-    registry.refresh()
-    try:  # the first read of any table imports the module, and that read already sees it
-        assert [s.name for s in registered()] == [
-            "request-prior",
-            "blind-fire",
-            "scene",
-            "policy",
-            "schedule",
-            "delay",
-        ]  # fmt: skip  (ranks 10 ... 50 built in, then delay's 60)
-    finally:
-        monkeypatch.delenv(registry.ENV_VAR)
-        CONTROLS.pop("delay", None)
-        registry.refresh()
+    with _env_plugin(tmp_path / "delay_ctl.py", src, monkeypatch):
+        try:  # the first read of any table imports the module, and that read already sees it
+            assert [s.name for s in registered()] == [
+                "request-prior",
+                "blind-fire",
+                "scene",
+                "policy",
+                "schedule",
+                "delay",
+            ]  # fmt: skip  (ranks 10 ... 50 built in, then delay's 60)
+        finally:
+            CONTROLS.pop("delay", None)
